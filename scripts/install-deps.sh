@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs every build, test and benchmark dependency of ctrain from Debian's packages.
+# Idempotent; run as root (or via sudo). Safe to call on every CI run.
+set -euo pipefail
+PKGS=(
+  build-essential cmake ninja-build pkg-config git
+  zlib1g-dev           # GZIP/ZLIB TFRecord compression
+  libdnnl-dev          # oneDNN: fully connected GEMMs (the seed's MKL-DNN)
+  libcli11-dev         # command line
+  nlohmann-json3-dev   # --json output, JSON config files, metrics
+  libtomlplusplus-dev  # TOML config files
+  libgtest-dev libgmock-dev  # unit tests (via CTest)
+  libbenchmark-dev     # bench/ micro benchmarks
+  libprotobuf-dev protobuf-compiler  # interop tests only: check our tf.train.Example bytes with the real protobuf library
+  clang libclang-rt-14-dev llvm       # libFuzzer targets and sanitizer runtimes
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${missing[*]}"

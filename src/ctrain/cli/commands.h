@@ -1,0 +1,23 @@
+// Subcommand registration. Each Add*Command adds a CLI11 subcommand to `app`
+// and stores in `*run` the function main() calls when that subcommand was chosen.
+// The function returns the exit status (0 ok, 1 error already printed).
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace ctrain::cli {
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+// Each command file defines one of these.
+Command AddInspectCommand(CLI::App& app);
+Command AddConvertCommand(CLI::App& app);
+Command AddSynthCommand(CLI::App& app);
+
+}  // namespace ctrain::cli

@@ -1,0 +1,65 @@
+// Batch: a mini-batch of CTR examples, the unit that flows from the input
+// pipeline to the trainer — and, later, across a process boundary (data
+// service, parameter server), so it is plain contiguous memory with a
+// documented wire format.
+//
+// Layout (the seed's feat_ids / feat_vals, Guo et al. 2017 DeepFM code):
+//   labels  float[B]            click label in {0, 1}
+//   ids     int64[B * F]        row-major; ids[b * F + f] is field f of example b
+//   values  float[B * F]        same shape as ids
+// where B = size() and F = field_size. Variable-length rows (fields that
+// differ per example) use CSR: row_splits int64[B + 1] with row b's features at
+// [row_splits[b], row_splits[b+1]); row_splits is empty for fixed-length batches.
+//
+// Thread safety: a Batch is a value; move it between threads, don't share it mutably.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctrain/base/status.h"
+
+namespace ctrain::data {
+
+struct Batch {
+  int32_t field_size = 0;            // F; for variable-length batches the maximum row length
+  std::vector<float> labels;         // [B]
+  std::vector<int64_t> ids;          // [B * F] or [nnz]
+  std::vector<float> values;         // same as ids
+  std::vector<int64_t> row_splits;   // [] (fixed) or [B + 1] (variable-length)
+
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  bool empty() const { return labels.empty(); }
+  bool variable_length() const { return !row_splits.empty(); }
+
+  // Drops all rows, keeps capacity.
+  void Clear();
+  // Reserves room for `rows` fixed-length rows of `fields` fields.
+  void Reserve(int64_t rows, int32_t fields);
+
+  // Appends one fixed-length row. REQUIRES: ids.size() == values.size() == field_size.
+  void AppendRow(float label, std::span<const int64_t> row_ids, std::span<const float> row_values);
+
+  // Row b's ids / values (fixed or variable length).
+  std::span<const int64_t> row_ids(int64_t b) const;
+  std::span<const float> row_values(int64_t b) const;
+
+  // Checks shapes and invariants (labels finite, sizes consistent, splits monotone).
+  Status Validate() const;
+
+  // Wire format, little-endian (docs/formats.md#batch):
+  //   magic "CTB1" | u32 flags (bit0 = variable length) | i64 B | i32 F | i64 nnz
+  //   | f32 labels[B] | i64 ids[nnz] | f32 values[nnz] | i64 row_splits[B+1] if variable
+  void SerializeTo(std::string* out) const;
+  std::string Serialize() const;
+  // Errors: DataLoss naming the byte offset when the buffer is short, has a bad
+  // magic or inconsistent sizes. Never allocates more than the buffer implies.
+  static StatusOr<Batch> Deserialize(std::string_view bytes);
+
+  bool operator==(const Batch&) const = default;
+};
+
+}  // namespace ctrain::data
