@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The README's test command: installs dependencies, builds, runs the unit tests
+# (CTest/GoogleTest), then the same suite under ASan+UBSan.
+#   SKIP_SANITIZERS=1 scripts/test.sh   # only the Release suite
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/build.sh
+(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
+  echo "== ASan+UBSan build =="
+  BUILD_DIR=build-asan bash scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTRAIN_SANITIZE=ON -DCTRAIN_BUILD_BENCH=OFF
+  # Long training acceptance tests are labelled 'slow' and run only in the Release suite.
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE slow)
+fi

@@ -1,0 +1,112 @@
+// `ctrain convert`: libsvm <-> tfrecord (seed schema) and criteo-tsv/csv -> libsvm/tfrecord.
+#include <cstdio>
+#include <vector>
+
+#include "ctrain/cli/commands.h"
+#include "ctrain/cli/data_flags.h"
+
+namespace ctrain::cli {
+namespace {
+
+struct ConvertFlags {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string output_format = "tfrecord";
+  std::string output_compression = "none";
+  int32_t output_id_base = -1;  // -1: same as --id-base, so libsvm round trips are byte-exact
+  int64_t hash_buckets = 0;
+  int64_t vocab_min_count = 0;
+  std::string feature_map_out;
+  DataFlags data;
+};
+
+Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io::CriteoVocabulary* vocab) {
+  for (const auto& path : fl.inputs) {
+    if (path == "-") return InvalidArgumentError("--vocab-min-count reads the input twice; it cannot read stdin");
+    io::Compression detected;
+    CTRAIN_ASSIGN_OR_RETURN(auto f, io::OpenForRead(path, ro.compression, &detected));
+    io::CriteoReaderOptions co;
+    co.format = ro.format == data::RecordFormat::kCriteoCsv ? io::CriteoFormat::kCsv
+                : ro.format == data::RecordFormat::kCriteoTsv ? io::CriteoFormat::kTsv
+                                                              : io::CriteoFormat::kAuto;
+    CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(f), co));
+    io::CriteoRow row;
+    for (;;) {
+      CTRAIN_ASSIGN_OR_RETURN(bool more, r->Next(&row));
+      if (!more) break;
+      vocab->Count(row);
+    }
+  }
+  return vocab->Build(fl.vocab_min_count);
+}
+
+Status Convert(ConvertFlags& fl) {
+  CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
+  if (fl.hash_buckets > 0 && fl.vocab_min_count > 0)
+    return InvalidArgumentError("--hash-buckets and --vocab-min-count are mutually exclusive");
+  if (fl.hash_buckets > 0) ro.feature_size = fl.hash_buckets;
+  io::CriteoVocabulary vocab;
+  if (fl.vocab_min_count > 0) {
+    if (ro.format != data::RecordFormat::kCriteoTsv && ro.format != data::RecordFormat::kCriteoCsv)
+      return InvalidArgumentError("--vocab-min-count needs --input-format criteo-tsv or criteo-csv");
+    CTRAIN_RETURN_IF_ERROR(BuildVocabulary(fl, ro, &vocab));
+    std::string map_path = fl.feature_map_out.empty() ? fl.output + ".feature_map.txt" : fl.feature_map_out;
+    CTRAIN_RETURN_IF_ERROR(vocab.WriteFeatureMap(map_path));
+    std::fprintf(stderr, "ctrain convert: vocabulary of %lld ids (min count %lld) written to %s\n",
+                 static_cast<long long>(vocab.size()), static_cast<long long>(fl.vocab_min_count), map_path.c_str());
+    ro.vocabulary = &vocab;
+  }
+  data::ExampleWriterOptions wo;
+  CTRAIN_ASSIGN_OR_RETURN(wo.format, data::ParseRecordFormat(fl.output_format));
+  CTRAIN_ASSIGN_OR_RETURN(wo.compression, io::ParseCompression(fl.output_compression));
+  wo.id_base = fl.output_id_base >= 0 ? fl.output_id_base : ro.id_base;
+  CTRAIN_ASSIGN_OR_RETURN(auto writer, data::OpenExampleWriter(fl.output, wo));
+  std::vector<int64_t> ids(ro.field_size);
+  std::vector<float> vals(ro.field_size);
+  float label;
+  for (const auto& path : fl.inputs) {
+    CTRAIN_ASSIGN_OR_RETURN(auto reader, data::OpenExampleReader(path, ro));
+    for (;;) {
+      CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&label, ids.data(), vals.data()));
+      if (!more) break;
+      CTRAIN_RETURN_IF_ERROR(writer->Write(label, ids, vals));
+    }
+    std::fprintf(stderr, "ctrain convert: %s: %llu records (%s, %s; skipped: %s)\n", path.c_str(),
+                 static_cast<unsigned long long>(reader->records()),
+                 std::string(data::RecordFormatName(reader->format())).c_str(),
+                 std::string(io::CompressionName(reader->compression())).c_str(), reader->SkippedSummary().c_str());
+  }
+  CTRAIN_RETURN_IF_ERROR(writer->Close());
+  std::fprintf(stderr, "ctrain convert: wrote %llu records to %s\n",
+               static_cast<unsigned long long>(writer->records()), fl.output.c_str());
+  return Status::OK();
+}
+
+}  // namespace
+
+Command AddConvertCommand(CLI::App& app) {
+  auto fl = std::make_shared<ConvertFlags>();
+  CLI::App* sub = app.add_subcommand("convert", "Convert between libsvm, tfrecord and Criteo TSV/CSV");
+  sub->add_option("--input,-i", fl->inputs, "Input files ('-' = stdin)")->required();
+  sub->add_option("--output,-o", fl->output, "Output file ('-' = stdout); written atomically")->required();
+  fl->data.Register(sub, true, "--input-compression,--input_compression");
+  // --input-format is the spelling in the docs; --format (from DataFlags) means the same.
+  sub->add_option("--input-format,--input_format", fl->data.format, "auto|libsvm|tfrecord|criteo-tsv|criteo-csv");
+  sub->add_option("--output-format,--output_format", fl->output_format, "libsvm|tfrecord")->capture_default_str();
+  sub->add_option("--compression,--output-compression,--output_compression", fl->output_compression,
+                  "Output compression: none|gzip|zlib")->capture_default_str();
+  sub->add_option("--output-id-base,--output_id_base", fl->output_id_base,
+                  "LibSVM output id base (default: the input --id-base)");
+  sub->add_option("--hash-buckets,--hash_buckets", fl->hash_buckets,
+                  "Criteo: hash categories into [13, N) (sets the feature size)");
+  sub->add_option("--vocab-min-count,--vocab_min_count", fl->vocab_min_count,
+                  "Criteo: build a vocabulary; categories seen fewer times map to the field's <unk> id");
+  sub->add_option("--feature-map-out,--feature_map_out", fl->feature_map_out,
+                  "Where to write the vocabulary's feature map (default OUTPUT.feature_map.txt)");
+  return {sub, [fl]() {
+            Status s = Convert(*fl);
+            return s.ok() ? 0 : ReportError(s);
+          }};
+}
+
+}  // namespace ctrain::cli

@@ -1,0 +1,50 @@
+#include "ctrain/cli/data_flags.h"
+
+#include <cstdio>
+
+namespace ctrain::cli {
+
+void DataFlags::Register(CLI::App* app, bool with_feature_size, const std::string& compression_flag) {
+  app->add_option("--format", format, "Input format: auto|libsvm|tfrecord|criteo-tsv|criteo-csv")
+      ->capture_default_str();
+  app->add_option(compression_flag, compression, "Input compression: auto|none|gzip|zlib")->capture_default_str();
+  app->add_option("--field-size,--field_size", field_size, "Features per example (F)")->capture_default_str();
+  app->add_option("--id-base,--id_base", id_base,
+                  "LibSVM: ids in the file start at this value (1 for classic LIBSVM files); never guessed")
+      ->capture_default_str();
+  if (with_feature_size)
+    app->add_option("--feature-size,--feature_size", feature_size,
+                    "Number of feature ids (Criteo hash buckets)")->capture_default_str();
+  app->add_option("--feature-map,--feature_map", feature_map,
+                  "Criteo: map categories with this feature map (name id per line) instead of hashing");
+  app->add_flag("--skip-corrupt-records,--skip_corrupt_records", skip_corrupt_records,
+                "TFRecord: skip records whose CRC does not match (counted, capped)");
+  app->add_option("--max-skipped-records,--max_skipped_records", max_skipped_records,
+                  "Cap for --skip-corrupt-records; more is an error")->capture_default_str();
+}
+
+StatusOr<data::ExampleReaderOptions> DataFlags::ReaderOptions() {
+  data::ExampleReaderOptions o;
+  CTRAIN_ASSIGN_OR_RETURN(o.format, data::ParseRecordFormat(format));
+  CTRAIN_ASSIGN_OR_RETURN(o.compression, io::ParseCompression(compression));
+  o.field_size = field_size;
+  o.id_base = id_base;
+  o.feature_size = feature_size;
+  o.skip_corrupt_records = skip_corrupt_records;
+  o.max_skipped_records = max_skipped_records;
+  if (!feature_map.empty()) {
+    if (!vocab_) {
+      CTRAIN_ASSIGN_OR_RETURN(auto v, io::CriteoVocabulary::LoadFeatureMap(feature_map));
+      vocab_ = std::make_unique<io::CriteoVocabulary>(std::move(v));
+    }
+    o.vocabulary = vocab_.get();
+  }
+  return o;
+}
+
+int ReportError(const Status& s) {
+  std::fprintf(stderr, "ctrain: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+}  // namespace ctrain::cli

@@ -1,0 +1,43 @@
+// Data flags shared by every subcommand that reads examples (inspect, convert,
+// train, eval, predict): --format, --compression, --field-size, --id-base,
+// --feature-size, --feature-map, --skip-corrupt-records. Each flag also accepts
+// the seed's underscore spelling (--field_size).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "ctrain/base/status.h"
+#include "ctrain/data/example_reader.h"
+
+namespace ctrain::cli {
+
+struct DataFlags {
+  std::string format = "auto";
+  std::string compression = "auto";
+  int32_t field_size = 39;
+  int32_t id_base = 0;
+  int64_t feature_size = 117581;
+  std::string feature_map;           // Criteo: vocabulary from a feature map instead of hashing
+  bool skip_corrupt_records = false;
+  uint64_t max_skipped_records = 1000;
+
+  // Adds the flags to `app`. `with_feature_size` = false when the subcommand
+  // defines --feature-size itself (train).
+  // `compression_flag` names the input-compression flag ("--compression" except
+  // in convert, where --compression is the output's).
+  void Register(CLI::App* app, bool with_feature_size = true,
+                const std::string& compression_flag = "--compression");
+  // Builds reader options; loads the feature map if one was given (kept alive by this object).
+  StatusOr<data::ExampleReaderOptions> ReaderOptions();
+
+ private:
+  std::unique_ptr<io::CriteoVocabulary> vocab_;
+};
+
+// Prints "ctrain: <status>" to stderr and returns 1.
+int ReportError(const Status& s);
+
+}  // namespace ctrain::cli

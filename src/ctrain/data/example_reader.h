@@ -1,0 +1,95 @@
+// Format-agnostic reading and writing of CTR examples in the seed's fixed
+// layout: label in {0,1}, ids int64[F], values float[F] (F = field_size).
+//
+// Formats (docs/formats/*.md):
+//   libsvm      "label id:val ..." (io/libsvm.h), optionally gzip/zlib compressed
+//   tfrecord    TFRecord of tf.train.Example, seed schema (io/tfrecord.h, io/example.h)
+//   criteo-tsv  raw Criteo rows, 40 tab-separated columns (io/criteo.h), preprocessed
+//   criteo-csv  the same comma-separated with a "label,I1,..." header
+// into the 39-field layout by feature hashing (feature_size buckets) or by a
+// vocabulary (feature map).
+//
+// Every error names the file and the line (text) or record index and byte offset
+// (TFRecord). Thread safety: one reader per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ctrain/base/status.h"
+#include "ctrain/io/compression.h"
+#include "ctrain/io/criteo.h"
+#include "ctrain/io/example.h"
+
+namespace ctrain::data {
+
+enum class RecordFormat { kAuto, kLibSvm, kTFRecord, kCriteoTsv, kCriteoCsv };
+
+// "auto", "libsvm", "tfrecord", "criteo-tsv", "criteo-csv" (underscores accepted).
+StatusOr<RecordFormat> ParseRecordFormat(std::string_view name);
+std::string_view RecordFormatName(RecordFormat f);
+
+struct ExampleReaderOptions {
+  RecordFormat format = RecordFormat::kAuto;     // kAuto: sniffed from the (decompressed) bytes
+  io::Compression compression = io::Compression::kAuto;
+  int32_t field_size = 39;                       // F: every example must have exactly F features
+  int32_t id_base = 0;                           // libsvm: ids in the file start at this value
+  io::SeedSchema schema;                         // tfrecord feature keys (field_size is taken from above)
+  // Criteo: number of hash buckets (ids land in [0, feature_size)); ignored with a vocabulary.
+  int64_t feature_size = 117581;
+  const io::CriteoVocabulary* vocabulary = nullptr;  // Criteo: map categories via this vocabulary
+  bool skip_corrupt_records = false;             // tfrecord: skip CRC-corrupt records (counted)
+  uint64_t max_skipped_records = 0;              // cap for the above; exceeding it is an error
+};
+
+class ExampleReader {
+ public:
+  virtual ~ExampleReader() = default;
+  // Reads the next example. REQUIRES: ids/values hold field_size entries.
+  // Returns false at the end of the input.
+  virtual StatusOr<bool> Next(float* label, int64_t* ids, float* values) = 0;
+  virtual RecordFormat format() const = 0;
+  virtual io::Compression compression() const = 0;
+  virtual const std::string& name() const = 0;
+  // Examples returned so far.
+  virtual uint64_t records() const = 0;
+  // Items skipped on purpose (blank/comment lines, CSV header, corrupt records), by kind.
+  virtual std::string SkippedSummary() const = 0;
+};
+
+// Opens `path` ("-" = stdin). With format kAuto the first decompressed bytes decide:
+// a valid TFRecord header -> tfrecord; "label," header -> criteo-csv; a first
+// data line with "id:value" tokens -> libsvm; tab-separated -> criteo-tsv.
+StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
+                                                           const ExampleReaderOptions& options);
+
+// The format and compression `path` would be read with (consumes nothing on regular files).
+struct SniffResult {
+  RecordFormat format = RecordFormat::kAuto;
+  io::Compression compression = io::Compression::kNone;
+};
+StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression = io::Compression::kAuto);
+
+struct ExampleWriterOptions {
+  RecordFormat format = RecordFormat::kTFRecord;  // libsvm or tfrecord
+  io::Compression compression = io::Compression::kNone;
+  int32_t id_base = 0;      // libsvm: written id = id + id_base
+  io::SeedSchema schema;    // tfrecord keys
+  bool atomic = true;       // write to a temporary file and rename on Close()
+};
+
+class ExampleWriter {
+ public:
+  virtual ~ExampleWriter() = default;
+  virtual Status Write(float label, std::span<const int64_t> ids, std::span<const float> values) = 0;
+  virtual Status Close() = 0;
+  virtual uint64_t records() const = 0;
+};
+
+StatusOr<std::unique_ptr<ExampleWriter>> OpenExampleWriter(const std::string& path,
+                                                           const ExampleWriterOptions& options);
+
+}  // namespace ctrain::data
