@@ -98,8 +98,7 @@ StatusOr<Opened> OpenAndSniff(const std::string& path, io::Compression compressi
 
 class LibSvmExampleReader final : public ExampleReader {
  public:
-  LibSvmExampleReader(std::unique_ptr<io::LibSvmReader> r, io::Compression c, int32_t field_size)
-      : r_(std::move(r)), c_(c), field_size_(field_size) {}
+  LibSvmExampleReader(std::unique_ptr<io::LibSvmReader> r, io::Compression c) : r_(std::move(r)), c_(c) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     int32_t n = 0;
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(label, ids, values, &n));
@@ -118,13 +117,12 @@ class LibSvmExampleReader final : public ExampleReader {
  private:
   std::unique_ptr<io::LibSvmReader> r_;
   io::Compression c_;
-  int32_t field_size_;
 };
 
 class TFRecordExampleReader final : public ExampleReader {
  public:
-  TFRecordExampleReader(std::unique_ptr<io::TFRecordReader> r, io::SeedSchema schema)
-      : r_(std::move(r)), schema_(std::move(schema)) {}
+  TFRecordExampleReader(std::unique_ptr<io::TFRecordReader> r, io::Compression c, io::SeedSchema schema)
+      : r_(std::move(r)), c_(c), schema_(std::move(schema)) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     std::string_view rec;
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(&rec));
@@ -137,7 +135,7 @@ class TFRecordExampleReader final : public ExampleReader {
     return true;
   }
   RecordFormat format() const override { return RecordFormat::kTFRecord; }
-  io::Compression compression() const override { return r_->compression(); }
+  io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return records_; }
   std::string SkippedSummary() const override {
@@ -147,6 +145,7 @@ class TFRecordExampleReader final : public ExampleReader {
 
  private:
   std::unique_ptr<io::TFRecordReader> r_;
+  io::Compression c_;  // of the file (r_ reads the already decompressed stream)
   io::SeedSchema schema_;
   uint64_t records_ = 0;
 };
@@ -224,7 +223,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
       lo.field_size = options.field_size;
       lo.id_base = options.id_base;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibSvmReader::Open(std::move(o.stream), lo));
-      return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression, options.field_size));
+      return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression));
     }
     case RecordFormat::kTFRecord: {
       io::TFRecordReaderOptions to;
@@ -234,7 +233,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::TFRecordReader::FromFile(std::move(o.stream), to));
       io::SeedSchema schema = options.schema;
       schema.field_size = options.field_size;
-      return std::unique_ptr<ExampleReader>(new TFRecordExampleReader(std::move(r), std::move(schema)));
+      return std::unique_ptr<ExampleReader>(new TFRecordExampleReader(std::move(r), o.compression, std::move(schema)));
     }
     case RecordFormat::kCriteoTsv:
     case RecordFormat::kCriteoCsv: {
