@@ -12,7 +12,7 @@ PKGS=(
   libgtest-dev libgmock-dev  # unit tests (via CTest)
   libbenchmark-dev     # bench/ micro benchmarks
   libprotobuf-dev protobuf-compiler  # interop tests only: check our tf.train.Example bytes with the real protobuf library
-  clang libclang-rt-14-dev llvm       # libFuzzer targets and sanitizer runtimes
+  clang libclang-rt-14-dev libomp-14-dev llvm  # libFuzzer targets (clang needs its OpenMP runtime)
 )
 missing=()
 for p in "${PKGS[@]}"; do
