@@ -1,0 +1,101 @@
+// Number parsing for the text formats (LibSVM, Criteo): exact, allocation
+// free, no locale, no exceptions.
+//
+// ParseFloat / ParseDouble accept the decimal syntax of std::from_chars
+// (chars_format::general) plus one optional leading '+': digits, optional
+// fraction, optional exponent (1e-3, 1.5E+2). "inf"/"nan" are reported as
+// kNotFinite. The result is the correctly rounded (nearest-even) value, i.e.
+// exactly what from_chars gives.
+//
+// Fast path (ParseFloat): a plain decimal [-+]D+[.D+] with at most 10 fraction
+// digits and an integer mantissa m <= 2^24 is computed as float(m) / 10^k in
+// float arithmetic. Both operands are exact floats (m <= 2^24; 10^k <= 10^10
+// = 2^10 * 5^10 and 5^10 < 2^24), and IEEE division is correctly rounded, so
+// the quotient is the correctly rounded value of m / 10^k (Clinger 1990).
+// Everything else goes to std::from_chars.
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace ctrain::io {
+
+enum class NumParse { kOk, kSyntax, kOutOfRange, kNotFinite };
+
+namespace text_internal {
+inline constexpr float kPow10f[11] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f,
+                                      1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
+inline bool IsDigit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
+
+template <typename T>
+inline NumParse FromChars(const char* p, const char* end, T* out) {
+  if (p < end && *p == '+') {
+    ++p;
+    if (p < end && (*p == '-' || *p == '+')) return NumParse::kSyntax;
+  }
+  if (p == end) return NumParse::kSyntax;
+  T v;
+  auto r = std::from_chars(p, end, v, std::chars_format::general);
+  if (r.ec == std::errc::invalid_argument || r.ptr != end) return NumParse::kSyntax;
+  if (r.ec == std::errc::result_out_of_range) return NumParse::kOutOfRange;
+  if (!std::isfinite(v)) return NumParse::kNotFinite;
+  *out = v;
+  return NumParse::kOk;
+}
+}  // namespace text_internal
+
+// Parses all of [p, end) as a float.
+inline NumParse ParseFloat(const char* p, const char* end, float* out) {
+  using text_internal::IsDigit;
+  const char* q = p;
+  bool neg = false;
+  if (q < end && (*q == '-' || *q == '+')) neg = (*q++ == '-');
+  const char* digits = q;
+  uint64_t m = 0;  // at most 8 + 11 digits: no overflow
+  while (q < end && IsDigit(*q) && q - digits < 8) m = m * 10 + static_cast<unsigned>(*q++ - '0');
+  if (q > digits && (q == end || *q == '.')) {
+    int frac = 0;
+    bool simple = true;
+    if (q < end) {  // '.'
+      const char* f = ++q;
+      while (q < end && IsDigit(*q) && q - f < 11) m = m * 10 + static_cast<unsigned>(*q++ - '0');
+      frac = static_cast<int>(q - f);
+      simple = frac > 0;  // "5." goes to the slow path
+    }
+    if (simple && q == end && frac <= 10 && m <= (1u << 24)) {
+      float v = static_cast<float>(m);
+      if (frac) v /= text_internal::kPow10f[frac];
+      *out = neg ? -v : v;
+      return NumParse::kOk;
+    }
+  }
+  return text_internal::FromChars(p, end, out);
+}
+
+// Parses all of [p, end) as a double (correctly rounded; from_chars).
+inline NumParse ParseDouble(const char* p, const char* end, double* out) {
+  return text_internal::FromChars(p, end, out);
+}
+
+// Parses all of [p, end) as a non-negative decimal integer that fits int64
+// (no sign, no spaces). kSyntax on anything else, kOutOfRange on overflow.
+inline NumParse ParseNonNegativeInt64(const char* p, const char* end, int64_t* out) {
+  if (p == end) return NumParse::kSyntax;
+  int64_t v = 0;
+  for (; p < end; ++p) {
+    if (!text_internal::IsDigit(*p)) return NumParse::kSyntax;
+    const int d = *p - '0';
+    if (v > (std::numeric_limits<int64_t>::max() - d) / 10) {
+      for (++p; p < end; ++p)
+        if (!text_internal::IsDigit(*p)) return NumParse::kSyntax;
+      return NumParse::kOutOfRange;
+    }
+    v = v * 10 + d;
+  }
+  *out = v;
+  return NumParse::kOk;
+}
+
+}  // namespace ctrain::io

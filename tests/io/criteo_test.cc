@@ -1,0 +1,399 @@
+#include "ctrain/io/criteo.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ctrain/io/feature_hash.h"
+
+namespace ctrain::io {
+namespace {
+
+std::string DataPath(const char* name) { return std::string(CTRAIN_SHARED_DATA_DIR) + "/" + name; }
+
+#define SKIP_WITHOUT_DATA()                                                         \
+  if (!std::filesystem::exists(CTRAIN_SHARED_DATA_DIR)) {                           \
+    GTEST_SKIP() << "shared data directory " CTRAIN_SHARED_DATA_DIR " not present"; \
+  }
+
+std::string ParseError(std::string_view line, char sep) {
+  CriteoRow row;
+  Status s = ParseCriteoLine(line, sep, &row, TextLocation{"c.tsv", 3});
+  EXPECT_FALSE(s.ok()) << line;
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  return std::string(s.message());
+}
+
+// A full 40-cell TSV line from label, 13 numeric cells and 26 categorical cells.
+std::string Line(std::string label, std::vector<std::string> num, std::vector<std::string> cat, char sep = '\t') {
+  std::string s = label;
+  num.resize(13);
+  cat.resize(26);
+  for (auto& c : num) s += sep + c;
+  for (auto& c : cat) s += sep + c;
+  return s;
+}
+
+TEST(Hash64, GoldenValuesNeverChange) {
+  // Pinned outputs: ids hashed into trained models depend on these.
+  EXPECT_EQ(Mix64(0), 0xe220a8397b1dcdafULL);
+  EXPECT_EQ(Hash64("", 0), Mix64(0));
+  EXPECT_EQ(Hash64("a", 0), Mix64(Mix64(0x9E3779B97F4A7C15ULL) ^ 0x61));
+  EXPECT_EQ(Hash64("05db9164", 0), Mix64(Mix64(8 * 0x9E3779B97F4A7C15ULL) ^ 0x3436313962643530ULL));
+  EXPECT_EQ(Hash64("05db9164x", 7),
+            Mix64(Mix64(Mix64(7 ^ (9 * 0x9E3779B97F4A7C15ULL)) ^ 0x3436313962643530ULL) ^ 0x78));
+  // From the Python reference in docs/formats/criteo.md (an independent implementation).
+  EXPECT_EQ(Hash64("05db9164", 0), 0x4f432a988c31080dULL);
+  EXPECT_EQ(CriteoCategoryHash(0, "05db9164", 0), 0xcfe453479a457e0bULL);
+  EXPECT_EQ(Hash64("05db9164x", 7), 0xdce73d0f018c7672ULL);
+  EXPECT_EQ(Hash64("hello world, 17 b", 3), 0x479c68215d01471dULL);
+  EXPECT_EQ(13 + CriteoCategoryHash(0, "05db9164", 0) % (117581 - 13), 65944u);
+}
+
+TEST(CriteoLine, ParsesAllKinds) {
+  CriteoRow row;
+  const std::string line = Line("1", {"3", "", "-1", "260.0", "1e3"}, {"05db9164", "", "abc"});
+  ASSERT_TRUE(ParseCriteoLine(line, '\t', &row).ok());
+  EXPECT_EQ(row.label, 1.0f);
+  EXPECT_EQ(row.numeric_present, 0b11101u);
+  EXPECT_EQ(row.numeric[0], 3.0);
+  EXPECT_EQ(row.numeric[1], 0.0);
+  EXPECT_EQ(row.numeric[2], -1.0);
+  EXPECT_EQ(row.numeric[3], 260.0);
+  EXPECT_EQ(row.numeric[4], 1000.0);
+  EXPECT_EQ(row.categorical_present, 0b101u);
+  EXPECT_EQ(row.categorical[0], "05db9164");
+  EXPECT_EQ(row.categorical[1], "");
+  EXPECT_EQ(row.categorical[2], "abc");
+  EXPECT_EQ(row.categorical[25], "");
+}
+
+TEST(CriteoLine, StrippedTrailingCellsAreMissingAndCrDropped) {
+  CriteoRow row;
+  ASSERT_TRUE(ParseCriteoLine("0\t5\t\t7\r", '\t', &row).ok());
+  EXPECT_EQ(row.label, 0.0f);
+  EXPECT_EQ(row.numeric_present, 0b101u);
+  EXPECT_EQ(row.numeric[2], 7.0);
+  EXPECT_EQ(row.categorical_present, 0u);
+  ASSERT_TRUE(ParseCriteoLine("1", ',', &row).ok());
+  EXPECT_EQ(row.numeric_present, 0u);
+  ASSERT_TRUE(ParseCriteoLine("1.0,,,", ',', &row).ok());
+  EXPECT_EQ(row.label, 1.0f);
+}
+
+TEST(CriteoLine, Errors) {
+  EXPECT_EQ(ParseError("2\t1", '\t'), "c.tsv:3:1: bad label '2': expected 0 or 1");
+  EXPECT_EQ(ParseError("-1\t1", '\t'), "c.tsv:3:1: bad label '-1': expected 0 or 1");
+  EXPECT_EQ(ParseError("\t1", '\t'), "c.tsv:3:1: missing label");
+  EXPECT_EQ(ParseError("0\t1\tabc", '\t'), "c.tsv:3:5: I2: expected a number, found 'abc'");
+  EXPECT_EQ(ParseError("0,1,2, 3", ','), "c.tsv:3:7: I3: expected a number, found ' 3'");
+  EXPECT_EQ(ParseError("0,nan", ','), "c.tsv:3:3: I1: value 'nan' is not finite");
+  EXPECT_EQ(ParseError("0,1e999", ','), "c.tsv:3:3: I1: value '1e999' is not finite");
+  std::string too_many = Line("0", {}, {}) + "\tx";
+  EXPECT_EQ(ParseError(too_many, '\t'), "c.tsv:3:42: more than 40 cells");
+}
+
+TEST(CriteoReader, HeaderBlankAndAutoFormat) {
+  const std::string csv = "label,I1,I2\n" + Line("1", {"5"}, {"aa"}, ',') + "\n\n" + Line("0", {}, {}, ',') + "\n";
+  auto r = CriteoReader::Open(NewMemoryFile("s.csv", csv));
+  ASSERT_TRUE(r.ok());
+  CriteoRow row;
+  auto more = (*r)->Next(&row);
+  ASSERT_TRUE(more.ok() && *more);
+  EXPECT_EQ((*r)->format(), CriteoFormat::kCsv);
+  EXPECT_EQ(row.label, 1.0f);
+  EXPECT_EQ(row.categorical[0], "aa");
+  more = (*r)->Next(&row);
+  ASSERT_TRUE(more.ok() && *more);
+  more = (*r)->Next(&row);
+  ASSERT_TRUE(more.ok() && !*more);
+  EXPECT_EQ((*r)->counters().lines, 4u);
+  EXPECT_EQ((*r)->counters().records, 2u);
+  EXPECT_EQ((*r)->counters().header_lines, 1u);
+  EXPECT_EQ((*r)->counters().blank_lines, 1u);
+
+  auto bad = CriteoReader::Open(NewMemoryFile("b.tsv", Line("0", {}, {}) + "\n0\t1\tx\n"));
+  ASSERT_TRUE(bad.ok());
+  ASSERT_TRUE(*(*bad)->Next(&row));
+  more = (*bad)->Next(&row);
+  EXPECT_EQ(more.status().ToString(), "InvalidArgument: b.tsv:2:5: I2: expected a number, found 'x'");
+  EXPECT_EQ((*bad)->Next(&row).status().message(), "b.tsv:2:5: I2: expected a number, found 'x'");  // sticky
+
+  // A header line later in the file is an error (only the first line may be one).
+  auto late = CriteoReader::Open(NewMemoryFile("l.tsv", Line("0", {}, {}) + "\nlabel\tI1\n"));
+  ASSERT_TRUE(*(*late)->Next(&row));
+  EXPECT_EQ((*late)->Next(&row).status().message(), "l.tsv:2:1: bad label 'label': expected 0 or 1");
+}
+
+TEST(CriteoHash, LayoutDeterminismFieldSeparation) {
+  CriteoRow row;
+  const std::string line = Line("1", {"0", "-1", "", "326904"}, {"05db9164", "05db9164"});
+  ASSERT_TRUE(ParseCriteoLine(line, '\t', &row).ok());
+  CriteoHashOptions o;
+  int64_t ids[39], ids2[39];
+  float values[39], values2[39];
+  HashCriteoRow(row, o, ids, values);
+  for (int i = 0; i < 13; ++i) EXPECT_EQ(ids[i], i);
+  EXPECT_EQ(values[0], 0.0f);
+  EXPECT_EQ(values[1], static_cast<float>(-std::log(2.0)));
+  EXPECT_EQ(values[2], 0.0f);
+  EXPECT_EQ(values[3], static_cast<float>(std::log1p(326904.0)));
+  for (int f = 13; f < 39; ++f) {
+    EXPECT_GE(ids[f], 13);
+    EXPECT_LT(ids[f], o.feature_size);
+    EXPECT_EQ(values[f], 1.0f);
+  }
+  EXPECT_NE(ids[13], ids[14]);  // same string, different fields
+  EXPECT_EQ(ids[13], 13 + static_cast<int64_t>(CriteoCategoryHash(0, "05db9164", 0) % (117581 - 13)));
+  // Missing cells: one bucket per field, = the hash of "".
+  EXPECT_EQ(ids[15], 13 + static_cast<int64_t>(CriteoCategoryHash(2, "", 0) % (117581 - 13)));
+  EXPECT_NE(ids[15], ids[16]);
+  HashCriteoRow(row, o, ids2, values2);
+  EXPECT_EQ(std::vector<int64_t>(ids, ids + 39), std::vector<int64_t>(ids2, ids2 + 39));
+  o.seed = 1;
+  HashCriteoRow(row, o, ids2, values2);
+  EXPECT_NE(ids[13], ids2[13]);
+  EXPECT_EQ(ValidateCriteoHashOptions(CriteoHashOptions{13, 0}).message(),
+            "Criteo hashing: feature_size 13 must be > 13 (13 numeric ids + at least one bucket)");
+  EXPECT_TRUE(ValidateCriteoHashOptions(CriteoHashOptions{14, 0}).ok());
+}
+
+TEST(CriteoVocab, MinCountOrderAndRoundTrip) {
+  CriteoVocabulary v;
+  CriteoRow row;
+  std::string line;  // the row's views point into it
+  auto add = [&](std::vector<std::string> cat) {
+    line = Line("0", {}, cat);
+    ASSERT_TRUE(ParseCriteoLine(line, '\t', &row).ok());
+    v.Count(row);
+  };
+  add({"b", "x"});
+  add({"a", "x"});
+  add({"b", "y"});
+  add({"a", ""});
+  add({"c", ""});
+  add({"<unk>", "q"});  // a real "<unk>" category folds into <unk>
+  add({"<unk>", "r"});
+  EXPECT_EQ(v.Build(0).message(), "CriteoVocabulary::Build: min_count 0 < 1");
+  ASSERT_TRUE(v.Build(2).ok());
+  // I1..I13 -> 0..12; C1: <unk> 13, a 14, b 15 (tie on count 2 -> ascending); c -> unk.
+  EXPECT_EQ(v.numeric_id(12), 12);
+  EXPECT_EQ(v.unk_id(0), 13);
+  EXPECT_EQ(v.Lookup(0, "a"), 14);
+  EXPECT_EQ(v.Lookup(0, "b"), 15);
+  EXPECT_EQ(v.Lookup(0, "c"), 13);
+  // C2: <unk> 16, "" (missing, count 2) 17, x 18; y -> unk. Then C3..C26: <unk> + "" each.
+  EXPECT_EQ(v.unk_id(1), 16);
+  EXPECT_EQ(v.Lookup(1, ""), 17);
+  EXPECT_EQ(v.Lookup(1, "x"), 18);
+  EXPECT_EQ(v.Lookup(1, "y"), 16);
+  EXPECT_EQ(v.unk_id(2), 19);
+  EXPECT_EQ(v.Lookup(2, ""), 20);
+  EXPECT_EQ(v.size(), 19 + 24 * 2);
+  int64_t ids[39];
+  float values[39];
+  line = Line("1", {"2"}, {"a", "zzz"});
+  ASSERT_TRUE(ParseCriteoLine(line, '\t', &row).ok());
+  v.Featurize(row, ids, values);
+  EXPECT_EQ(ids[0], 0);
+  EXPECT_EQ(values[0], static_cast<float>(std::log1p(2.0)));
+  EXPECT_EQ(ids[13], 14);
+  EXPECT_EQ(ids[14], 16);
+  EXPECT_EQ(ids[15], 20);
+
+  const std::string text = v.FeatureMapText(1);
+  EXPECT_EQ(text.substr(0, 5), "I1 1\n");
+  EXPECT_NE(text.find("I13 13\nC1|<unk> 14\nC1|a 15\nC1|b 16\nC2|<unk> 17\nC2| 18\nC2|x 19\n"), std::string::npos);
+  const std::string path = ::testing::TempDir() + "/criteo_vocab_test.map";
+  ASSERT_TRUE(v.WriteFeatureMap(path, 1).ok());
+  auto loaded = CriteoVocabulary::LoadFeatureMap(path, 1);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  EXPECT_EQ(loaded->size(), v.size());
+  EXPECT_EQ(loaded->FeatureMapText(0), v.FeatureMapText(0));
+  EXPECT_EQ(loaded->Lookup(1, "x"), 18);
+  std::filesystem::remove(path);
+}
+
+TEST(CriteoVocab, FeatureMapErrors) {
+  auto err = [](std::string text) {
+    auto v = CriteoVocabulary::ParseFeatureMap(text, "m.txt", 1);
+    EXPECT_FALSE(v.ok());
+    return std::string(v.status().message());
+  };
+  EXPECT_EQ(err("I1\n"), "m.txt:1: expected 'name id', found 'I1'");
+  EXPECT_EQ(err("I1 x\n"), "m.txt:1: bad id 'x': expected a non-negative integer");
+  EXPECT_EQ(err("I1 0\n"), "m.txt:1: id 0 is below id_base 1");
+  EXPECT_EQ(err("I14 1\n"), "m.txt:1: unknown feature name 'I14': expected I1..I13 or C1..C26|<category>");
+  EXPECT_EQ(err("C1 1\n"), "m.txt:1: unknown feature name 'C1': expected I1..I13 or C1..C26|<category>");
+  EXPECT_EQ(err("I1 1\nI2 1\n"), "m.txt:2: duplicate id 1");
+  EXPECT_EQ(err("I1 1\nI1 2\n"), "m.txt:2: duplicate name 'I1'");
+  EXPECT_EQ(err("I1 1\n"), "m.txt: no I2 entry");
+  std::string all;
+  for (int i = 1; i <= 13; ++i) {
+    all += 'I';
+    all += std::to_string(i);
+    all += ' ';
+    all += std::to_string(i);
+    all += '\n';
+  }
+  EXPECT_EQ(err(all), "m.txt: no C1|<unk> entry");
+}
+
+// ------------------------------------------------------------- real files
+
+struct RawStats {
+  int64_t rows = 0, ones = 0, zeros = 0, neg_one = 0, empty_num = 0, empty_cat = 0;
+  double max_int = -1e300;
+  bool all_integral = true;
+  CriteoReader::Counters counters;
+  CriteoFormat format = CriteoFormat::kAuto;
+};
+
+RawStats ReadRaw(const std::string& path, CriteoVocabulary* vocab = nullptr) {
+  RawStats st;
+  auto r = CriteoReader::Open(path);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return st;
+  CriteoRow row;
+  CriteoHashOptions ho;
+  int64_t ids[39];
+  float values[39];
+  for (;;) {
+    auto more = (*r)->Next(&row);
+    EXPECT_TRUE(more.ok()) << more.status().ToString();
+    if (!more.ok() || !*more) break;
+    ++st.rows;
+    (row.label == 1 ? st.ones : st.zeros)++;
+    for (int i = 0; i < 13; ++i) {
+      if (!row.has_numeric(i)) {
+        ++st.empty_num;
+        continue;
+      }
+      st.neg_one += row.numeric[i] == -1;
+      st.max_int = std::max(st.max_int, row.numeric[i]);
+      st.all_integral &= row.numeric[i] == std::floor(row.numeric[i]);
+    }
+    for (int j = 0; j < 26; ++j) st.empty_cat += !row.has_categorical(j);
+    HashCriteoRow(row, ho, ids, values);
+    for (int f = 0; f < 39; ++f) {
+      EXPECT_GE(ids[f], 0);
+      EXPECT_LT(ids[f], ho.feature_size);
+      EXPECT_TRUE(std::isfinite(values[f]));
+    }
+    if (vocab) vocab->Count(row);
+  }
+  st.counters = (*r)->counters();
+  st.format = (*r)->format();
+  return st;
+}
+
+TEST(CriteoRealData, PaddleRecTsv) {
+  SKIP_WITHOUT_DATA();
+  CriteoVocabulary vocab;
+  RawStats st = ReadRaw(DataPath("criteo_raw_paddlerec_part-0.tsv"), &vocab);
+  EXPECT_EQ(st.format, CriteoFormat::kTsv);
+  EXPECT_EQ(st.rows, 100);
+  EXPECT_EQ(st.zeros, 71);
+  EXPECT_EQ(st.ones, 29);
+  EXPECT_EQ(st.neg_one, 13);
+  EXPECT_EQ(st.max_int, 326904);
+  EXPECT_TRUE(st.all_integral);
+  EXPECT_EQ(st.empty_num, 257);
+  EXPECT_EQ(st.empty_cat, 300);
+  EXPECT_EQ(st.counters.header_lines, 0u);
+  EXPECT_EQ(st.counters.lines, 100u);
+  // Vocabulary with min_count 1 keeps every distinct value (incl. missing "").
+  ASSERT_TRUE(vocab.Build(1).ok());
+  size_t kept = 0;
+  for (int j = 0; j < 26; ++j) kept += vocab.num_categories(j);
+  EXPECT_EQ(vocab.size(), static_cast<int64_t>(13 + 26 + kept));
+  EXPECT_EQ(vocab.Lookup(0, "05db9164"), 14);  // C1's most frequent value (first line's C1)
+}
+
+TEST(CriteoRealData, PaddleRecVocabMinCount) {
+  SKIP_WITHOUT_DATA();
+  CriteoVocabulary v1, v5;
+  ReadRaw(DataPath("criteo_raw_paddlerec_part-0.tsv"), &v1);
+  ReadRaw(DataPath("criteo_raw_paddlerec_part-0.tsv"), &v5);
+  ASSERT_TRUE(v1.Build(1).ok());
+  ASSERT_TRUE(v5.Build(5).ok());
+  EXPECT_LT(v5.size(), v1.size());
+  for (int j = 0; j < 26; ++j) EXPECT_LE(v5.num_categories(j), v1.num_categories(j));
+  // Every row featurizes into range.
+  auto r = CriteoReader::Open(DataPath("criteo_raw_paddlerec_part-0.tsv"));
+  ASSERT_TRUE(r.ok());
+  CriteoRow row;
+  int64_t ids[39];
+  float values[39];
+  int64_t unk = 0;
+  while (*(*r)->Next(&row)) {
+    v5.Featurize(row, ids, values);
+    for (int f = 0; f < 39; ++f) {
+      EXPECT_GE(ids[f], 0);
+      EXPECT_LT(ids[f], v5.size());
+    }
+    for (int j = 0; j < 26; ++j) unk += ids[13 + j] == v5.unk_id(j);
+  }
+  EXPECT_GT(unk, 0);
+}
+
+TEST(CriteoRealData, DeepCtrCsv) {
+  SKIP_WITHOUT_DATA();
+  RawStats st = ReadRaw(DataPath("criteo_deepctr_sample.csv"));
+  EXPECT_EQ(st.format, CriteoFormat::kCsv);
+  EXPECT_EQ(st.counters.header_lines, 1u);
+  EXPECT_EQ(st.counters.lines, 201u);
+  EXPECT_EQ(st.rows, 200);
+  EXPECT_EQ(st.zeros, 151);
+  EXPECT_EQ(st.ones, 49);
+  EXPECT_EQ(st.empty_num + st.empty_cat, 1101);
+  EXPECT_TRUE(st.all_integral);  // "260.0" etc.
+  EXPECT_GT(st.neg_one, 0);      // I2 holds -1
+}
+
+TEST(CriteoRealData, DeepFmFeatureMapLoadsAndRoundTrips) {
+  SKIP_WITHOUT_DATA();
+  const std::string path = DataPath("criteo_deepfm_va10k.feature_map.txt");
+  auto v = CriteoVocabulary::LoadFeatureMap(path, 1);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(v->size(), 922);  // ids 1..922 in the file
+  EXPECT_EQ(v->numeric_id(12), 12);   // "I13 13"
+  EXPECT_EQ(v->unk_id(0), 13);        // "C1|<unk> 14"
+  EXPECT_EQ(v->Lookup(0, "05db9164"), 14);  // "C1|05db9164 15"
+  EXPECT_EQ(v->Lookup(25, "731c3655"), 908);  // "C26|731c3655 909"
+  EXPECT_EQ(v->Lookup(25, "nothere"), v->unk_id(25));
+  // Same set of lines (the file is in arbitrary order; ours is in id order).
+  auto original = ReadFileToString(path);
+  ASSERT_TRUE(original.ok());
+  auto lines = [](const std::string& t) {
+    std::multiset<std::string> s;
+    size_t p = 0;
+    while (p < t.size()) {
+      size_t e = t.find('\n', p);
+      if (e == std::string::npos) e = t.size();
+      s.insert(t.substr(p, e - p));
+      p = e + 1;
+    }
+    return s;
+  };
+  EXPECT_EQ(lines(v->FeatureMapText(1)), lines(*original));
+}
+
+TEST(CriteoRealData, LibSvmFileIsNotCriteo) {
+  SKIP_WITHOUT_DATA();
+  const std::string path = DataPath("criteo_deepfm_va10k.libsvm");
+  auto r = CriteoReader::Open(path);
+  ASSERT_TRUE(r.ok());
+  CriteoRow row;
+  auto more = (*r)->Next(&row);
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.status().message().substr(0, path.size() + 20), path + ":1:1: bad label '1 1");
+}
+
+}  // namespace
+}  // namespace ctrain::io
