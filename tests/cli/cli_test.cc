@@ -69,6 +69,8 @@ TEST_F(CliTest, InspectJsonCountsEveryRecordFileInSharedData) {
       {"criteo_deepfm_va10k.libsvm", {"libsvm", 10040}},
       {"criteo_paddlerec_wd.tfrecord", {"tfrecord", 100}},
       {"criteo_raw_paddlerec_part-0.tsv", {"criteo-tsv", 100}},
+      {"criteo_xlearn_small_test.libffm", {"libffm", 200}},
+      {"criteo_xlearn_small_train.libffm", {"libffm", 200}},
       {"tfx_penguin_train-00000-of-00001.tfrecord.gz", {"tfrecord", 234}},
       {"tfx_taxi_eval-00000-of-00012.tfrecord.gz", {"tfrecord", 424}},
   };
@@ -143,6 +145,23 @@ TEST_F(CliTest, CompressionMismatchIsNamedError) {
   RunResult r = RunCtrain("inspect --compression none " + kData + "/criteo_deepctr_tr.gzip.tfrecords");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("compression mismatch"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, InspectLibFfm) {
+  if (!fs::exists(kData)) GTEST_SKIP() << "shared data folder " << kData << " is absent";
+  RunResult r = RunCtrain("inspect --json " + kData + "/criteo_xlearn_small_train.libffm");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["labels"]["0"], 152);
+  EXPECT_EQ(j["labels"]["1"], 48);
+  // Counted independently with awk (SOURCES.md gives 16-36 loosely for both files).
+  EXPECT_EQ(j["triples_per_line"]["min"], 17);
+  EXPECT_EQ(j["triples_per_line"]["max"], 31);
+  EXPECT_EQ(j["max_field"], 17);
+  // Training data needs the fixed layout: libFFM is refused with the file named.
+  RunResult c = RunCtrain("convert -i " + kData + "/criteo_xlearn_small_train.libffm -o " + P("x.tfr"));
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_NE(c.out.find("criteo_xlearn_small_train.libffm: libFFM"), std::string::npos) << c.out;
 }
 
 TEST_F(CliTest, LibFfmIsNotLibSvm) {

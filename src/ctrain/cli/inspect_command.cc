@@ -10,6 +10,7 @@
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
 #include "ctrain/io/example_schema.h"
+#include "ctrain/io/libffm.h"
 #include "ctrain/io/libsvm.h"
 #include "ctrain/io/tfrecord.h"
 
@@ -125,6 +126,36 @@ StatusOr<json> InspectCriteo(const std::string& path, io::Compression c, data::R
   return out;
 }
 
+StatusOr<json> InspectLibFfm(const std::string& path, io::Compression c, json out) {
+  io::Compression detected;
+  CTRAIN_ASSIGN_OR_RETURN(auto f, io::OpenForRead(path, c, &detected));
+  CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibFfmReader::Open(std::move(f)));
+  float label;
+  const std::vector<io::FfmTriple>* t;
+  int64_t min_n = std::numeric_limits<int64_t>::max(), max_n = 0, max_field = -1, max_feature = -1;
+  uint64_t labels[2] = {0, 0};
+  for (;;) {
+    CTRAIN_ASSIGN_OR_RETURN(bool more, r->Next(&label, &t));
+    if (!more) break;
+    min_n = std::min<int64_t>(min_n, t->size());
+    max_n = std::max<int64_t>(max_n, t->size());
+    for (const auto& x : *t) {
+      max_field = std::max(max_field, x.field);
+      max_feature = std::max(max_feature, x.feature);
+    }
+    ++labels[label > 0.5f];
+  }
+  const auto& k = r->counters();
+  out["compression"] = io::CompressionName(detected);
+  out["records"] = k.records;
+  out["triples_per_line"] = {{"min", k.records ? min_n : 0}, {"max", max_n}};
+  out["max_field"] = max_field;
+  out["max_feature"] = max_feature;
+  out["labels"] = {{"0", labels[0]}, {"1", labels[1]}};
+  out["skipped"] = {{"blank_or_comment_lines", k.skipped_lines}};
+  return out;
+}
+
 StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   CTRAIN_ASSIGN_OR_RETURN(io::Compression c, io::ParseCompression(fl.compression));
   CTRAIN_ASSIGN_OR_RETURN(data::RecordFormat fmt, data::ParseRecordFormat(fl.format));
@@ -137,6 +168,7 @@ StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   switch (fmt) {
     case data::RecordFormat::kTFRecord: return InspectTFRecord(path, c, std::move(out));
     case data::RecordFormat::kLibSvm: return InspectLibSvm(path, c, fl.id_base, std::move(out));
+    case data::RecordFormat::kLibFfm: return InspectLibFfm(path, c, std::move(out));
     default: return InspectCriteo(path, c, fmt, std::move(out));
   }
 }
@@ -155,7 +187,7 @@ void PrintText(const json& j) {
                   f["present"].get<long long>(), f["empty"].get<long long>());
     }
   }
-  for (const char* key : {"fields_per_line", "id_range", "labels", "skipped"}) {
+  for (const char* key : {"fields_per_line", "triples_per_line", "max_field", "max_feature", "id_range", "labels", "skipped"}) {
     if (!j.contains(key)) continue;
     std::printf("  %s: %s\n", key, j[key].dump().c_str());
   }
@@ -169,7 +201,7 @@ Command AddInspectCommand(CLI::App& app) {
   auto fl = std::make_shared<InspectFlags>();
   CLI::App* sub = app.add_subcommand("inspect", "Read every record of FILEs; print format, compression, count and schema");
   sub->add_option("files", fl->files, "Files to inspect ('-' = stdin, needs --format)")->required();
-  sub->add_option("--format", fl->format, "auto|libsvm|tfrecord|criteo-tsv|criteo-csv")->capture_default_str();
+  sub->add_option("--format", fl->format, "auto|libsvm|tfrecord|criteo-tsv|criteo-csv|libffm")->capture_default_str();
   sub->add_option("--compression", fl->compression, "auto|none|gzip|zlib")->capture_default_str();
   sub->add_option("--id-base,--id_base", fl->id_base, "LibSVM id base (ids are reported as written)");
   sub->add_flag("--json", fl->json_out, "One JSON object per file (file, format, compression, records, ...)");

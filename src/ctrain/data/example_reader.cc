@@ -60,7 +60,12 @@ RecordFormat SniffText(std::string_view b) {
     if (line.substr(first).starts_with("label,")) return RecordFormat::kCriteoCsv;
     if (line.find('\t') != std::string_view::npos && line.find(':') == std::string_view::npos)
       return RecordFormat::kCriteoTsv;
-    if (line.find(':') != std::string_view::npos) return RecordFormat::kLibSvm;
+    if (size_t c = line.find(':'); c != std::string_view::npos) {
+      // The first pair token decides: two colons before the next blank -> libFFM.
+      size_t tok_end = line.find_first_of(" \t\r", c);
+      std::string_view tok = line.substr(c + 1, tok_end == std::string_view::npos ? std::string_view::npos : tok_end - c - 1);
+      return tok.find(':') != std::string_view::npos ? RecordFormat::kLibFfm : RecordFormat::kLibSvm;
+    }
     if (line.find(',') != std::string_view::npos) return RecordFormat::kCriteoCsv;
     return RecordFormat::kLibSvm;  // label-only line: let the LibSVM parser give its error
   }
@@ -193,8 +198,9 @@ StatusOr<RecordFormat> ParseRecordFormat(std::string_view name) {
   if (n == "tfrecord" || n == "tfrecords") return RecordFormat::kTFRecord;
   if (n == "criteo-tsv") return RecordFormat::kCriteoTsv;
   if (n == "criteo-csv") return RecordFormat::kCriteoCsv;
+  if (n == "libffm") return RecordFormat::kLibFfm;
   return InvalidArgumentError("unknown record format '" + std::string(name) +
-                              "' (expected auto, libsvm, tfrecord, criteo-tsv or criteo-csv)");
+                              "' (expected auto, libsvm, tfrecord, criteo-tsv, criteo-csv or libffm)");
 }
 
 std::string_view RecordFormatName(RecordFormat f) {
@@ -204,6 +210,7 @@ std::string_view RecordFormatName(RecordFormat f) {
     case RecordFormat::kTFRecord: return "tfrecord";
     case RecordFormat::kCriteoTsv: return "criteo-tsv";
     case RecordFormat::kCriteoCsv: return "criteo-csv";
+    case RecordFormat::kLibFfm: return "libffm";
   }
   return "unknown";
 }
@@ -248,6 +255,10 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(o.stream), co));
       return std::unique_ptr<ExampleReader>(new CriteoExampleReader(std::move(r), o.compression, o.format, options));
     }
+    case RecordFormat::kLibFfm:
+      return InvalidArgumentError(path + ": libFFM (field:feature:value) has no fixed " +
+                                  std::to_string(options.field_size) +
+                                  "-field layout to train on; `ctrain inspect` reads it, convert/train do not");
     case RecordFormat::kAuto: break;
   }
   return InternalError("unreachable format");

@@ -26,9 +26,11 @@
 
 namespace ctrain::data {
 
-enum class RecordFormat { kAuto, kLibSvm, kTFRecord, kCriteoTsv, kCriteoCsv };
+// kLibFfm ("label field:feature:value ...") is recognised for `inspect` only:
+// its field-aware ids have no place in the fixed F-field layout below.
+enum class RecordFormat { kAuto, kLibSvm, kTFRecord, kCriteoTsv, kCriteoCsv, kLibFfm };
 
-// "auto", "libsvm", "tfrecord", "criteo-tsv", "criteo-csv" (underscores accepted).
+// "auto", "libsvm", "tfrecord", "criteo-tsv", "criteo-csv", "libffm" (underscores accepted).
 StatusOr<RecordFormat> ParseRecordFormat(std::string_view name);
 std::string_view RecordFormatName(RecordFormat f);
 
@@ -62,7 +64,8 @@ class ExampleReader {
 
 // Opens `path` ("-" = stdin). With format kAuto the first decompressed bytes decide:
 // a valid TFRecord header -> tfrecord; "label," header -> criteo-csv; a first
-// data line with "id:value" tokens -> libsvm; tab-separated -> criteo-tsv.
+// data line with "id:value" tokens -> libsvm ("field:feature:value" -> libffm,
+// which this reader refuses with InvalidArgument); tab-separated -> criteo-tsv.
 StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
                                                            const ExampleReaderOptions& options);
 

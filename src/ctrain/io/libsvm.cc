@@ -33,25 +33,6 @@ std::string_view View(const char* b, const char* e) {
   return std::string_view(b, static_cast<size_t>(e - b));
 }
 
-// Label: value exactly 1 -> 1; exactly 0 or -1 -> 0.
-inline bool ParseLabel(const char* p, const char* e, float* label) {
-  if (e - p == 1 && (*p == '0' || *p == '1')) {
-    *label = static_cast<float>(*p - '0');
-    return true;
-  }
-  double v;
-  if (ParseDouble(p, e, &v) != NumParse::kOk) return false;
-  if (v == 1.0) {
-    *label = 1.0f;
-    return true;
-  }
-  if (v == 0.0 || v == -1.0) {
-    *label = 0.0f;
-    return true;
-  }
-  return false;
-}
-
 // Builds the error for a pair token [ts, te) that failed to parse.
 Status PairError(const TextLocation& where, const char* line, const char* ts, const char* te,
                  const LibSvmOptions& options) {
@@ -140,7 +121,7 @@ Status ParseLibSvmLine(std::string_view line, const LibSvmOptions& options, floa
 
   // Label.
   const char* te = TokenEnd(p, end);
-  if (!ParseLabel(p, te, label)) {
+  if (!ParseBinaryLabel(p, te, label)) {
     return TextError(where, col(p), "bad label " + QuoteToken(View(p, te)) + ": expected 0, 1 or -1");
   }
   p = te;

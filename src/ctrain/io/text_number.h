@@ -98,4 +98,25 @@ inline NumParse ParseNonNegativeInt64(const char* p, const char* end, int64_t* o
   return NumParse::kOk;
 }
 
+// Binary click label of the text formats (LibSVM, libFFM): a number equal to
+// 1 -> 1; equal to 0 or -1 -> 0 ("0", "1", "-1", "+1", "1.0", "-1.0e0", ...).
+// Anything else (2, 0.5, nan, text) returns false.
+inline bool ParseBinaryLabel(const char* p, const char* e, float* label) {
+  if (e - p == 1 && (*p == '0' || *p == '1')) {
+    *label = static_cast<float>(*p - '0');
+    return true;
+  }
+  double v;
+  if (ParseDouble(p, e, &v) != NumParse::kOk) return false;
+  if (v == 1.0) {
+    *label = 1.0f;
+    return true;
+  }
+  if (v == 0.0 || v == -1.0) {
+    *label = 0.0f;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace ctrain::io
