@@ -1,0 +1,55 @@
+// BatchParser: the vectorised parse of a whole batch of raw records
+// (raw_record.h) into a data::Batch in the seed's fixed layout
+// (labels[B], ids[B*F], values[B*F], F = ExampleReaderOptions::field_size).
+//
+// Per record, by its format:
+//   tfrecord    io::ParseSeedExample with ExampleReaderOptions::schema
+//   libsvm      io::ParseLibSvmLine (exactly F pairs, ids minus id_base)
+//   criteo-*    io::ParseCriteoLine, then the vocabulary or feature hashing
+//               (feature_size buckets), as OpenExampleReader does
+// so a pipeline yields exactly the rows the sequential ExampleReader yields.
+//
+// Errors name the record's source: TFRecord "<file>: record <i> at offset <o>:
+// <parse error>"; text "<file>:<line>:<column>: <what>" (io/text_location.h).
+// On error *out holds unspecified rows.
+//
+// Thread safety: a BatchParser is used by one thread at a time (it owns
+// scratch space); create one per parse thread. `names` must be thread-safe.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "ctrain/base/status.h"
+#include "ctrain/data/batch.h"
+#include "ctrain/data/example_reader.h"
+#include "ctrain/data/raw_record.h"
+#include "ctrain/io/criteo.h"
+
+namespace ctrain::data {
+
+// The display name of (file, pass), for error messages only.
+using SourceNameFn = std::function<std::string(uint32_t file, uint32_t pass)>;
+
+class BatchParser {
+ public:
+  // Errors: InvalidArgument for field_size <= 0, Criteo with field_size != 39,
+  // or bad hashing options.
+  static StatusOr<BatchParser> Create(const ExampleReaderOptions& options, SourceNameFn names);
+
+  // Replaces *out's rows with the parse of `raw` (capacity is kept).
+  Status Parse(const RawBatch& raw, Batch* out);
+
+ private:
+  BatchParser() = default;
+  Status ParseOne(std::string_view rec, const RecordSource& src, float* label, int64_t* ids, float* values);
+  std::string Name(const RecordSource& src) const { return names_ ? names_(src.file, src.pass) : "<input>"; }
+
+  ExampleReaderOptions options_;
+  io::SeedSchema schema_;
+  io::CriteoHashOptions hash_;
+  SourceNameFn names_;
+  io::CriteoRow row_;
+};
+
+}  // namespace ctrain::data
