@@ -394,7 +394,9 @@ TEST(ShuffleTest, PermutationReproducibleAndReshuffled) {
   std::vector<int64_t> firsts;
   int64_t rows = 0;
   while (*(*p)->Next(&b)) {
-    if (b.size() == 4) EXPECT_EQ(b.ids[3 * kF] - b.ids[0], 3);
+    if (b.size() == 4) {
+      EXPECT_EQ(b.ids[3 * kF] - b.ids[0], 3);
+    }
     firsts.push_back(b.ids[0]);
     rows += b.size();
   }
@@ -422,8 +424,12 @@ TEST(RepeatCacheTest, IdenticalEpochs) {
     EXPECT_EQ(s.dropped_remainder_records, 9u);
     EXPECT_EQ(s.epochs_completed, 3u);
     EXPECT_EQ(s.records_read, cache.empty() ? 3 * 38u : 38u) << "a cache reads the files once";
-    if (!cache.empty()) EXPECT_EQ(s.cache_records, 38u);
-    if (cache.size() > 6) EXPECT_TRUE(fs::exists(cache));
+    if (!cache.empty()) {
+      EXPECT_EQ(s.cache_records, 38u);
+    }
+    if (cache.size() > 6) {
+      EXPECT_TRUE(fs::exists(cache));
+    }
   }
 }
 

@@ -19,5 +19,8 @@ struct Command {
 Command AddInspectCommand(CLI::App& app);
 Command AddConvertCommand(CLI::App& app);
 Command AddSynthCommand(CLI::App& app);
+Command AddTrainCommand(CLI::App& app);
+Command AddEvalCommand(CLI::App& app);
+Command AddPredictCommand(CLI::App& app);
 
 }  // namespace ctrain::cli

@@ -47,6 +47,10 @@ Status Convert(ConvertFlags& fl) {
   if (fl.hash_buckets > 0) ro.feature_size = fl.hash_buckets;
   io::CriteoVocabulary vocab;
   if (fl.vocab_min_count > 0) {
+    if (ro.format == data::RecordFormat::kAuto && !fl.inputs.empty() && fl.inputs[0] != "-") {
+      CTRAIN_ASSIGN_OR_RETURN(data::SniffResult sniff, data::SniffFile(fl.inputs[0], ro.compression));
+      ro.format = sniff.format;
+    }
     if (ro.format != data::RecordFormat::kCriteoTsv && ro.format != data::RecordFormat::kCriteoCsv)
       return InvalidArgumentError("--vocab-min-count needs --input-format criteo-tsv or criteo-csv");
     CTRAIN_RETURN_IF_ERROR(BuildVocabulary(fl, ro, &vocab));

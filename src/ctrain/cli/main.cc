@@ -16,6 +16,9 @@ int Main(int argc, char** argv) {
   commands.push_back(AddInspectCommand(app));
   commands.push_back(AddConvertCommand(app));
   commands.push_back(AddSynthCommand(app));
+  commands.push_back(AddTrainCommand(app));
+  commands.push_back(AddEvalCommand(app));
+  commands.push_back(AddPredictCommand(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -72,6 +72,7 @@ Status BatchParser::ParseOne(std::string_view rec, const RecordSource& src, floa
       }
       return Status::OK();
     }
+    case RecordFormat::kLibFfm:  // refused when the reader opened the file
     case RecordFormat::kAuto: break;
   }
   return InternalError(Name(src) + ": record with unresolved format");

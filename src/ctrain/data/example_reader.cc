@@ -72,35 +72,6 @@ RecordFormat SniffText(std::string_view b) {
   return RecordFormat::kLibSvm;
 }
 
-struct Opened {
-  std::unique_ptr<io::SequentialFile> stream;  // decompressed, rewound to the start
-  io::Compression compression;
-  RecordFormat format;
-};
-
-StatusOr<Opened> OpenAndSniff(const std::string& path, io::Compression compression, RecordFormat requested) {
-  Opened o;
-  CTRAIN_ASSIGN_OR_RETURN(o.stream, io::OpenForRead(path, compression, &o.compression, &PlainProbe));
-  o.format = requested;
-  if (requested == RecordFormat::kAuto) {
-    std::string head(io::kPeekBytes, '\0');
-    CTRAIN_ASSIGN_OR_RETURN(size_t n, o.stream->Read(head.data(), head.size()));
-    head.resize(n);
-    if (n == 0)
-      o.format = RecordFormat::kTFRecord;  // empty: any format reads zero records
-    else if (io::LooksLikeTFRecordHeader(head))
-      o.format = RecordFormat::kTFRecord;
-    else if (LooksLikeText(head))
-      o.format = SniffText(head);
-    else
-      return InvalidArgumentError(o.stream->name() +
-                                  ": cannot detect the record format: not a TFRecord (no valid length crc "
-                                  "in the first 12 bytes) and not text; pass --format");
-    o.stream = std::make_unique<PrefixedFile>(std::move(head), std::move(o.stream));
-  }
-  return o;
-}
-
 class LibSvmExampleReader final : public ExampleReader {
  public:
   LibSvmExampleReader(std::unique_ptr<io::LibSvmReader> r, io::Compression c) : r_(std::move(r)), c_(c) {}
@@ -215,15 +186,46 @@ std::string_view RecordFormatName(RecordFormat f) {
   return "unknown";
 }
 
+StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io::Compression compression,
+                                    RecordFormat requested) {
+  SniffedStream o;
+  CTRAIN_ASSIGN_OR_RETURN(o.stream, io::WrapForRead(std::move(raw), compression, &o.compression, &PlainProbe));
+  o.format = requested;
+  if (requested == RecordFormat::kAuto) {
+    std::string head(io::kPeekBytes, '\0');
+    CTRAIN_ASSIGN_OR_RETURN(size_t n, o.stream->Read(head.data(), head.size()));
+    head.resize(n);
+    if (n == 0)
+      o.format = RecordFormat::kTFRecord;  // empty: any format reads zero records
+    else if (io::LooksLikeTFRecordHeader(head))
+      o.format = RecordFormat::kTFRecord;
+    else if (LooksLikeText(head))
+      o.format = SniffText(head);
+    else
+      return InvalidArgumentError(o.stream->name() +
+                                  ": cannot detect the record format: not a TFRecord (no valid length crc "
+                                  "in the first 12 bytes) and not text; pass --format");
+    o.stream = std::make_unique<PrefixedFile>(std::move(head), std::move(o.stream));
+  }
+  return o;
+}
+
+namespace {
+StatusOr<SniffedStream> OpenAndSniff(const std::string& path, io::Compression compression, RecordFormat requested) {
+  CTRAIN_ASSIGN_OR_RETURN(auto raw, io::OpenSequentialFile(path));
+  return SniffStream(std::move(raw), compression, requested);
+}
+}  // namespace
+
 StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression) {
-  CTRAIN_ASSIGN_OR_RETURN(Opened o, OpenAndSniff(path, compression, RecordFormat::kAuto));
+  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, compression, RecordFormat::kAuto));
   return SniffResult{o.format, o.compression};
 }
 
 StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
                                                            const ExampleReaderOptions& options) {
   if (options.field_size <= 0) return InvalidArgumentError("field_size must be positive");
-  CTRAIN_ASSIGN_OR_RETURN(Opened o, OpenAndSniff(path, options.compression, options.format));
+  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, options.compression, options.format));
   switch (o.format) {
     case RecordFormat::kLibSvm: {
       io::LibSvmOptions lo;

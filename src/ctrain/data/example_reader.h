@@ -23,6 +23,7 @@
 #include "ctrain/io/compression.h"
 #include "ctrain/io/criteo.h"
 #include "ctrain/io/example.h"
+#include "ctrain/io/file.h"
 
 namespace ctrain::data {
 
@@ -68,6 +69,18 @@ class ExampleReader {
 // which this reader refuses with InvalidArgument); tab-separated -> criteo-tsv.
 StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
                                                            const ExampleReaderOptions& options);
+
+// Decompresses `raw` (compression kAuto detects gzip/zlib) and, when `requested`
+// is kAuto, sniffs the record format from the first decompressed bytes with the
+// rule above. The returned stream starts at byte 0 (peeked bytes are replayed,
+// so pipes and FIFOs work). Shared by ExampleReader and the pipeline's raw readers.
+struct SniffedStream {
+  std::unique_ptr<io::SequentialFile> stream;  // decompressed
+  io::Compression compression = io::Compression::kNone;  // of the raw bytes
+  RecordFormat format = RecordFormat::kAuto;             // never kAuto on success
+};
+StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io::Compression compression,
+                                    RecordFormat requested);
 
 // The format and compression `path` would be read with (consumes nothing on regular files).
 struct SniffResult {

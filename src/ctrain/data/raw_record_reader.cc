@@ -10,62 +10,6 @@
 namespace ctrain::data {
 namespace {
 
-// Replays already-read bytes, then continues with the underlying stream.
-class PrefixedFile final : public io::SequentialFile {
- public:
-  PrefixedFile(std::string prefix, std::unique_ptr<io::SequentialFile> rest)
-      : prefix_(std::move(prefix)), rest_(std::move(rest)) {}
-  StatusOr<size_t> Read(char* buf, size_t n) override {
-    size_t got = 0;
-    if (off_ < prefix_.size()) {
-      got = std::min(n, prefix_.size() - off_);
-      std::memcpy(buf, prefix_.data() + off_, got);
-      off_ += got;
-    }
-    if (got < n) {
-      CTRAIN_ASSIGN_OR_RETURN(size_t more, rest_->Read(buf + got, n - got));
-      got += more;
-    }
-    pos_ += got;
-    return got;
-  }
-  const std::string& name() const override { return rest_->name(); }
-  uint64_t position() const override { return pos_; }
-
- private:
-  std::string prefix_;
-  size_t off_ = 0;
-  uint64_t pos_ = 0;
-  std::unique_ptr<io::SequentialFile> rest_;
-};
-
-bool LooksLikeText(std::string_view b) {
-  if (b.empty()) return false;
-  for (unsigned char c : b.substr(0, 512))
-    if (c < 0x09 || (c > 0x0d && c < 0x20) || c == 0x7f) return false;
-  return true;
-}
-
-bool PlainProbe(std::string_view b) { return io::LooksLikeTFRecordHeader(b) || LooksLikeText(b); }
-
-RecordFormat SniffText(std::string_view b) {
-  size_t pos = 0;
-  while (pos < b.size()) {
-    size_t nl = b.find('\n', pos);
-    std::string_view line = b.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
-    pos = nl == std::string_view::npos ? b.size() : nl + 1;
-    size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string_view::npos || line[first] == '#') continue;
-    if (line.substr(first).starts_with("label,")) return RecordFormat::kCriteoCsv;
-    if (line.find('\t') != std::string_view::npos && line.find(':') == std::string_view::npos)
-      return RecordFormat::kCriteoTsv;
-    if (line.find(':') != std::string_view::npos) return RecordFormat::kLibSvm;
-    if (line.find(',') != std::string_view::npos) return RecordFormat::kCriteoCsv;
-    return RecordFormat::kLibSvm;
-  }
-  return RecordFormat::kLibSvm;
-}
-
 class TFRecordRawReader final : public RawRecordReader {
  public:
   TFRecordRawReader(std::unique_ptr<io::TFRecordReader> r, io::Compression c) : r_(std::move(r)), c_(c) {}
@@ -150,23 +94,12 @@ StatusOr<std::unique_ptr<RawRecordReader>> RawRecordReader::Open(const std::stri
                                                                  const ExampleReaderOptions& options,
                                                                  const std::atomic<bool>* cancel) {
   CTRAIN_ASSIGN_OR_RETURN(auto raw, OpenInputStream(path, cancel));
-  io::Compression detected = io::Compression::kNone;
-  CTRAIN_ASSIGN_OR_RETURN(auto stream, io::WrapForRead(std::move(raw), options.compression, &detected, &PlainProbe));
-  RecordFormat fmt = options.format;
-  if (fmt == RecordFormat::kAuto) {
-    std::string head(io::kPeekBytes, '\0');
-    CTRAIN_ASSIGN_OR_RETURN(size_t n, stream->Read(head.data(), head.size()));
-    head.resize(n);
-    if (n == 0 || io::LooksLikeTFRecordHeader(head))
-      fmt = RecordFormat::kTFRecord;
-    else if (LooksLikeText(head))
-      fmt = SniffText(head);
-    else
-      return InvalidArgumentError(stream->name() +
-                                  ": cannot detect the record format: not a TFRecord (no valid length crc "
-                                  "in the first 12 bytes) and not text; pass the format explicitly");
-    stream = std::make_unique<PrefixedFile>(std::move(head), std::move(stream));
-  }
+  CTRAIN_ASSIGN_OR_RETURN(SniffedStream sniffed, SniffStream(std::move(raw), options.compression, options.format));
+  auto stream = std::move(sniffed.stream);
+  const io::Compression detected = sniffed.compression;
+  const RecordFormat fmt = sniffed.format;
+  if (fmt == RecordFormat::kLibFfm)
+    return InvalidArgumentError(stream->name() + ": libFFM (field:feature:value) has no fixed field layout to train on");
   if (fmt == RecordFormat::kTFRecord) {
     io::TFRecordReaderOptions to;
     to.compression = io::Compression::kNone;  // already decompressed

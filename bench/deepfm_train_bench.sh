@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# DeepFM training throughput: ctrain vs the GEMM roofline vs PyTorch/TensorFlow peers.
+#
+# Builds nothing: uses $BUILD_DIR/ctrain and $BUILD_DIR/bench/sgemm_roofline_bench
+# (BUILD_DIR defaults to build/). Steps:
+#   1. `ctrain synth` writes $ROWS rows of Criteo-shaped LibSVM (field_size 39).
+#   2. `ctrain train` on it: batch 1024, embedding 32, 400-400-400, all cores,
+#      1 epoch; examples/s read from --metrics-json. Repeated $REPEAT times.
+#   3. sgemm_roofline_bench: oneDNN GFLOP/s on the model's GEMM shapes -> roofline examples/s.
+#   4. bench/peers/deepfm_torch.py --best-of 1,2 and deepfm_tf.py (if present and
+#      their framework imports), same data and config, $REPEAT times.
+#   5. Prints min/median per contestant and the ratios ctrain/roofline and
+#      ctrain/best-pytorch as one JSON object on the last line.
+#
+# Environment: BUILD_DIR, ROWS (default 100000), REPEAT (3), THREADS (nproc), OUT_DIR (mktemp).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+ROWS=${ROWS:-100000}
+REPEAT=${REPEAT:-3}
+THREADS=${THREADS:-$(nproc)}
+OUT_DIR=${OUT_DIR:-$(mktemp -d /tmp/deepfm_bench.XXXXXX)}
+CTRAIN="$BUILD_DIR/ctrain"
+ROOF="$BUILD_DIR/bench/sgemm_roofline_bench"
+FEATURES=117581
+[ -x "$CTRAIN" ] || { echo "missing $CTRAIN (build first: scripts/build.sh)" >&2; exit 1; }
+
+DATA="$OUT_DIR/synth.libsvm"
+echo "== data: $ROWS synthetic rows -> $DATA" >&2
+"$CTRAIN" synth --rows "$ROWS" --format libsvm --feature-size $FEATURES --seed 1 -o "$DATA"
+
+stats() {  # reads numbers on stdin, prints {"min":..,"median":..,"max":..,"runs":[..]}
+  python3 -c 'import json,sys,statistics as s; v=[float(x) for x in sys.stdin.read().split()]
+print(json.dumps({"min":min(v),"median":s.median(v),"max":max(v),"runs":v}) if v else "null")'
+}
+
+echo "== ctrain train (batch 1024, K 32, 400-400-400, $THREADS threads) x $REPEAT" >&2
+CT_RUNS=""
+for i in $(seq "$REPEAT"); do
+  "$CTRAIN" train --train "$DATA" --field-size 39 --feature-size $FEATURES --embedding-size 32 \
+    --deep-layers 400,400,400 --dropout 0.5 --batch-size 1024 --epochs 1 --learning-rate 0.0005 \
+    --intra-op-parallelism-threads "$THREADS" --progress none --metrics-json "$OUT_DIR/ct_$i.json" >&2
+  CT_RUNS="$CT_RUNS $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["examples_per_sec"])' "$OUT_DIR/ct_$i.json")"
+done
+CT=$(echo "$CT_RUNS" | stats)
+
+ROOFLINE=null
+if [ -x "$ROOF" ]; then
+  echo "== sgemm roofline x $REPEAT" >&2
+  R_RUNS=""
+  for i in $(seq "$REPEAT"); do
+    "$ROOF" --threads "$THREADS" > "$OUT_DIR/roof_$i.json"
+    R_RUNS="$R_RUNS $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["threads_all"]["roofline_examples_per_sec"])' "$OUT_DIR/roof_$i.json")"
+  done
+  ROOFLINE=$(echo "$R_RUNS" | stats)
+else
+  echo "(no $ROOF: configure with -DCTRAIN_BUILD_BENCH=ON)" >&2
+fi
+
+peer() {  # $1 = script, $2 = label
+  local script="bench/peers/$1"
+  [ -f "$script" ] || { echo "null"; return; }
+  local runs=""
+  for i in $(seq "$REPEAT"); do
+    if ! python3 "$script" --train "$DATA" --field-size 39 --feature-size $FEATURES --embedding-size 32 \
+        --deep-layers 400,400,400 --dropout 0.5 --batch-size 1024 --epochs 1 --learning-rate 0.0005 \
+        --best-of "1,$THREADS" > "$OUT_DIR/$2_$i.json" 2> "$OUT_DIR/$2_$i.err"; then
+      echo "($2 peer failed; see $OUT_DIR/$2_$i.err)" >&2
+      echo "null"; return
+    fi
+    runs="$runs $(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["best"]["examples_per_sec"])' "$OUT_DIR/$2_$i.json")"
+  done
+  echo "$runs" | stats
+}
+echo "== PyTorch peer (best of 1 and $THREADS threads) x $REPEAT" >&2
+TORCH=$(peer deepfm_torch.py pytorch)
+echo "== TensorFlow peer x $REPEAT" >&2
+TF=$(peer deepfm_tf.py tensorflow)
+
+python3 - "$CT" "$ROOFLINE" "$TORCH" "$TF" "$ROWS" "$THREADS" <<'EOF'
+import json, sys
+ct, roof, torch, tf = (json.loads(a) for a in sys.argv[1:5])
+ratio = lambda a, b: (a["median"] / b["median"]) if a and b and b["median"] > 0 else None
+print(json.dumps({
+    "bench": "deepfm_train", "rows": int(sys.argv[5]), "threads": int(sys.argv[6]),
+    "config": "batch 1024, K 32, 400-400-400, dropout 0.5, adam",
+    "ctrain_examples_per_sec": ct, "roofline_examples_per_sec": roof,
+    "pytorch_examples_per_sec": torch, "tensorflow_examples_per_sec": tf,
+    "ctrain_over_roofline": ratio(ct, roof), "ctrain_over_best_pytorch": ratio(ct, torch),
+    "ctrain_over_tensorflow": ratio(ct, tf)}))
+EOF

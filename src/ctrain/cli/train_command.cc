@@ -1,0 +1,371 @@
+// `ctrain train`, `ctrain eval`, `ctrain predict`: the DeepFM training job
+// (train/trainer.h). Flags and config files: docs/training.md.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+
+#include "ctrain/cli/commands.h"
+#include "ctrain/cli/data_flags.h"
+#include "ctrain/io/file.h"
+#include "ctrain/train/autotune.h"
+#include "ctrain/train/trainer.h"
+
+namespace ctrain::cli {
+namespace {
+
+// Rows of the built-in synthetic job (no --train given).
+constexpr int64_t kSynthTrainRows = 200000;
+constexpr int64_t kSynthValidRows = 20000;
+
+struct ParallelFlags {
+  train::ParallelOptions p;
+  bool autotune = false;
+  int64_t autotune_steps = 5;
+  void Register(CLI::App* sub) {
+    sub->add_option("--intra-op-parallelism-threads,--intra_op_parallelism_threads,--intra-op-threads", p.intra_op_threads,
+                    "OpenMP threads per replica (0 = cores / replicas)")
+        ->capture_default_str();
+    sub->add_option("--inter-op-parallelism-threads,--inter_op_parallelism_threads,--inter-op-threads", p.inter_op_threads,
+                    "Threads preparing batches ahead of compute (0 = inline)")
+        ->capture_default_str();
+    sub->add_option("--towers", p.towers, "Synchronous replicas splitting each batch (deterministic)")
+        ->capture_default_str();
+    sub->add_option("--hogwild", p.hogwild, "Asynchronous lock-free replicas (0 = off; not deterministic)")
+        ->capture_default_str();
+    sub->add_option("--affinity", p.affinity, "Pin replica and OpenMP threads to cores (true/false)")
+        ->capture_default_str();
+    sub->add_flag("--autotune", autotune, "Measure the thread layouts for a few steps and train with the fastest");
+    sub->add_option("--autotune-steps,--autotune_steps", autotune_steps, "Timed steps per autotune candidate")
+        ->capture_default_str();
+  }
+};
+
+struct TrainFlags {
+  std::vector<std::string> train, valid;
+  DataFlags data;
+  train::TrainOptions o;
+  std::string deep_layers = "400,400,400";
+  std::string optimizer = "adam";
+  float learning_rate = 0.0005f;
+  int32_t embedding_size = 32;
+  float dropout = 0.5f;
+  bool batch_norm = false;
+  float l2_reg = 0.0f;
+  std::string metrics_json;
+  std::string config;
+  std::string progress = "auto";
+  ParallelFlags par;
+  CLI::App* app = nullptr;
+};
+
+// --config FILE (.toml or .json): a flat table of flag names (dashes or
+// underscores) to values. Command-line flags win over the file.
+Status ApplyConfigFile(CLI::App* app, const std::string& path) {
+  CTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString(path));
+  std::vector<std::pair<std::string, std::vector<std::string>>> items;
+  auto scalar = [](const nlohmann::json& v) -> std::string {
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+    return v.dump();
+  };
+  const bool is_json = path.size() >= 5 && path.compare(path.size() - 5, 5, ".json") == 0;
+  nlohmann::json j;
+  if (is_json) {
+    j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return InvalidArgumentError(path + ": not a JSON object");
+  } else {
+    toml::table tbl;
+    try {
+      tbl = toml::parse(text, path);
+    } catch (const toml::parse_error& e) {
+      std::ostringstream os;
+      os << e.description() << " (line " << e.source().begin.line << ", column " << e.source().begin.column << ")";
+      return InvalidArgumentError(path + ": " + os.str());
+    }
+    std::ostringstream os;
+    os << toml::json_formatter{tbl};
+    j = nlohmann::json::parse(os.str(), nullptr, false);
+    if (j.is_discarded()) return InternalError(path + ": could not convert TOML");
+  }
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::vector<std::string> vals;
+    if (it.value().is_array()) {
+      // deep_layers = [400, 400, 400] or train = ["a", "b"]
+      if (it.key() == "deep_layers" || it.key() == "deep-layers") {
+        std::string s;
+        for (const auto& e : it.value()) s += (s.empty() ? "" : ",") + scalar(e);
+        vals.push_back(s);
+      } else {
+        for (const auto& e : it.value()) vals.push_back(scalar(e));
+      }
+    } else if (it.value().is_object()) {
+      return InvalidArgumentError(path + ": key '" + it.key() + "': nested tables are not supported (use flat keys)");
+    } else {
+      vals.push_back(scalar(it.value()));
+    }
+    items.emplace_back(it.key(), std::move(vals));
+  }
+  for (auto& [key, vals] : items) {
+    if (key == "config") return InvalidArgumentError(path + ": 'config' cannot be set from a config file");
+    CLI::Option* opt = app->get_option_no_throw("--" + key);
+    if (opt == nullptr) {
+      std::string alt = key;
+      for (char& c : alt) c = (c == '_') ? '-' : c;
+      opt = app->get_option_no_throw("--" + alt);
+    }
+    if (opt == nullptr) return InvalidArgumentError(path + ": unknown key '" + key + "' (not a flag of this command)");
+    if (opt->count() > 0) continue;  // the command line wins
+    if (opt->get_type_size() == 0 && vals.size() == 1) {  // a flag: true/false
+      if (vals[0] != "true" && vals[0] != "false")
+        return InvalidArgumentError(path + ": key '" + key + "' must be true or false");
+      if (vals[0] == "false") continue;
+    }
+    try {
+      opt->add_result(vals);
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      return InvalidArgumentError(path + ": key '" + key + "': " + e.what());
+    }
+  }
+  return Status::OK();
+}
+
+Status WriteMetricsJson(const std::string& path, const nlohmann::json& j) {
+  return io::WriteStringToFileAtomic(path, j.dump(2) + "\n");
+}
+
+nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+Status LoadData(const std::vector<std::string>& paths, DataFlags& data, int64_t feature_size, train::Dataset* out,
+                const char* what) {
+  CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, data.ReaderOptions());
+  ro.feature_size = feature_size;
+  train::LoadStats stats;
+  CTRAIN_ASSIGN_OR_RETURN(*out, train::LoadDataset(paths, ro, &stats));
+  std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), CTR %.4f%s%s\n", what,
+               static_cast<long long>(out->size()), static_cast<long long>(stats.files), out->PositiveRate(),
+               stats.skipped.empty() ? "" : "; skipped: ", stats.skipped.c_str());
+  return Status::OK();
+}
+
+Status RunTrain(TrainFlags& fl) {
+  if (!fl.config.empty()) CTRAIN_RETURN_IF_ERROR(ApplyConfigFile(fl.app, fl.config));
+  train::TrainOptions& o = fl.o;
+  CTRAIN_ASSIGN_OR_RETURN(o.model.deep_layers, train::ParseLayerList(fl.deep_layers));
+  o.model.embedding_size = fl.embedding_size;
+  o.model.dropout = fl.dropout;
+  o.model.batch_norm = fl.batch_norm;
+  o.model.l2_reg = fl.l2_reg;
+  o.model.field_size = fl.data.field_size;
+  o.model.feature_size = fl.data.feature_size;
+  o.optimizer.name = fl.optimizer;
+  o.optimizer.learning_rate = fl.learning_rate;
+  o.parallel = fl.par.p;
+  if (fl.progress == "auto") o.progress = train::ProgressMode::kAuto;
+  else if (fl.progress == "bar") o.progress = train::ProgressMode::kTerminal;
+  else if (fl.progress == "log") o.progress = train::ProgressMode::kLog;
+  else if (fl.progress == "none") o.progress = train::ProgressMode::kNone;
+  else return InvalidArgumentError("--progress must be auto|bar|log|none, got '" + fl.progress + "'");
+
+  train::Dataset tr, va;
+  bool have_valid = false;
+  if (fl.train.empty()) {
+    if (!fl.valid.empty()) return InvalidArgumentError("--valid given without --train");
+    if (o.model.field_size != 39)
+      return InvalidArgumentError("the built-in synthetic data has field_size 39, got --field-size " +
+                                  std::to_string(o.model.field_size));
+    std::fprintf(stderr,
+                 "ctrain: no --train given: training on built-in synthetic Criteo-like data "
+                 "(data/synth.h, seed %llu): %lld train + %lld validation rows, field_size 39, feature_size %lld\n",
+                 static_cast<unsigned long long>(o.seed), static_cast<long long>(kSynthTrainRows),
+                 static_cast<long long>(kSynthValidRows), static_cast<long long>(o.model.feature_size));
+    CTRAIN_ASSIGN_OR_RETURN(tr, train::MakeSynthDataset(o.seed, 0, kSynthTrainRows, o.model.feature_size));
+    CTRAIN_ASSIGN_OR_RETURN(va, train::MakeSynthDataset(o.seed, kSynthTrainRows, kSynthValidRows, o.model.feature_size));
+    have_valid = true;
+  } else {
+    CTRAIN_RETURN_IF_ERROR(LoadData(fl.train, fl.data, o.model.feature_size, &tr, "train"));
+    if (!fl.valid.empty()) {
+      CTRAIN_RETURN_IF_ERROR(LoadData(fl.valid, fl.data, o.model.feature_size, &va, "valid"));
+      have_valid = true;
+    }
+  }
+  CTRAIN_RETURN_IF_ERROR(o.Validate());
+
+  if (fl.par.autotune) {
+    std::fprintf(stderr, "ctrain: autotune: measuring thread layouts on %d cores (%lld steps each)...\n",
+                 train::AvailableCpus(), static_cast<long long>(fl.par.autotune_steps));
+    train::ParallelOptions best;
+    CTRAIN_ASSIGN_OR_RETURN(std::vector<train::AutotuneRow> rows,
+                            train::Autotune(o, tr, fl.par.autotune_steps, &best));
+    std::fprintf(stderr, "%s", train::FormatAutotuneTable(rows, best).c_str());
+    best.inter_op_threads = o.parallel.inter_op_threads;
+    best.affinity = o.parallel.affinity;
+    o.parallel = best;
+  }
+  const int32_t replicas = o.parallel.replicas();
+  const int32_t intra = o.parallel.intra_op_threads > 0 ? o.parallel.intra_op_threads
+                                                        : std::max(1, train::AvailableCpus() / replicas);
+  std::fprintf(stderr,
+               "ctrain: DeepFM F=%d K=%d deep=%s dropout=%g%s l2=%g | %s lr=%g batch=%lld epochs=%d | "
+               "threads: intra_op=%d towers=%d hogwild=%d%s\n",
+               o.model.field_size, o.model.embedding_size, fl.deep_layers.c_str(), o.model.dropout,
+               o.model.batch_norm ? " bn" : "", o.model.l2_reg, o.optimizer.name.c_str(), o.optimizer.learning_rate,
+               static_cast<long long>(o.batch_size), o.epochs, intra, o.parallel.towers, o.parallel.hogwild,
+               o.parallel.affinity ? " affinity" : "");
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer, train::Trainer::Create(o));
+  bool restored = false;
+  CTRAIN_RETURN_IF_ERROR(trainer->Restore(&restored));
+  if (restored)
+    std::fprintf(stderr, "ctrain: resumed from %s at step %lld\n", o.model_dir.c_str(),
+                 static_cast<long long>(trainer->global_step()));
+  train::TrainResult r;
+  CTRAIN_RETURN_IF_ERROR(trainer->Train(tr, have_valid ? &va : nullptr, &r));
+  std::fprintf(stderr, "ctrain: done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
+               static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
+  if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
+  std::fprintf(stderr, "\n");
+  if (!fl.metrics_json.empty()) {
+    nlohmann::json j{{"auc", r.evaluated ? Num(r.eval.auc) : nlohmann::json(nullptr)},
+                     {"logloss", r.evaluated ? Num(r.eval.logloss) : nlohmann::json(nullptr)},
+                     {"examples_per_sec", r.examples_per_sec},
+                     {"examples", r.examples},
+                     {"examples_this_run", r.examples_this_run},
+                     {"steps", r.steps},
+                     {"epochs", r.epochs},
+                     {"train_loss", Num(r.last_loss)},
+                     {"seconds", r.seconds},
+                     {"restored", r.restored},
+                     {"intra_op_parallelism_threads", intra},
+                     {"towers", o.parallel.towers},
+                     {"hogwild", o.parallel.hogwild}};
+    CTRAIN_RETURN_IF_ERROR(WriteMetricsJson(fl.metrics_json, j));
+  }
+  return Status::OK();
+}
+
+struct InferFlags {
+  std::vector<std::string> input;
+  std::string model_dir, output, metrics_json;
+  DataFlags data;
+  ParallelFlags par;
+};
+
+Status RunInfer(InferFlags& fl, bool predict) {
+  CTRAIN_ASSIGN_OR_RETURN(model::DeepFMConfig mc, train::ReadCheckpointModelConfig(fl.model_dir));
+  fl.data.field_size = mc.field_size;
+  train::Dataset ds;
+  CTRAIN_RETURN_IF_ERROR(LoadData(fl.input, fl.data, mc.feature_size, &ds, "input"));
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> t, train::LoadTrainerFromCheckpoint(fl.model_dir, fl.par.p));
+  if (predict) {
+    std::vector<float> probs;
+    CTRAIN_RETURN_IF_ERROR(t->Predict(ds, &probs));
+    io::WriteOptions wo;
+    wo.atomic = true;
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> f, io::OpenWritableFile(fl.output, wo));
+    std::string buf;
+    char num[32];
+    for (float p : probs) {
+      const int n = std::snprintf(num, sizeof num, "%.9g\n", p);
+      buf.append(num, n);
+      if (buf.size() > (1 << 20)) {
+        CTRAIN_RETURN_IF_ERROR(f->Append(buf));
+        buf.clear();
+      }
+    }
+    CTRAIN_RETURN_IF_ERROR(f->Append(buf));
+    CTRAIN_RETURN_IF_ERROR(f->Close());
+    std::fprintf(stderr, "ctrain: wrote %zu predictions to %s (model step %lld)\n", probs.size(), fl.output.c_str(),
+                 static_cast<long long>(t->global_step()));
+    return Status::OK();
+  }
+  CTRAIN_ASSIGN_OR_RETURN(train::EvalResult r, t->Evaluate(ds));
+  std::printf("auc %.6f\nlogloss %.6f\nexamples %lld\n", r.auc, r.logloss, static_cast<long long>(r.examples));
+  if (!fl.metrics_json.empty()) {
+    nlohmann::json j{{"auc", Num(r.auc)},
+                     {"logloss", Num(r.logloss)},
+                     {"examples", r.examples},
+                     {"label_mean", r.label_mean},
+                     {"prediction_mean", r.prediction_mean},
+                     {"steps", t->global_step()}};
+    CTRAIN_RETURN_IF_ERROR(WriteMetricsJson(fl.metrics_json, j));
+  }
+  return Status::OK();
+}
+
+Command AddInferCommand(CLI::App& app, bool predict) {
+  auto fl = std::make_shared<InferFlags>();
+  CLI::App* sub = predict ? app.add_subcommand("predict", "Write one click probability per input example")
+                          : app.add_subcommand("eval", "AUC and logloss of a trained model on labelled data");
+  sub->add_option("--model-dir,--model_dir", fl->model_dir, "Directory with the trained model's checkpoints")
+      ->required();
+  sub->add_option("--input,--eval,--test", fl->input, "Input files")->required();
+  if (predict) sub->add_option("--output,-o", fl->output, "Output file, one probability per line ('-' = stdout)")->required();
+  else sub->add_option("--metrics-json,--metrics_json", fl->metrics_json, "Also write the metrics as JSON here");
+  fl->data.Register(sub, /*with_feature_size=*/false);
+  fl->par.Register(sub);
+  return {sub, [fl, predict]() {
+            Status s = RunInfer(*fl, predict);
+            return s.ok() ? 0 : ReportError(s);
+          }};
+}
+
+}  // namespace
+
+Command AddTrainCommand(CLI::App& app) {
+  auto fl = std::make_shared<TrainFlags>();
+  CLI::App* sub = app.add_subcommand("train", "Train DeepFM (without --train: on built-in synthetic data)");
+  fl->app = sub;
+  train::TrainOptions& o = fl->o;
+  sub->add_option("--config", fl->config, "Config file (.toml or .json) with flag values; flags win");
+  sub->add_option("--train", fl->train, "Training files (LibSVM, TFRecord, Criteo TSV/CSV; gzip ok)");
+  sub->add_option("--valid", fl->valid, "Validation files (evaluated at each epoch end)");
+  fl->data.Register(sub, /*with_feature_size=*/false);
+  sub->add_option("--feature-size,--feature_size", fl->data.feature_size, "Rows of the embedding tables")
+      ->capture_default_str();
+  sub->add_option("--embedding-size,--embedding_size", fl->embedding_size, "K: embedding width")->capture_default_str();
+  sub->add_option("--deep-layers,--deep_layers", fl->deep_layers, "Hidden layer widths")->capture_default_str();
+  sub->add_option("--dropout", fl->dropout, "Drop probability of each hidden layer")->capture_default_str();
+  sub->add_option("--batch-norm,--batch_norm", fl->batch_norm, "Batch normalisation after each hidden layer")
+      ->capture_default_str();
+  sub->add_option("--l2-reg,--l2_reg", fl->l2_reg, "L2 on the embedding rows of each batch")->capture_default_str();
+  sub->add_option("--batch-size,--batch_size", o.batch_size, "Examples per step")->capture_default_str();
+  sub->add_option("--epochs,--num-epochs,--num_epochs", o.epochs, "Passes over the training data")
+      ->capture_default_str();
+  sub->add_option("--max-steps,--max_steps", o.max_steps, "Stop at this global step (0 = no limit)")
+      ->capture_default_str();
+  sub->add_option("--learning-rate,--learning_rate", fl->learning_rate, "Step size")->capture_default_str();
+  sub->add_option("--optimizer", fl->optimizer, "adam|adagrad|sgd|momentum|ftrl")->capture_default_str();
+  sub->add_option("--seed", o.seed, "Seed of shuffling and initialisation")->capture_default_str();
+  sub->add_option("--dropout-seed,--dropout_seed", o.model.seed, "Seed of the dropout masks")->capture_default_str();
+  sub->add_option("--shuffle", o.shuffle, "Shuffle every epoch (true/false)")->capture_default_str();
+  sub->add_option("--model-dir,--model_dir", o.model_dir, "Checkpoint directory (resumes from it)");
+  sub->add_option("--save-checkpoints-steps,--save_checkpoints_steps", o.save_checkpoints_steps,
+                  "Also checkpoint every N steps (0 = only at the end)")
+      ->capture_default_str();
+  sub->add_option("--keep-checkpoints,--keep_checkpoints", o.keep_checkpoints, "Checkpoints kept")
+      ->capture_default_str();
+  sub->add_option("--eval-every-steps,--eval_every_steps", o.eval_every_steps,
+                  "Also evaluate on --valid every N steps (0 = epoch ends only)")
+      ->capture_default_str();
+  sub->add_option("--metrics-json,--metrics_json", fl->metrics_json,
+                  "Write final auc, logloss, examples_per_sec, examples, steps, epochs as JSON");
+  sub->add_option("--progress", fl->progress, "auto|bar|log|none")->capture_default_str();
+  fl->par.Register(sub);
+  return {sub, [fl]() {
+            Status s = RunTrain(*fl);
+            return s.ok() ? 0 : ReportError(s);
+          }};
+}
+
+Command AddEvalCommand(CLI::App& app) { return AddInferCommand(app, false); }
+Command AddPredictCommand(CLI::App& app) { return AddInferCommand(app, true); }
+
+}  // namespace ctrain::cli

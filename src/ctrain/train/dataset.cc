@@ -1,0 +1,153 @@
+#include "ctrain/train/dataset.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "ctrain/data/example_reader.h"
+#include "ctrain/data/synth.h"
+#include "ctrain/io/compression.h"
+
+namespace ctrain::train {
+
+void Dataset::Reserve(int64_t rows) {
+  labels_.reserve(rows);
+  ids_.reserve(rows * field_size_);
+  values_.reserve(rows * field_size_);
+}
+
+void Dataset::Append(float label, const int64_t* ids, const float* values) {
+  labels_.push_back(label);
+  ids_.insert(ids_.end(), ids, ids + field_size_);
+  values_.insert(values_.end(), values, values + field_size_);
+}
+
+void Dataset::AppendAll(const Dataset& other) {
+  labels_.insert(labels_.end(), other.labels_.begin(), other.labels_.end());
+  ids_.insert(ids_.end(), other.ids_.begin(), other.ids_.end());
+  values_.insert(values_.end(), other.values_.begin(), other.values_.end());
+}
+
+void Dataset::Gather(std::span<const int64_t> rows, data::Batch* batch) const {
+  const int64_t n = static_cast<int64_t>(rows.size());
+  const int64_t F = field_size_;
+  batch->field_size = field_size_;
+  batch->row_splits.clear();
+  batch->labels.resize(n);
+  batch->ids.resize(n * F);
+  batch->values.resize(n * F);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = rows[i];
+    batch->labels[i] = labels_[r];
+    std::memcpy(batch->ids.data() + i * F, ids_.data() + r * F, F * sizeof(int64_t));
+    std::memcpy(batch->values.data() + i * F, values_.data() + r * F, F * sizeof(float));
+  }
+}
+
+void Dataset::Slice(int64_t begin, int64_t end, data::Batch* batch) const {
+  const int64_t n = end - begin;
+  const int64_t F = field_size_;
+  batch->field_size = field_size_;
+  batch->row_splits.clear();
+  batch->labels.assign(labels_.begin() + begin, labels_.begin() + end);
+  batch->ids.assign(ids_.begin() + begin * F, ids_.begin() + (begin + n) * F);
+  batch->values.assign(values_.begin() + begin * F, values_.begin() + (begin + n) * F);
+}
+
+int64_t Dataset::MaxIdPlusOne() const {
+  int64_t m = -1;
+  for (int64_t id : ids_) m = std::max(m, id);
+  return m + 1;
+}
+
+double Dataset::PositiveRate() const {
+  if (labels_.empty()) return 0;
+  double pos = 0;
+  for (float l : labels_) pos += l >= 0.5f ? 1 : 0;
+  return pos / static_cast<double>(labels_.size());
+}
+
+namespace {
+
+// Checks the row just appended (index `record` within `file`).
+Status CheckRowIds(const int64_t* ids, int32_t F, int64_t feature_size, const std::string& file,
+                   int64_t record) {
+  for (int32_t f = 0; f < F; ++f) {
+    if (ids[f] < 0 || ids[f] >= feature_size) {
+      return InvalidArgumentError(file + " record " + std::to_string(record) + " field " + std::to_string(f) +
+                                  ": id " + std::to_string(ids[f]) + " outside [0, " +
+                                  std::to_string(feature_size) + ")");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const DataOptions& options,
+                              LoadStats* stats) {
+  data::ExampleReaderOptions ro;
+  CTRAIN_ASSIGN_OR_RETURN(ro.format, data::ParseRecordFormat(options.format));
+  CTRAIN_ASSIGN_OR_RETURN(ro.compression, io::ParseCompression(options.compression));
+  ro.field_size = options.field_size;
+  ro.id_base = options.id_base;
+  ro.feature_size = options.feature_size;
+  return LoadDataset(paths, ro, stats);
+}
+
+StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data::ExampleReaderOptions& ro,
+                              LoadStats* stats) {
+  if (paths.empty()) return InvalidArgumentError("no input files");
+  if (ro.field_size <= 0) return InvalidArgumentError("field_size must be > 0, got " + std::to_string(ro.field_size));
+  if (ro.feature_size <= 0)
+    return InvalidArgumentError("feature_size must be > 0, got " + std::to_string(ro.feature_size));
+  const int32_t F = ro.field_size;
+  Dataset ds(F);
+  LoadStats local;
+  std::vector<int64_t> ids(F);
+  std::vector<float> values(F);
+  for (const std::string& path : paths) {
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::ExampleReader> reader, data::OpenExampleReader(path, ro));
+    int64_t record = 0;
+    for (;;) {
+      float label = 0;
+      CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&label, ids.data(), values.data()));
+      if (!more) break;
+      CTRAIN_RETURN_IF_ERROR(CheckRowIds(ids.data(), F, ro.feature_size, reader->name(), record));
+      ds.Append(label, ids.data(), values.data());
+      ++record;
+    }
+    if (record == 0) return InvalidArgumentError(reader->name() + ": no examples");
+    const std::string skipped = reader->SkippedSummary();
+    // Summaries look like "blank_lines=0 comment_lines=2"; report only non-zero ones.
+    bool any = false;
+    for (size_t p = skipped.find('='); p != std::string::npos; p = skipped.find('=', p + 1))
+      any |= p + 1 < skipped.size() && skipped[p + 1] != '0';
+    if (any || (!skipped.empty() && skipped.find('=') == std::string::npos)) local.skipped += (local.skipped.empty() ? "" : "; ") + reader->name() + ": " + skipped;
+    ++local.files;
+    local.records += record;
+  }
+  if (stats != nullptr) *stats = local;
+  return ds;
+}
+
+StatusOr<Dataset> MakeSynthDataset(uint64_t seed, int64_t first_row, int64_t rows, int64_t feature_size) {
+  data::SynthOptions so;
+  so.rows = first_row + rows;
+  so.seed = seed;
+  so.feature_size = feature_size;
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::SynthGenerator> gen, data::SynthGenerator::Create(so));
+  const int32_t F = so.field_size;
+  Dataset ds(F);
+  ds.Reserve(rows);
+  std::vector<int64_t> ids(F);
+  std::vector<float> values(F);
+  for (int64_t r = first_row; r < first_row + rows; ++r) {
+    float label = 0;
+    gen->Row(r, &label, ids.data(), values.data());
+    ds.Append(label, ids.data(), values.data());
+  }
+  return ds;
+}
+
+}  // namespace ctrain::train

@@ -1,0 +1,110 @@
+// Dataset: a whole training or evaluation set held in memory as three
+// contiguous arrays, the layout the trainer shuffles and slices into batches.
+//
+// Layout (the seed's feat_ids / feat_vals, data::Batch):
+//   labels  float[N]      click label, 0 or 1
+//   ids     int64[N * F]  row-major; ids[r * F + f] is field f of row r, 0-based
+//   values  float[N * F]  same shape as ids
+// Only fixed-length rows (every row has exactly F fields) are supported: the
+// DeepFM MLP input is F * K wide.
+//
+// Loading (LoadDataset) reads every file in order through the format readers
+// (data/example_reader.h): LibSVM, TFRecord of tf.train.Example, Criteo TSV/CSV.
+// Every id is checked against feature_size; an id outside [0, feature_size) is
+// an InvalidArgument error naming the file, the record index (0-based within
+// the file) and the field. Nothing is skipped silently: readers count what they
+// skip (blank/comment lines) and LoadDataset reports that in `stats`.
+//
+// Thread safety: a const Dataset may be read from many threads.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ctrain/base/status.h"
+#include "ctrain/data/batch.h"
+#include "ctrain/data/example_reader.h"
+
+namespace ctrain::train {
+
+class Dataset {
+ public:
+  Dataset() = default;
+  explicit Dataset(int32_t field_size) : field_size_(field_size) {}
+
+  int32_t field_size() const { return field_size_; }
+  int64_t size() const { return static_cast<int64_t>(labels_.size()); }
+  bool empty() const { return labels_.empty(); }
+
+  const float* labels() const { return labels_.data(); }
+  const int64_t* ids() const { return ids_.data(); }
+  const float* values() const { return values_.data(); }
+  std::span<const float> label_span() const { return labels_; }
+
+  void Reserve(int64_t rows);
+  // Appends one row. REQUIRES: ids and values point at field_size() entries.
+  void Append(float label, const int64_t* ids, const float* values);
+  // Appends all rows of `other`. REQUIRES: same field_size.
+  void AppendAll(const Dataset& other);
+
+  // Copies the rows `rows` (in that order) into *batch, replacing its contents
+  // (capacity is kept, so a reused batch does not allocate).
+  void Gather(std::span<const int64_t> rows, data::Batch* batch) const;
+  // Copies rows [begin, end) in storage order.
+  void Slice(int64_t begin, int64_t end, data::Batch* batch) const;
+
+  // Largest id + 1 (0 when empty): the smallest feature_size that fits.
+  int64_t MaxIdPlusOne() const;
+  // Fraction of rows with label 1.
+  double PositiveRate() const;
+
+ private:
+  int32_t field_size_ = 0;
+  std::vector<float> labels_;
+  std::vector<int64_t> ids_;
+  std::vector<float> values_;
+};
+
+// How to read example files. Mirrors data::ReaderOptions (example_reader.h).
+struct DataOptions {
+  // auto | libsvm | tfrecord | criteo-tsv | criteo-csv. "auto" decides from the
+  // content (see data/example_reader.h).
+  std::string format = "auto";
+  // auto | none | gzip | zlib (auto: detected from the magic bytes).
+  std::string compression = "auto";
+  // F: fields per example. Must be > 0.
+  int32_t field_size = 39;
+  // Written ids start at this base (1 for classic 1-based LibSVM files).
+  int32_t id_base = 0;
+  // Size of the id space [0, feature_size); ids outside are errors. For the
+  // Criteo TSV/CSV formats, categorical values are hashed into it.
+  int64_t feature_size = 117581;
+};
+
+struct LoadStats {
+  int64_t files = 0;
+  int64_t records = 0;        // rows loaded
+  // What the readers skipped on purpose (blank/comment lines, CSV headers), as
+  // "<file>: <reader's SkippedSummary()>" per file with a non-empty summary, joined by "; ".
+  std::string skipped;
+};
+
+// Reads all `paths` (in order) into one Dataset.
+// Errors: the readers' errors (they name file, record/line and byte offset);
+// InvalidArgument "<file> record <i> field <f>: id <id> outside [0, <feature_size>)";
+// InvalidArgument "no input files" for an empty list; InvalidArgument
+// "<file>: no examples" for a file with zero rows.
+StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const DataOptions& options,
+                              LoadStats* stats = nullptr);
+// Same with the reader options spelled out (feature maps, TFRecord schema, ...).
+StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data::ExampleReaderOptions& options,
+                              LoadStats* stats = nullptr);
+
+// Rows [first_row, first_row + rows) of the deterministic synthetic Criteo-like
+// generator (data/synth.h) with the given seed, field_size 39 and feature_size
+// `feature_size`. The same (seed, row) always gives the same example.
+StatusOr<Dataset> MakeSynthDataset(uint64_t seed, int64_t first_row, int64_t rows, int64_t feature_size);
+
+}  // namespace ctrain::train

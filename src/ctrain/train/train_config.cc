@@ -1,0 +1,161 @@
+#include "ctrain/train/train_config.h"
+
+#include <sched.h>
+
+#include <charconv>
+#include <string>
+
+namespace ctrain::train {
+
+Status ParallelOptions::Validate() const {
+  if (intra_op_threads < 0)
+    return InvalidArgumentError("intra_op_parallelism_threads must be >= 0, got " + std::to_string(intra_op_threads));
+  if (inter_op_threads < 0)
+    return InvalidArgumentError("inter_op_parallelism_threads must be >= 0, got " + std::to_string(inter_op_threads));
+  if (towers < 1) return InvalidArgumentError("towers must be >= 1, got " + std::to_string(towers));
+  if (hogwild < 0) return InvalidArgumentError("hogwild must be >= 0, got " + std::to_string(hogwild));
+  if (hogwild > 0 && towers > 1)
+    return InvalidArgumentError("hogwild (" + std::to_string(hogwild) + ") and towers (" + std::to_string(towers) +
+                                ") are exclusive: use one kind of replica");
+  return Status::OK();
+}
+
+Status TrainOptions::Validate() const {
+  CTRAIN_RETURN_IF_ERROR(model.Validate());
+  CTRAIN_RETURN_IF_ERROR(parallel.Validate());
+  if (batch_size < 1) return InvalidArgumentError("batch_size must be >= 1, got " + std::to_string(batch_size));
+  if (epochs < 0) return InvalidArgumentError("epochs must be >= 0, got " + std::to_string(epochs));
+  if (max_steps < 0) return InvalidArgumentError("max_steps must be >= 0, got " + std::to_string(max_steps));
+  if (eval_every_steps < 0)
+    return InvalidArgumentError("eval_every_steps must be >= 0, got " + std::to_string(eval_every_steps));
+  if (save_checkpoints_steps < 0)
+    return InvalidArgumentError("save_checkpoints_steps must be >= 0, got " + std::to_string(save_checkpoints_steps));
+  if (keep_checkpoints < 1)
+    return InvalidArgumentError("keep_checkpoints must be >= 1, got " + std::to_string(keep_checkpoints));
+  if (parallel.towers > batch_size)
+    return InvalidArgumentError("towers (" + std::to_string(parallel.towers) + ") must not exceed batch_size (" +
+                                std::to_string(batch_size) + ")");
+  return Status::OK();
+}
+
+nlohmann::json ModelConfigToJson(const model::DeepFMConfig& c) {
+  return nlohmann::json{{"feature_size", c.feature_size},
+                        {"field_size", c.field_size},
+                        {"embedding_size", c.embedding_size},
+                        {"deep_layers", c.deep_layers},
+                        {"dropout", c.dropout},
+                        {"batch_norm", c.batch_norm},
+                        {"batch_norm_momentum", c.batch_norm_momentum},
+                        {"batch_norm_epsilon", c.batch_norm_epsilon},
+                        {"l2_reg", c.l2_reg},
+                        {"use_first_order", c.use_first_order},
+                        {"use_fm", c.use_fm},
+                        {"use_deep", c.use_deep},
+                        {"seed", c.seed}};
+}
+
+namespace {
+
+template <typename T>
+Status Get(const nlohmann::json& j, const char* key, T* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return InvalidArgumentError(std::string("missing key '") + key + "'");
+  try {
+    *out = it->get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(std::string("key '") + key + "': " + e.what());
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+StatusOr<model::DeepFMConfig> ModelConfigFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return InvalidArgumentError("model config: expected a JSON object");
+  model::DeepFMConfig c;
+  CTRAIN_RETURN_IF_ERROR(Get(j, "feature_size", &c.feature_size));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "field_size", &c.field_size));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "embedding_size", &c.embedding_size));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "deep_layers", &c.deep_layers));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "dropout", &c.dropout));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "batch_norm", &c.batch_norm));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "batch_norm_momentum", &c.batch_norm_momentum));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "batch_norm_epsilon", &c.batch_norm_epsilon));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "l2_reg", &c.l2_reg));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "use_first_order", &c.use_first_order));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "use_fm", &c.use_fm));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "use_deep", &c.use_deep));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "seed", &c.seed));
+  CTRAIN_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+nlohmann::json OptimizerConfigToJson(const optim::OptimizerConfig& c) {
+  return nlohmann::json{{"name", c.name},
+                        {"learning_rate", c.learning_rate},
+                        {"beta1", c.beta1},
+                        {"beta2", c.beta2},
+                        {"epsilon", c.epsilon},
+                        {"momentum", c.momentum},
+                        {"nesterov", c.nesterov},
+                        {"initial_accumulator_value", c.initial_accumulator_value},
+                        {"l1", c.l1},
+                        {"l2", c.l2},
+                        {"lr_power", c.lr_power},
+                        {"beta", c.beta}};
+}
+
+StatusOr<optim::OptimizerConfig> OptimizerConfigFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return InvalidArgumentError("optimizer config: expected a JSON object");
+  optim::OptimizerConfig c;
+  CTRAIN_RETURN_IF_ERROR(Get(j, "name", &c.name));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "learning_rate", &c.learning_rate));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "beta1", &c.beta1));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "beta2", &c.beta2));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "epsilon", &c.epsilon));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "momentum", &c.momentum));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "nesterov", &c.nesterov));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "initial_accumulator_value", &c.initial_accumulator_value));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "l1", &c.l1));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "l2", &c.l2));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "lr_power", &c.lr_power));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "beta", &c.beta));
+  return c;
+}
+
+StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text) {
+  std::vector<int32_t> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t j = text.find(',', i);
+    if (j == std::string_view::npos) j = text.size();
+    std::string_view tok = text.substr(i, j - i);
+    while (!tok.empty() && tok.front() == ' ') tok.remove_prefix(1);
+    while (!tok.empty() && tok.back() == ' ') tok.remove_suffix(1);
+    int32_t v = 0;
+    auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+    if (tok.empty() || r.ec != std::errc() || r.ptr != tok.data() + tok.size() || v <= 0)
+      return InvalidArgumentError("deep_layers '" + std::string(text) + "': expected positive widths like 400,400,400");
+    out.push_back(v);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::string FormatLayerList(const std::vector<int32_t>& layers) {
+  std::string s;
+  for (size_t i = 0; i < layers.size(); ++i) s += (i ? "," : "") + std::to_string(layers[i]);
+  return s;
+}
+
+int32_t AvailableCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  return 1;
+}
+
+}  // namespace ctrain::train

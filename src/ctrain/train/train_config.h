@@ -1,0 +1,90 @@
+// TrainOptions: everything `ctrain train` can be told, as one value with
+// documented defaults, plus its JSON form (stored in every checkpoint's meta so
+// that `ctrain eval` / `ctrain predict` rebuild the model without flags and a
+// resumed run can check it continues the same model). docs/training.md lists
+// the flags that set each field.
+//
+// Thread safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ctrain/base/status.h"
+#include "ctrain/model/deepfm.h"
+#include "ctrain/optim/optimizer.h"
+
+namespace ctrain::train {
+
+// Thread layout of one training process (names follow TensorFlow's
+// ConfigProto where one exists). docs/training.md#parallelism.
+struct ParallelOptions {
+  // OpenMP threads of each replica's kernels (our loops and oneDNN GEMMs).
+  // 0 = the cores this process may use divided by the number of replicas.
+  int32_t intra_op_threads = 0;
+  // Threads that prepare batches (gather the rows of the shuffled order and
+  // compute unique ids) ahead of the compute step, overlapping data prep with
+  // compute. 0 = prepare inline on the compute thread. Does not change results.
+  int32_t inter_op_threads = 0;
+  // Synchronous replicas: each step's batch is split into `towers` slices, each
+  // computed on its own thread; gradients are averaged (sparse: merged by id)
+  // in tower order and applied once. Deterministic. 1 = no split.
+  int32_t towers = 1;
+  // Asynchronous replicas (Hogwild!, Recht et al. 2011): this many threads each
+  // take whole batches and update the shared embedding tables without locks.
+  // Dense parameters are updated under a lock. NOT deterministic. 0 = off.
+  // Mutually exclusive with towers > 1.
+  int32_t hogwild = 0;
+  // Pin replica threads and their OpenMP workers one per core (replica r gets
+  // cores [r * intra, (r + 1) * intra) of the allowed set).
+  bool affinity = false;
+
+  // InvalidArgument naming the field.
+  Status Validate() const;
+  // Replicas: towers or hogwild threads (>= 1).
+  int32_t replicas() const { return hogwild > 0 ? hogwild : towers; }
+};
+
+enum class ProgressMode {
+  kAuto,      // a live line when stderr is a terminal, else one line per epoch
+  kTerminal,  // always the live line
+  kLog,       // one line per epoch (and per evaluation)
+  kNone,      // silent
+};
+
+struct TrainOptions {
+  model::DeepFMConfig model;
+  optim::OptimizerConfig optimizer;
+  int64_t batch_size = 256;       // examples per step (the last batch of an epoch may be smaller)
+  int32_t epochs = 1;             // passes over the training data
+  int64_t max_steps = 0;          // stop after this global step (0 = no limit)
+  int64_t eval_every_steps = 0;   // also evaluate every N steps (0 = only at epoch ends)
+  bool shuffle = true;            // shuffle each epoch (permutation from (seed, epoch))
+  uint64_t seed = 2017;           // shuffling and initialisation; the model's dropout uses model.seed
+  std::string model_dir;          // checkpoints; empty = none
+  int64_t save_checkpoints_steps = 0;  // also checkpoint every N steps (0 = only at the end)
+  int32_t keep_checkpoints = 5;   // newest checkpoints kept
+  ParallelOptions parallel;
+  ProgressMode progress = ProgressMode::kAuto;
+
+  // InvalidArgument naming the field (also validates model, optimizer, parallel).
+  Status Validate() const;
+};
+
+// JSON forms (keys = the flag names with underscores). FromJson fails with
+// InvalidArgument naming the key for a missing key or a value of the wrong type.
+nlohmann::json ModelConfigToJson(const model::DeepFMConfig& c);
+StatusOr<model::DeepFMConfig> ModelConfigFromJson(const nlohmann::json& j);
+nlohmann::json OptimizerConfigToJson(const optim::OptimizerConfig& c);
+StatusOr<optim::OptimizerConfig> OptimizerConfigFromJson(const nlohmann::json& j);
+
+// "400,400,400" -> {400, 400, 400}; "" -> {}. InvalidArgument for a bad or non-positive width.
+StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text);
+std::string FormatLayerList(const std::vector<int32_t>& layers);
+
+// Number of CPUs this process may run on (sched_getaffinity), at least 1.
+int32_t AvailableCpus();
+
+}  // namespace ctrain::train

@@ -1,0 +1,715 @@
+#include "ctrain/train/trainer.h"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <numeric>
+#include <random>
+
+#include "ctrain/model/deepfm.h"
+#include "ctrain/model/random.h"
+#include "ctrain/optim/optimizer.h"
+#include "ctrain/train/metrics.h"
+#include "ctrain/train/trainer_state.h"
+#include "ctrain/train/worker_pool.h"
+
+namespace ctrain::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+std::string FormatDuration(double s) {
+  if (!(s >= 0) || s > 1e7) return "?";
+  const int64_t t = static_cast<int64_t>(s + 0.5);
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(t / 3600), static_cast<long long>(t / 60 % 60));
+  else if (t >= 60)
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(t / 60), static_cast<long long>(t % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(t));
+  return buf;
+}
+
+// One model replica and its per-step buffers.
+struct Replica {
+  std::unique_ptr<model::DeepFM> model;
+  data::Batch batch;
+  std::vector<int64_t> rows;  // dataset rows of this replica's current batch
+  std::vector<int64_t> unique_ids;
+  std::vector<int32_t> index;
+  std::vector<float> w_rows, v_rows;
+  model::SparseGrad w_grad, v_grad;
+  model::LossTerms loss;
+  Status status;
+};
+
+// The error for a step whose loss is not finite, naming the term.
+Status NonFiniteLoss(int64_t step, const model::LossTerms& loss) {
+  const char* term = !std::isfinite(loss.logloss) ? "logloss" : (!std::isfinite(loss.l2) ? "l2" : "loss");
+  const double v = !std::isfinite(loss.logloss) ? loss.logloss : (!std::isfinite(loss.l2) ? loss.l2 : loss.loss);
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "step %lld: loss is not finite (term: %s = %g); training stopped before applying this step "
+                "(diverged: try a smaller --learning-rate)",
+                static_cast<long long>(step), term, v);
+  return InvalidArgumentError(buf);
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  TrainOptions options;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  EmbeddingTables tables;
+  std::vector<Replica> replicas;
+  // Dense optimizer slots, per dense param, per slot.
+  std::vector<std::vector<std::vector<float>>> dense_slots;
+  // Hogwild: the master dense values (replicas copy them before each step).
+  std::vector<std::vector<float>> hog_master;
+  std::unique_ptr<WorkerPool> pool;
+  int32_t intra = 1;
+  TrainPosition pos;  // global step, epoch, batches done in the epoch, examples
+  std::function<void(const std::string&)> sink;
+  bool terminal = false;
+
+  void Log(const std::string& line) {
+    if (sink) {
+      sink(line);
+      return;
+    }
+    if (options.progress == ProgressMode::kNone) return;
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  // ---- setup ----
+  Status Init() {
+    CTRAIN_RETURN_IF_ERROR(options.Validate());
+    CTRAIN_ASSIGN_OR_RETURN(optimizer, optim::MakeOptimizer(options.optimizer));
+    const ParallelOptions& par = options.parallel;
+    const int32_t R = par.replicas();
+    intra = par.intra_op_threads > 0 ? par.intra_op_threads : std::max(1, AvailableCpus() / R);
+    replicas.resize(R);
+    for (auto& r : replicas) {
+      r.model = std::make_unique<model::DeepFM>(options.model);
+      CTRAIN_RETURN_IF_ERROR(r.model->status());
+      r.model->InitDense(options.seed);
+    }
+    auto& dense = replicas[0].model->dense_params();
+    dense_slots.resize(dense.size());
+    for (size_t i = 0; i < dense.size(); ++i) {
+      dense_slots[i].resize(optimizer->num_slots());
+      for (int k = 0; k < optimizer->num_slots(); ++k)
+        dense_slots[i][k].assign(dense[i].value.size(), optimizer->SlotInit(k));
+    }
+    CTRAIN_RETURN_IF_ERROR(tables.Init(options.model, *optimizer, options.seed));
+    if (par.hogwild > 0) {
+      hog_master.resize(dense.size());
+      for (size_t i = 0; i < dense.size(); ++i) hog_master[i] = dense[i].value;
+    }
+    pool = std::make_unique<WorkerPool>(R, intra, par.affinity);
+    switch (options.progress) {
+      case ProgressMode::kAuto: terminal = isatty(STDERR_FILENO) != 0; break;
+      case ProgressMode::kTerminal: terminal = true; break;
+      default: terminal = false;
+    }
+    return Status::OK();
+  }
+
+  // ---- state shared with checkpoints ----
+  // Dense values the optimizer owns (replica 0 in sync mode, the master in hogwild).
+  float* DenseValue(size_t i) {
+    return hog_master.empty() ? replicas[0].model->dense_params()[i].value.data() : hog_master[i].data();
+  }
+  // Copies the master dense values into every replica.
+  void SyncReplicas() {
+    auto& d0 = replicas[0].model->dense_params();
+    for (size_t r = hog_master.empty() ? 1 : 0; r < replicas.size(); ++r) {
+      auto& d = replicas[r].model->dense_params();
+      for (size_t i = 0; i < d.size(); ++i) {
+        const float* src = DenseValue(i);
+        std::memcpy(d[i].value.data(), src, d0[i].value.size() * sizeof(float));
+      }
+      auto& s = replicas[r].model->state();
+      auto& s0 = replicas[0].model->state();
+      if (r != 0)
+        for (size_t i = 0; i < s.size(); ++i) s[i].value = s0[i].value;
+    }
+  }
+
+  CheckpointTensors Tensors() {
+    CheckpointTensors t;
+    tables.AddTensors(*optimizer, &t);
+    auto& dense = replicas[0].model->dense_params();
+    for (size_t i = 0; i < dense.size(); ++i) {
+      t.Add(dense[i].name, dense[i].shape, DenseValue(i), dense[i].value.size());
+      for (int k = 0; k < optimizer->num_slots(); ++k)
+        t.Add(dense[i].name + "/" + std::string(optimizer->SlotName(k)), dense[i].shape, dense_slots[i][k].data(),
+              dense_slots[i][k].size());
+    }
+    for (auto& s : replicas[0].model->state()) t.Add(s.name, s.shape, s.value.data(), s.value.size());
+    return t;
+  }
+
+  nlohmann::json Meta() const {
+    nlohmann::json m;
+    m["format"] = "ctrain-deepfm-checkpoint-v1";
+    m["model"] = ModelConfigToJson(options.model);
+    m["optimizer"] = OptimizerConfigToJson(options.optimizer);
+    m["seed"] = options.seed;
+    m["batch_size"] = options.batch_size;
+    m["shuffle"] = options.shuffle;
+    m["global_step"] = pos.global_step;
+    m["epoch"] = pos.epoch;
+    m["batch_in_epoch"] = pos.batch_in_epoch;
+    m["examples"] = pos.examples;
+    m["train_rows"] = pos.train_rows;
+    return m;
+  }
+
+  Status Save() {
+    if (options.model_dir.empty()) return Status::OK();
+    if (!hog_master.empty()) SyncReplicas();
+    CheckpointTensors t = Tensors();
+    return WriteTrainerCheckpoint(options.model_dir, pos.global_step, t, Meta(), options.keep_checkpoints);
+  }
+
+  // ---- epoch order ----
+  void EpochOrder(int64_t n, int64_t epoch, std::vector<int64_t>* order) const {
+    order->resize(n);
+    std::iota(order->begin(), order->end(), int64_t{0});
+    if (!options.shuffle) return;
+    // Fisher-Yates with a generator seeded from (seed, epoch): the order is a
+    // pure function of both, so a resumed run recomputes it exactly.
+    std::mt19937_64 rng(model::StreamKey(options.seed, 0x5eed0000ULL + static_cast<uint64_t>(epoch)));
+    for (int64_t i = n - 1; i > 0; --i) {
+      const uint64_t j = rng() % static_cast<uint64_t>(i + 1);
+      std::swap((*order)[i], (*order)[j]);
+    }
+  }
+
+  // ---- one replica's forward/backward on replica.rows ----
+  void Compute(Replica& rep, const Dataset& data, int64_t dropout_step) {
+    data.Gather(rep.rows, &rep.batch);
+    model::DeepFM::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
+    const int32_t K = options.model.embedding_size;
+    rep.w_rows.resize(rep.unique_ids.size());
+    rep.v_rows.resize(rep.unique_ids.size() * K);
+    tables.Pull(rep.unique_ids, rep.w_rows.data(), rep.v_rows.data());
+    rep.status = rep.model->TrainStep(rep.batch, rep.unique_ids, rep.index, rep.w_rows.data(), rep.v_rows.data(),
+                                      dropout_step, &rep.w_grad, &rep.v_grad, &rep.loss);
+  }
+
+  // Checks a replica's step result; the non-finite loss error names the global step.
+  Status StepStatus(const Replica& rep, int64_t step) const {
+    if (rep.status.ok()) return Status::OK();
+    if (!std::isfinite(rep.loss.logloss) || !std::isfinite(rep.loss.l2)) return NonFiniteLoss(step, rep.loss);
+    return rep.status;
+  }
+
+  void ApplyDense(int64_t step, const std::vector<model::DenseParam>& grads_from) {
+    for (size_t i = 0; i < grads_from.size(); ++i) {
+      std::vector<float*> slots(dense_slots[i].size());
+      for (size_t k = 0; k < slots.size(); ++k) slots[k] = dense_slots[i][k].data();
+      optimizer->ApplyDense(DenseValue(i), grads_from[i].grad.data(), slots.data(),
+                            static_cast<int64_t>(grads_from[i].value.size()), step);
+    }
+  }
+
+  // Merges the towers' sparse grads by id with weights wt[t] into *out (ids ascending).
+  static void MergeSparse(const std::vector<const model::SparseGrad*>& g, const std::vector<float>& wt,
+                          model::SparseGrad* out) {
+    const int32_t dim = g[0]->dim;
+    out->dim = dim;
+    out->ids.clear();
+    for (auto* s : g) out->ids.insert(out->ids.end(), s->ids.begin(), s->ids.end());
+    std::sort(out->ids.begin(), out->ids.end());
+    out->ids.erase(std::unique(out->ids.begin(), out->ids.end()), out->ids.end());
+    out->grad.assign(out->ids.size() * dim, 0.0f);
+    for (size_t t = 0; t < g.size(); ++t) {  // tower order: deterministic sums
+      size_t j = 0;
+      for (size_t i = 0; i < g[t]->ids.size(); ++i) {
+        while (out->ids[j] != g[t]->ids[i]) ++j;
+        const float* src = g[t]->grad.data() + i * dim;
+        float* dst = out->grad.data() + j * dim;
+        for (int32_t k = 0; k < dim; ++k) dst[k] += wt[t] * src[k];
+      }
+    }
+  }
+
+  // ---- a synchronous step over rows order[begin, end) ----
+  Status SyncStep(const Dataset& data, const std::vector<int64_t>& order, int64_t begin, int64_t end,
+                  double* loss_out) {
+    const int64_t step = pos.global_step + 1;
+    const int32_t T = static_cast<int32_t>(replicas.size());
+    const int64_t B = end - begin;
+    if (T == 1) {
+      Replica& rep = replicas[0];
+      rep.rows.assign(order.begin() + begin, order.begin() + end);
+      Compute(rep, data, step);
+      CTRAIN_RETURN_IF_ERROR(StepStatus(rep, step));
+      tables.Push(*optimizer, rep.w_grad, rep.v_grad, step);
+      ApplyDense(step, rep.model->dense_params());
+      *loss_out = rep.loss.loss;
+    } else {
+      // Slices [B*t/T, B*(t+1)/T); a tower with an empty slice sits out.
+      std::vector<int64_t> lo(T + 1);
+      for (int32_t t = 0; t <= T; ++t) lo[t] = begin + B * t / T;
+      pool->Run([&](int32_t t) {
+        Replica& rep = replicas[t];
+        rep.rows.assign(order.begin() + lo[t], order.begin() + lo[t + 1]);
+        if (rep.rows.empty()) {
+          rep.status = Status::OK();
+          return;
+        }
+        // Distinct dropout streams per tower: (step, tower) -> step * T + t.
+        Compute(rep, data, step * T + t);
+      });
+      std::vector<const model::SparseGrad*> wg, vg;
+      std::vector<float> wt;
+      std::vector<int32_t> active;
+      double loss = 0;
+      for (int32_t t = 0; t < T; ++t) {
+        if (replicas[t].rows.empty()) continue;
+        CTRAIN_RETURN_IF_ERROR(StepStatus(replicas[t], step));
+        active.push_back(t);
+        wt.push_back(static_cast<float>(static_cast<double>(lo[t + 1] - lo[t]) / static_cast<double>(B)));
+        wg.push_back(&replicas[t].w_grad);
+        vg.push_back(&replicas[t].v_grad);
+        loss += wt.back() * replicas[t].loss.loss;
+      }
+      MergeSparse(wg, wt, &merged_w);
+      MergeSparse(vg, wt, &merged_v);
+      tables.Push(*optimizer, merged_w, merged_v, step);
+      // Dense: weighted sum of tower grads into replica 0's grads, then one update.
+      auto& d0 = replicas[0].model->dense_params();
+      for (size_t i = 0; i < d0.size(); ++i) {
+        const int64_t n = static_cast<int64_t>(d0[i].grad.size());
+        float* g0 = d0[i].grad.data();
+        const size_t A = active.size();
+#pragma omp parallel for schedule(static) if (n > 65536)
+        for (int64_t e = 0; e < n; ++e) {
+          float s = 0.0f;
+          for (size_t a = 0; a < A; ++a) s += wt[a] * replicas[active[a]].model->dense_params()[i].grad[e];
+          g0[e] = s;
+        }
+      }
+      ApplyDense(step, d0);
+      // BN moving statistics: mean over towers (each moved from the same value).
+      auto& s0 = replicas[0].model->state();
+      for (size_t i = 0; i < s0.size(); ++i)
+        for (size_t e = 0; e < s0[i].value.size(); ++e) {
+          float s = 0.0f;
+          for (size_t a = 0; a < active.size(); ++a) s += wt[a] * replicas[active[a]].model->state()[i].value[e];
+          s0[i].value[e] = s;
+        }
+      SyncReplicas();
+      *loss_out = loss;
+    }
+    ++pos.global_step;
+    pos.examples += B;
+    return Status::OK();
+  }
+  model::SparseGrad merged_w, merged_v;
+
+  // ---- progress ----
+  struct Progress {
+    Clock::time_point start, last_print;
+    int64_t start_step = 0, total_steps = 0;
+    int64_t examples = 0;
+    double loss_sum = 0;
+    int64_t loss_n = 0;
+  };
+
+  void PrintProgress(Progress& p, bool force) {
+    if (!terminal) return;
+    const auto now = Clock::now();
+    if (!force && Seconds(p.last_print, now) < 0.25) return;
+    p.last_print = now;
+    const double el = Seconds(p.start, now);
+    const int64_t done = pos.global_step - p.start_step;
+    const double eps = el > 0 ? p.examples / el : 0;
+    const double eta = done > 0 ? el / done * (p.total_steps - pos.global_step) : -1;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "\r\033[Kstep %lld/%lld | epoch %lld | %.0f ex/s | loss %.4f | ETA %s",
+                  static_cast<long long>(pos.global_step), static_cast<long long>(p.total_steps),
+                  static_cast<long long>(pos.epoch + 1), eps, p.loss_n ? p.loss_sum / p.loss_n : 0.0,
+                  FormatDuration(eta).c_str());
+    if (sink)
+      sink(buf);
+    else
+      std::fputs(buf, stderr), std::fflush(stderr);
+  }
+
+  StatusOr<EvalResult> Evaluate(const Dataset& data) {
+    if (!hog_master.empty()) SyncReplicas();
+    pool->ConfigureThread(0);
+    Replica& rep = replicas[0];
+    MetricAccumulator acc;
+    std::vector<float> probs;
+    constexpr int64_t kChunk = 8192;
+    const int32_t K = options.model.embedding_size;
+    for (int64_t b = 0; b < data.size(); b += kChunk) {
+      const int64_t e = std::min(data.size(), b + kChunk);
+      data.Slice(b, e, &rep.batch);
+      model::DeepFM::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
+      rep.w_rows.resize(rep.unique_ids.size());
+      rep.v_rows.resize(rep.unique_ids.size() * K);
+      tables.Pull(rep.unique_ids, rep.w_rows.data(), rep.v_rows.data());
+      probs.resize(e - b);
+      CTRAIN_RETURN_IF_ERROR(
+          rep.model->Predict(rep.batch, rep.unique_ids, rep.index, rep.w_rows.data(), rep.v_rows.data(), probs.data()));
+      CTRAIN_RETURN_IF_ERROR(acc.Add(probs, rep.batch.labels));
+      if (predictions != nullptr) predictions->insert(predictions->end(), probs.begin(), probs.end());
+    }
+    EvalResult r;
+    r.auc = acc.auc();
+    r.logloss = acc.logloss();
+    r.examples = acc.count();
+    r.label_mean = acc.label_mean();
+    r.prediction_mean = acc.prediction_mean();
+    return r;
+  }
+  std::vector<float>* predictions = nullptr;
+
+  Status CheckData(const Dataset& data, const char* what) const {
+    if (data.field_size() != options.model.field_size)
+      return InvalidArgumentError(std::string(what) + " data has field_size " + std::to_string(data.field_size()) +
+                                  ", the model " + std::to_string(options.model.field_size));
+    const int64_t max_id = data.MaxIdPlusOne();
+    if (max_id > options.model.feature_size)
+      return InvalidArgumentError(std::string(what) + " data has id " + std::to_string(max_id - 1) +
+                                  " >= feature_size " + std::to_string(options.model.feature_size));
+    return Status::OK();
+  }
+
+  Status Train(const Dataset& train, const Dataset* valid, TrainResult* result);
+  Status RunHogwildSegment(const Dataset& train, const std::vector<int64_t>& order, int64_t first_batch,
+                           int64_t end_batch, int64_t steps_per_epoch, Progress* prog);
+};
+
+Status Trainer::Impl::RunHogwildSegment(const Dataset& train, const std::vector<int64_t>& order, int64_t first_batch,
+                                        int64_t end_batch, int64_t steps_per_epoch, Progress* prog) {
+  std::atomic<int64_t> next{first_batch};
+  std::atomic<int64_t> step_counter{pos.global_step};
+  std::atomic<int64_t> examples{0};
+  std::atomic<bool> failed{false};
+  std::mutex dense_mu;
+  std::vector<Status> errors(replicas.size());
+  std::vector<double> loss_sum(replicas.size(), 0.0);
+  std::vector<int64_t> loss_n(replicas.size(), 0);
+  const int64_t N = train.size();
+  const int64_t B = options.batch_size;
+  pool->Run([&](int32_t r) {
+    Replica& rep = replicas[r];
+    auto& dense = rep.model->dense_params();
+    for (;;) {
+      if (failed.load(std::memory_order_relaxed)) return;
+      const int64_t b = next.fetch_add(1);
+      if (b >= end_batch) return;
+      const int64_t lo = b * B, hi = std::min(N, lo + B);
+      const int64_t step = step_counter.fetch_add(1) + 1;
+      {
+        std::lock_guard<std::mutex> lock(dense_mu);
+        for (size_t i = 0; i < dense.size(); ++i)
+          std::memcpy(dense[i].value.data(), hog_master[i].data(), dense[i].value.size() * sizeof(float));
+      }
+      rep.rows.assign(order.begin() + lo, order.begin() + hi);
+      Compute(rep, train, step);
+      Status st = StepStatus(rep, step);
+      if (!st.ok()) {
+        errors[r] = st;
+        failed = true;
+        return;
+      }
+      tables.Push(*optimizer, rep.w_grad, rep.v_grad, step);  // lock-free (Hogwild!)
+      {
+        std::lock_guard<std::mutex> lock(dense_mu);
+        ApplyDense(step, dense);
+      }
+      examples += hi - lo;
+      loss_sum[r] += rep.loss.loss;
+      loss_n[r] += 1;
+      if (r == 0) {
+        pos.global_step = step_counter.load();
+        prog->examples = examples.load();
+        PrintProgress(*prog, false);
+      }
+    }
+  });
+  for (auto& e : errors) CTRAIN_RETURN_IF_ERROR(e);
+  pos.global_step = step_counter.load();
+  pos.batch_in_epoch = std::min(end_batch, steps_per_epoch);
+  pos.examples += examples.load();
+  prog->examples += 0;
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    prog->loss_sum += loss_sum[r];
+    prog->loss_n += loss_n[r];
+  }
+  return Status::OK();
+}
+
+Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainResult* result) {
+  *result = TrainResult();
+  CTRAIN_RETURN_IF_ERROR(CheckData(train, "training"));
+  if (valid != nullptr) CTRAIN_RETURN_IF_ERROR(CheckData(*valid, "validation"));
+  if (train.empty()) return InvalidArgumentError("training data is empty");
+  if (pos.train_rows != 0 && pos.train_rows != train.size())
+    return FailedPreconditionError("checkpoint in " + options.model_dir + " was trained on " +
+                                   std::to_string(pos.train_rows) + " rows, this run has " +
+                                   std::to_string(train.size()) +
+                                   ": resuming needs the same training data (use a new --model-dir)");
+  pos.train_rows = train.size();
+  result->restored = pos.global_step > 0;
+  pool->ConfigureThread(0);
+  const int64_t N = train.size();
+  const int64_t B = options.batch_size;
+  const int64_t steps_per_epoch = (N + B - 1) / B;
+  const int32_t H = options.parallel.hogwild;
+  int64_t total = steps_per_epoch * options.epochs;
+  if (options.max_steps > 0) total = std::min(total, options.max_steps);
+
+  Progress prog;
+  prog.start = prog.last_print = Clock::now();
+  prog.start_step = pos.global_step;
+  prog.total_steps = total;
+  const int64_t start_examples = pos.examples;
+  double train_seconds = 0;
+  std::vector<int64_t> order;
+  double epoch_loss_sum = 0;
+  int64_t epoch_loss_n = 0;
+  int64_t last_saved = pos.global_step;
+  bool stop = false;
+  auto do_eval = [&](const char* when) -> Status {
+    if (valid == nullptr) return Status::OK();
+    CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
+    result->evaluated = true;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
+                  terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
+                  result->eval.logloss, static_cast<long long>(result->eval.examples));
+    Log(buf);
+    return Status::OK();
+  };
+
+  while (!stop && pos.epoch < options.epochs && (options.max_steps == 0 || pos.global_step < options.max_steps)) {
+    EpochOrder(N, pos.epoch, &order);
+    while (pos.batch_in_epoch < steps_per_epoch) {
+      if (options.max_steps > 0 && pos.global_step >= options.max_steps) {
+        stop = true;
+        break;
+      }
+      const auto t0 = Clock::now();
+      if (H > 0) {
+        // Run freely until the next sync point (checkpoint, eval, epoch end, max_steps).
+        int64_t seg = steps_per_epoch - pos.batch_in_epoch;
+        if (options.max_steps > 0) seg = std::min(seg, options.max_steps - pos.global_step);
+        if (options.save_checkpoints_steps > 0)
+          seg = std::min(seg, options.save_checkpoints_steps - pos.global_step % options.save_checkpoints_steps);
+        if (options.eval_every_steps > 0)
+          seg = std::min(seg, options.eval_every_steps - pos.global_step % options.eval_every_steps);
+        const int64_t before = pos.examples;
+        CTRAIN_RETURN_IF_ERROR(RunHogwildSegment(train, order, pos.batch_in_epoch, pos.batch_in_epoch + seg,
+                                                 steps_per_epoch, &prog));
+        prog.examples = pos.examples - start_examples;
+        (void)before;
+      } else {
+        const int64_t lo = pos.batch_in_epoch * B, hi = std::min(N, lo + B);
+        double loss = 0;
+        CTRAIN_RETURN_IF_ERROR(SyncStep(train, order, lo, hi, &loss));
+        ++pos.batch_in_epoch;
+        prog.examples += hi - lo;
+        prog.loss_sum += loss;
+        prog.loss_n += 1;
+        epoch_loss_sum += loss;
+        epoch_loss_n += 1;
+      }
+      train_seconds += Seconds(t0, Clock::now());
+      PrintProgress(prog, false);
+      if (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0 &&
+          pos.batch_in_epoch < steps_per_epoch) {
+        CTRAIN_RETURN_IF_ERROR(Save());
+        last_saved = pos.global_step;
+      }
+      if (options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0 &&
+          pos.batch_in_epoch < steps_per_epoch)
+        CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
+    }
+    if (pos.batch_in_epoch >= steps_per_epoch) {
+      // Epoch complete: the position moves to the start of the next epoch
+      // before eval/checkpoint, so a resume starts there.
+      const int64_t finished = pos.epoch + 1;
+      ++pos.epoch;
+      pos.batch_in_epoch = 0;
+      if (H > 0) {
+        epoch_loss_sum = prog.loss_sum;
+        epoch_loss_n = prog.loss_n;
+      }
+      result->last_loss = epoch_loss_n ? epoch_loss_sum / epoch_loss_n : 0;
+      const double el = Seconds(prog.start, Clock::now());
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%sepoch %lld/%d: step %lld, train loss %.5f, %.0f examples/s",
+                    terminal ? "\r\033[K" : "", static_cast<long long>(finished), options.epochs,
+                    static_cast<long long>(pos.global_step), result->last_loss,
+                    train_seconds > 0 ? prog.examples / train_seconds : 0.0);
+      (void)el;
+      Log(buf);
+      epoch_loss_sum = 0;
+      epoch_loss_n = 0;
+      CTRAIN_RETURN_IF_ERROR(do_eval("epoch end"));
+      if (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0 &&
+          pos.epoch < options.epochs) {
+        CTRAIN_RETURN_IF_ERROR(Save());
+        last_saved = pos.global_step;
+      }
+    }
+  }
+  if (terminal) PrintProgress(prog, true), Log("");
+  if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
+  // A final evaluation when training stopped mid-epoch (max_steps).
+  if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
+  if (!options.model_dir.empty() && (last_saved != pos.global_step || pos.global_step == 0 || true))
+    CTRAIN_RETURN_IF_ERROR(Save());
+  result->steps = pos.global_step;
+  result->steps_this_run = pos.global_step - prog.start_step;
+  result->examples = pos.examples;
+  result->examples_this_run = pos.examples - start_examples;
+  result->epochs = pos.epoch + static_cast<double>(pos.batch_in_epoch) / steps_per_epoch;
+  result->seconds = train_seconds;
+  result->examples_per_sec = train_seconds > 0 ? result->examples_this_run / train_seconds : 0;
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::~Trainer() = default;
+
+StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  CTRAIN_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+}
+
+Status Trainer::Restore(bool* restored) {
+  *restored = false;
+  Impl& m = *impl_;
+  if (m.options.model_dir.empty()) return Status::OK();
+  CTRAIN_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> ck, ReadTrainerCheckpoint(m.options.model_dir));
+  if (!ck.has_value()) return Status::OK();
+  const nlohmann::json& meta = ck->meta;
+  CTRAIN_ASSIGN_OR_RETURN(model::DeepFMConfig mc, ModelConfigFromJson(meta.value("model", nlohmann::json())));
+  const nlohmann::json want = ModelConfigToJson(m.options.model);
+  const nlohmann::json have = ModelConfigToJson(mc);
+  for (auto it = want.begin(); it != want.end(); ++it) {
+    if (have[it.key()] != it.value())
+      return FailedPreconditionError(ck->path + ": checkpoint model has " + it.key() + " = " +
+                                     have[it.key()].dump() + ", this run asks for " + it.value().dump() +
+                                     " (use the same model flags or a new --model-dir)");
+  }
+  const std::string opt = meta.value("optimizer", nlohmann::json::object()).value("name", "");
+  if (opt != m.options.optimizer.name)
+    return FailedPreconditionError(ck->path + ": checkpoint optimizer is '" + opt + "', this run asks for '" +
+                                   m.options.optimizer.name + "'");
+  CheckpointTensors t = m.Tensors();
+  CTRAIN_RETURN_IF_ERROR(ck->CopyInto(t));
+  m.pos.global_step = meta.value("global_step", int64_t{0});
+  m.pos.epoch = meta.value("epoch", int64_t{0});
+  m.pos.batch_in_epoch = meta.value("batch_in_epoch", int64_t{0});
+  m.pos.examples = meta.value("examples", int64_t{0});
+  m.pos.train_rows = meta.value("train_rows", int64_t{0});
+  if (meta.value("batch_size", int64_t{0}) != m.options.batch_size && m.pos.batch_in_epoch != 0)
+    return FailedPreconditionError(ck->path + ": checkpoint stopped mid-epoch with batch_size " +
+                                   std::to_string(meta.value("batch_size", int64_t{0})) +
+                                   "; resume with the same --batch-size");
+  m.SyncReplicas();
+  *restored = true;
+  return Status::OK();
+}
+
+Status Trainer::Train(const Dataset& train, const Dataset* valid, TrainResult* result) {
+  return impl_->Train(train, valid, result);
+}
+
+StatusOr<double> Trainer::MeasureThroughput(const Dataset& train, int64_t steps) {
+  Impl& m = *impl_;
+  TrainOptions saved = m.options;
+  m.options.model_dir.clear();
+  m.options.eval_every_steps = 0;
+  m.options.save_checkpoints_steps = 0;
+  m.options.progress = ProgressMode::kNone;
+  m.terminal = false;
+  const int32_t R = m.options.parallel.hogwild > 0 ? m.options.parallel.hogwild : 1;
+  // One warm-up step (oneDNN primitive creation, first-touch), then the timed ones.
+  TrainResult r;
+  m.options.max_steps = m.pos.global_step + R;
+  m.options.epochs = std::numeric_limits<int32_t>::max() / 2;
+  Status st = m.Train(train, nullptr, &r);
+  if (st.ok()) {
+    m.options.max_steps = m.pos.global_step + steps * R;
+    st = m.Train(train, nullptr, &r);
+  }
+  m.options = saved;
+  m.terminal = false;
+  CTRAIN_RETURN_IF_ERROR(st);
+  return r.examples_per_sec;
+}
+
+Status Trainer::Predict(const Dataset& data, std::vector<float>* probs) {
+  CTRAIN_RETURN_IF_ERROR(impl_->CheckData(data, "input"));
+  probs->clear();
+  probs->reserve(data.size());
+  impl_->predictions = probs;
+  StatusOr<EvalResult> r = impl_->Evaluate(data);
+  impl_->predictions = nullptr;
+  return r.status();
+}
+
+StatusOr<EvalResult> Trainer::Evaluate(const Dataset& data) {
+  CTRAIN_RETURN_IF_ERROR(impl_->CheckData(data, "input"));
+  return impl_->Evaluate(data);
+}
+
+Status Trainer::SaveCheckpoint() { return impl_->Save(); }
+int64_t Trainer::global_step() const { return impl_->pos.global_step; }
+const TrainOptions& Trainer::options() const { return impl_->options; }
+void Trainer::set_log_sink(std::function<void(const std::string&)> sink) { impl_->sink = std::move(sink); }
+
+StatusOr<model::DeepFMConfig> ReadCheckpointModelConfig(const std::string& model_dir) {
+  CTRAIN_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> ck, ReadTrainerCheckpoint(model_dir));
+  if (!ck.has_value()) return NotFoundError(model_dir + ": no checkpoint");
+  return ModelConfigFromJson(ck->meta.value("model", nlohmann::json()));
+}
+
+StatusOr<std::unique_ptr<Trainer>> LoadTrainerFromCheckpoint(const std::string& model_dir,
+                                                             const ParallelOptions& parallel) {
+  CTRAIN_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> ck, ReadTrainerCheckpoint(model_dir));
+  if (!ck.has_value()) return NotFoundError(model_dir + ": no checkpoint");
+  TrainOptions o;
+  CTRAIN_ASSIGN_OR_RETURN(o.model, ModelConfigFromJson(ck->meta.value("model", nlohmann::json())));
+  CTRAIN_ASSIGN_OR_RETURN(o.optimizer, OptimizerConfigFromJson(ck->meta.value("optimizer", nlohmann::json())));
+  o.seed = ck->meta.value("seed", uint64_t{2017});
+  o.batch_size = ck->meta.value("batch_size", int64_t{256});
+  o.model_dir = model_dir;
+  o.parallel = parallel;
+  o.parallel.towers = 1;
+  o.parallel.hogwild = 0;
+  o.progress = ProgressMode::kNone;
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> t, Trainer::Create(o));
+  bool restored = false;
+  CTRAIN_RETURN_IF_ERROR(t->Restore(&restored));
+  return t;
+}
+
+}  // namespace ctrain::train

@@ -1,0 +1,130 @@
+// Trainer: the single-machine DeepFM training job behind `ctrain train`,
+// `ctrain eval` and `ctrain predict`.
+//
+// Data: an in-memory Dataset (train/dataset.h). Each epoch visits every row
+// once in a permutation that is a pure function of (seed, epoch) (no RNG state
+// to carry), in batches of batch_size (the last, partial batch is kept).
+//
+// One step (docs/training.md#step):
+//   1. gather the batch rows; DeepFM::UniqueIds -> unique ids U and index
+//   2. Pull the U rows of w [feature_size] and V [feature_size, K] from the
+//      parameter tables
+//   3. DeepFM::TrainStep -> dense grads + sparse grads for the U rows
+//   4. Push the sparse grads (the optimizer updates only the touched rows)
+//   5. one optimizer step on every dense parameter
+// With towers T > 1 the batch is split into T contiguous slices; each tower
+// runs 1-3 on its slice on its own thread with its own model replica; the
+// gradients are averaged with weights slice/batch in tower order (sparse rows
+// merged by id), then 4-5 run once and the replicas copy the new dense values.
+// With hogwild H > 0, H threads each run 1-5 on their own batches; the tables
+// are updated without locks, dense parameters under one mutex.
+//
+// Checkpoints (model_dir): tensors w, V, every dense parameter and BN state,
+// and every optimizer slot; meta JSON with the model/optimizer config, the
+// global step, the epoch, the batches done in that epoch and the examples
+// consumed. Restore() puts all of that back, so an interrupted run continues
+// with exactly the bits an uninterrupted one would have (non-hogwild).
+//
+// Determinism: same seed, data, options and thread layout (intra_op_threads,
+// towers) => bit-identical parameters and checkpoints. hogwild is not
+// deterministic.
+//
+// Thread safety: a Trainer is driven by one thread; it starts and joins its own
+// worker threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctrain/base/status.h"
+#include "ctrain/train/dataset.h"
+#include "ctrain/train/train_config.h"
+
+namespace ctrain::train {
+
+struct EvalResult {
+  double auc = 0;           // NaN when the data has one class only
+  double logloss = 0;
+  int64_t examples = 0;
+  double label_mean = 0;    // observed CTR
+  double prediction_mean = 0;
+};
+
+struct TrainResult {
+  int64_t steps = 0;            // global step at the end (includes restored steps)
+  int64_t steps_this_run = 0;   // steps run by this call
+  int64_t examples = 0;         // training examples consumed in total (includes restored)
+  int64_t examples_this_run = 0;
+  double epochs = 0;            // epochs completed in total (fractional)
+  double seconds = 0;           // wall time of this call's training steps (no eval / checkpoint)
+  double examples_per_sec = 0;  // examples_this_run / seconds
+  double last_loss = 0;         // mean training loss over the last epoch's (or run's) steps
+  bool evaluated = false;       // `eval` holds a final validation result
+  EvalResult eval;
+  bool restored = false;        // started from a checkpoint
+};
+
+class Trainer {
+ public:
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Builds the model replicas, the tables (initialised from options.seed) and
+  // the optimizer. Errors: InvalidArgument from options.Validate().
+  static StatusOr<std::unique_ptr<Trainer>> Create(const TrainOptions& options);
+
+  // If options.model_dir holds a checkpoint, loads it (tables, dense params,
+  // optimizer slots, step, epoch position) and sets *restored = true.
+  // Errors: FailedPrecondition when the checkpoint's model config or optimizer
+  // differs from the options (the message names the field); the checkpoint
+  // reader's DataLoss/NotFound errors.
+  Status Restore(bool* restored);
+
+  // Trains until options.epochs epochs are complete or the global step reaches
+  // options.max_steps, evaluating on `valid` (may be null) at each epoch end
+  // and every eval_every_steps steps, checkpointing every
+  // save_checkpoints_steps steps and at the end.
+  // Errors: InvalidArgument "step S: loss is not finite (term: logloss|l2) ..."
+  // (training stops, nothing after the bad step is applied); InvalidArgument
+  // when the data's field_size differs from the model's; FailedPrecondition
+  // when a restored run's training data has a different row count.
+  Status Train(const Dataset& train, const Dataset* valid, TrainResult* result);
+
+  // Runs `steps` training steps (hogwild: steps * replicas batches) from the
+  // current state without eval or checkpoints and returns examples/s over all
+  // but the first step (autotune uses it on a scratch trainer).
+  StatusOr<double> MeasureThroughput(const Dataset& train, int64_t steps);
+
+  // Predictions (inference mode) and metrics over `data`.
+  Status Predict(const Dataset& data, std::vector<float>* probs);
+  StatusOr<EvalResult> Evaluate(const Dataset& data);
+
+  // Writes a checkpoint of the current state to options.model_dir now.
+  Status SaveCheckpoint();
+
+  int64_t global_step() const;
+  const TrainOptions& options() const;
+
+  // Called (if set) with each progress/log line instead of writing stderr.
+  void set_log_sink(std::function<void(const std::string&)> sink);
+
+ private:
+  struct Impl;
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Opens the latest checkpoint in `model_dir` for eval/predict: the model
+// config and optimizer come from its meta; `parallel` sets the threads.
+// Errors: NotFound "<model_dir>: no checkpoint"; the checkpoint's errors.
+StatusOr<std::unique_ptr<Trainer>> LoadTrainerFromCheckpoint(const std::string& model_dir,
+                                                             const ParallelOptions& parallel);
+
+// Model config recorded in the latest checkpoint of `model_dir`.
+StatusOr<model::DeepFMConfig> ReadCheckpointModelConfig(const std::string& model_dir);
+
+}  // namespace ctrain::train
