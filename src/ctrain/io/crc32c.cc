@@ -1,4 +1,5 @@
 #include "ctrain/io/crc32c.h"
+#include "ctrain/io/endian.h"
 
 #include <array>
 #include <cstring>
@@ -29,14 +30,7 @@ struct Tables {
 };
 constexpr Tables kTables;
 
-inline uint64_t LoadLE64(const uint8_t* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
+inline uint64_t LoadLE64(const uint8_t* p) { return DecodeLE64(p); }
 
 #ifdef CTRAIN_CRC32C_X86
 __attribute__((target("sse4.2"))) uint32_t HwImpl(const uint8_t* p, size_t n, uint32_t crc) {

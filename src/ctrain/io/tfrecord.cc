@@ -6,41 +6,10 @@
 #include <cstring>
 
 #include "ctrain/io/crc32c.h"
+#include "ctrain/io/endian.h"
 
 namespace ctrain::io {
 namespace {
-
-inline uint64_t DecodeLE64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  return v;
-}
-
-inline uint32_t DecodeLE32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
-#endif
-  return v;
-}
-
-inline void EncodeLE64(char* p, uint64_t v) {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap64(v);
-#endif
-  std::memcpy(p, &v, 8);
-}
-
-inline void EncodeLE32(char* p, uint32_t v) {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  v = __builtin_bswap32(v);
-#endif
-  std::memcpy(p, &v, 4);
-}
 
 inline bool HeaderCrcOk(const char* h) { return MaskCrc(Crc32c(h, 8)) == DecodeLE32(h + 8); }
 
