@@ -14,6 +14,8 @@
 
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/data/pipeline.h"
+#include "ctrain/data/shard.h"
 #include "ctrain/io/file.h"
 #include "ctrain/train/autotune.h"
 #include "ctrain/train/trainer.h"
@@ -64,6 +66,48 @@ struct TrainFlags {
   std::string progress = "auto";
   ParallelFlags par;
   CLI::App* app = nullptr;
+  // Input mode and pipeline knobs (docs/training.md#input-modes).
+  std::string input_mode = "auto";
+  data::PipelineOptions pipe = DefaultTrainPipeline();
+  std::vector<CLI::Option*> pipeline_opts;  // to warn when memory mode ignores them
+  CLI::Option* num_shards_opt = nullptr;
+  CLI::Option* shard_index_opt = nullptr;
+
+  static data::PipelineOptions DefaultTrainPipeline() {
+    data::PipelineOptions p;
+    p.shuffle_buffer_size = 100000;
+    return p;
+  }
+  void RegisterPipeline(CLI::App* sub) {
+    auto add = [&](CLI::Option* o) {
+      pipeline_opts.push_back(o->capture_default_str());
+      return o;
+    };
+    sub->add_option("--input-mode,--input_mode", input_mode,
+                    "stream (through the input pipeline) or memory (load everything first); "
+                    "auto = stream for --train, memory for the built-in synthetic data")
+        ->capture_default_str();
+    add(sub->add_option("--num-parallel-reads,--num_parallel_reads", pipe.num_parallel_reads,
+                        "Files read concurrently"));
+    add(sub->add_option("--num-parallel-calls,--num_parallel_calls", pipe.num_parallel_calls,
+                        "Parse threads (each parses a whole batch)"));
+    add(sub->add_option("--shuffle-buffer-size,--shuffle_buffer_size", pipe.shuffle_buffer_size,
+                        "Records in the shuffle buffer (0 = no shuffling)"));
+    add(sub->add_option("--reshuffle-each-iteration,--reshuffle_each_iteration", pipe.reshuffle_each_iteration,
+                        "A new shuffle order every epoch (true/false)"));
+    add(sub->add_option("--prefetch-buffer-size,--prefetch_buffer_size,--prefetch", pipe.prefetch_buffer_size,
+                        "Batches prepared ahead of the trainer (0 = none)"));
+    add(sub->add_option("--cache", pipe.cache, "Cache the first epoch: memory or a file path (later epochs replay it)"));
+    add(sub->add_option("--cache-max-bytes,--cache_max_bytes", pipe.cache_max_bytes, "Memory cache limit"));
+    num_shards_opt = add(sub->add_option("--num-shards,--num_shards", pipe.num_shards,
+                                         "Shards of the input (default: OMPI_COMM_WORLD_SIZE or 1)"));
+    shard_index_opt = add(sub->add_option("--shard-index,--shard_index", pipe.shard_index,
+                                          "This process's shard (default: OMPI_COMM_WORLD_RANK or 0)"));
+    add(sub->add_option("--drop-remainder,--drop_remainder", pipe.drop_remainder,
+                        "Drop the last partial batch of each epoch (true/false)"));
+    add(sub->add_option("--pipe-timeout-ms,--pipe_timeout_ms", pipe.pipe_timeout_ms,
+                        "Pipe mode: wait this long for a channel's FIFO <channel>_<epoch>"));
+  }
 };
 
 // --config FILE (.toml or .json): a flat table of flag names (dashes or
@@ -175,9 +219,43 @@ Status RunTrain(TrainFlags& fl) {
   else if (fl.progress == "none") o.progress = train::ProgressMode::kNone;
   else return InvalidArgumentError("--progress must be auto|bar|log|none, got '" + fl.progress + "'");
 
+  std::string mode = fl.input_mode;
+  if (mode == "auto") mode = fl.train.empty() ? "memory" : "stream";
+  if (mode != "stream" && mode != "memory")
+    return InvalidArgumentError("--input-mode must be stream or memory (or auto), got '" + fl.input_mode + "'");
+  if (mode == "stream" && fl.train.empty())
+    return InvalidArgumentError("--input-mode stream needs --train (the built-in synthetic data is generated in memory)");
+  const bool stream = mode == "stream";
+  if (!stream)
+    for (CLI::Option* opt : fl.pipeline_opts)
+      if (opt->count() > 0)
+        std::fprintf(stderr, "ctrain: warning: %s is ignored with --input-mode memory\n", opt->get_name().c_str());
+
   train::Dataset tr, va;
+  train::StreamInput si;
   bool have_valid = false;
-  if (fl.train.empty()) {
+  if (stream) {
+    si.files = fl.train;
+    CTRAIN_ASSIGN_OR_RETURN(si.reader, fl.data.ReaderOptions());
+    si.reader.feature_size = o.model.feature_size;
+    si.pipeline = fl.pipe;
+    if (fl.num_shards_opt->count() == 0 && fl.shard_index_opt->count() == 0) {
+      CTRAIN_ASSIGN_OR_RETURN(data::ShardSpec shard, data::ShardFromEnvironment());
+      si.pipeline.num_shards = shard.num_shards;
+      si.pipeline.shard_index = shard.index;
+    }
+    std::fprintf(stderr,
+                 "ctrain: streaming training data from %zu input(s): reads=%d calls=%d shuffle_buffer=%lld "
+                 "prefetch=%d cache=%s shard %d/%d\n",
+                 si.files.size(), si.pipeline.num_parallel_reads, si.pipeline.num_parallel_calls,
+                 static_cast<long long>(o.shuffle ? si.pipeline.shuffle_buffer_size : 0),
+                 si.pipeline.prefetch_buffer_size, si.pipeline.cache.empty() ? "none" : si.pipeline.cache.c_str(),
+                 si.pipeline.shard_index, si.pipeline.num_shards);
+    if (!fl.valid.empty()) {
+      CTRAIN_RETURN_IF_ERROR(LoadData(fl.valid, fl.data, o.model.feature_size, &va, "valid"));
+      have_valid = true;
+    }
+  } else if (fl.train.empty()) {
     if (!fl.valid.empty()) return InvalidArgumentError("--valid given without --train");
     if (o.model.field_size != 39)
       return InvalidArgumentError("the built-in synthetic data has field_size 39, got --field-size " +
@@ -199,6 +277,30 @@ Status RunTrain(TrainFlags& fl) {
   }
   CTRAIN_RETURN_IF_ERROR(o.Validate());
 
+  if (fl.par.autotune && stream) {
+    // Autotune measures on in-memory rows: a sample read through the pipeline.
+    for (const std::string& f : si.files)
+      if (f == "-" || f.rfind("pipe:", 0) == 0)
+        return FailedPreconditionError("--autotune cannot sample a stream input (" + f +
+                                       "): it would consume the training data; give the thread layout instead");
+    const int64_t want = (fl.par.autotune_steps + 1) * o.batch_size * std::max(2, train::AvailableCpus());
+    data::PipelineOptions po = si.pipeline;
+    po.epochs = 1;
+    po.batch_size = o.batch_size;
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::Pipeline> p, data::Pipeline::Create(si.files, si.reader, po));
+    tr = train::Dataset(o.model.field_size);
+    data::Batch b;
+    while (tr.size() < want) {
+      CTRAIN_ASSIGN_OR_RETURN(bool more, p->Next(&b));
+      if (!more) break;
+      if (b.field_size != o.model.field_size || !b.row_splits.empty())
+        return InvalidArgumentError("training data has field_size " + std::to_string(b.field_size) +
+                                    " or variable-length rows; the model needs " +
+                                    std::to_string(o.model.field_size) + " fields per example");
+      for (int64_t r = 0; r < b.size(); ++r)
+        tr.Append(b.labels[r], b.ids.data() + r * b.field_size, b.values.data() + r * b.field_size);
+    }
+  }
   if (fl.par.autotune) {
     std::fprintf(stderr, "ctrain: autotune: measuring thread layouts on %d cores (%lld steps each)...\n",
                  train::AvailableCpus(), static_cast<long long>(fl.par.autotune_steps));
@@ -227,11 +329,19 @@ Status RunTrain(TrainFlags& fl) {
     std::fprintf(stderr, "ctrain: resumed from %s at step %lld\n", o.model_dir.c_str(),
                  static_cast<long long>(trainer->global_step()));
   train::TrainResult r;
-  CTRAIN_RETURN_IF_ERROR(trainer->Train(tr, have_valid ? &va : nullptr, &r));
+  if (stream)
+    CTRAIN_RETURN_IF_ERROR(trainer->TrainStream(si, have_valid ? &va : nullptr, &r));
+  else
+    CTRAIN_RETURN_IF_ERROR(trainer->Train(tr, have_valid ? &va : nullptr, &r));
   std::fprintf(stderr, "ctrain: done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
                static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
   if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
+  if (r.streamed)
+    std::fprintf(stderr, ", input wait %.1f%%, pipeline %.0f records/s", 100.0 * r.input_wait_fraction,
+                 r.pipeline.records_per_second);
   std::fprintf(stderr, "\n");
+  if (r.streamed && r.input_wait_fraction > 0.1 && !r.input_suggestion.empty())
+    std::fprintf(stderr, "ctrain: %s\n", r.input_suggestion.c_str());
   if (!fl.metrics_json.empty()) {
     nlohmann::json j{{"auc", r.evaluated ? Num(r.eval.auc) : nlohmann::json(nullptr)},
                      {"logloss", r.evaluated ? Num(r.eval.logloss) : nlohmann::json(nullptr)},
@@ -245,7 +355,17 @@ Status RunTrain(TrainFlags& fl) {
                      {"restored", r.restored},
                      {"intra_op_parallelism_threads", intra},
                      {"towers", o.parallel.towers},
-                     {"hogwild", o.parallel.hogwild}};
+                     {"hogwild", o.parallel.hogwild},
+                     {"input_mode", stream ? "stream" : "memory"},
+                     {"input_wait_fraction", r.input_wait_fraction},
+                     {"input_wait_seconds", r.input_wait_seconds},
+                     {"compute_seconds", r.compute_seconds}};
+    if (r.streamed) {
+      j["pipeline_records_per_sec"] = r.pipeline.records_per_second;
+      j["input_suggestion"] = r.input_suggestion;
+      nlohmann::json pj = nlohmann::json::parse(r.pipeline.ToJson(), nullptr, false);
+      j["pipeline"] = pj.is_discarded() ? nlohmann::json(r.pipeline.ToJson()) : pj;
+    }
     CTRAIN_RETURN_IF_ERROR(WriteMetricsJson(fl.metrics_json, j));
   }
   return Status::OK();
@@ -358,6 +478,7 @@ Command AddTrainCommand(CLI::App& app) {
   sub->add_option("--metrics-json,--metrics_json", fl->metrics_json,
                   "Write final auc, logloss, examples_per_sec, examples, steps, epochs as JSON");
   sub->add_option("--progress", fl->progress, "auto|bar|log|none")->capture_default_str();
+  fl->RegisterPipeline(sub);
   fl->par.Register(sub);
   return {sub, [fl]() {
             Status s = RunTrain(*fl);

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -17,6 +19,7 @@
 #include "ctrain/model/random.h"
 #include "ctrain/optim/optimizer.h"
 #include "ctrain/train/metrics.h"
+#include "ctrain/train/parameter_table.h"
 #include "ctrain/train/trainer_state.h"
 #include "ctrain/train/worker_pool.h"
 
@@ -45,7 +48,7 @@ std::string FormatDuration(double s) {
 struct Replica {
   std::unique_ptr<model::DeepFM> model;
   data::Batch batch;
-  std::vector<int64_t> rows;  // dataset rows of this replica's current batch
+  std::vector<int64_t> rows;  // memory mode: dataset rows of this replica's current batch
   std::vector<int64_t> unique_ids;
   std::vector<int32_t> index;
   std::vector<float> w_rows, v_rows;
@@ -71,7 +74,8 @@ Status NonFiniteLoss(int64_t step, const model::LossTerms& loss) {
 struct Trainer::Impl {
   TrainOptions options;
   std::unique_ptr<optim::Optimizer> optimizer;
-  EmbeddingTables tables;
+  // w [feature_size, 1] and V [feature_size, K] with their optimizer slots.
+  std::unique_ptr<LocalParameterTable> w_table, v_table;
   std::vector<Replica> replicas;
   // Dense optimizer slots, per dense param, per slot.
   std::vector<std::vector<std::vector<float>>> dense_slots;
@@ -112,7 +116,7 @@ struct Trainer::Impl {
       for (int k = 0; k < optimizer->num_slots(); ++k)
         dense_slots[i][k].assign(dense[i].value.size(), optimizer->SlotInit(k));
     }
-    CTRAIN_RETURN_IF_ERROR(tables.Init(options.model, *optimizer, options.seed));
+    CTRAIN_RETURN_IF_ERROR(InitTables());
     if (par.hogwild > 0) {
       hog_master.resize(dense.size());
       for (size_t i = 0; i < dense.size(); ++i) hog_master[i] = dense[i].value;
@@ -123,6 +127,46 @@ struct Trainer::Impl {
       case ProgressMode::kTerminal: terminal = true; break;
       default: terminal = false;
     }
+    return Status::OK();
+  }
+
+  // The embedding tables: unlocked (kHogwild) in every mode. Synchronous
+  // training pulls (possibly from several towers at once) and pushes in
+  // separate phases of a step, so rows are never read while written; hogwild
+  // races on purpose. Each table has its own optimizer instance of the same
+  // config (optimizers keep no per-call state). In hogwild mode the replica
+  // threads push concurrently, so a table update stays on its thread
+  // (parallel_min_floats = max) instead of each thread starting an OpenMP team.
+  Status InitTables() {
+    optim::OptimizerConfig cfg = options.optimizer;
+    if (options.parallel.hogwild > 0) cfg.parallel_min_floats = std::numeric_limits<int64_t>::max();
+    LocalTableOptions to;
+    to.concurrency = TableConcurrency::kHogwild;
+    const int64_t rows = options.model.feature_size;
+    const int32_t K = options.model.embedding_size;
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> wopt, optim::MakeOptimizer(cfg));
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> vopt, optim::MakeOptimizer(cfg));
+    CTRAIN_ASSIGN_OR_RETURN(w_table, LocalParameterTable::Create("embeddings/w", rows, 1, std::move(wopt), to));
+    CTRAIN_ASSIGN_OR_RETURN(v_table, LocalParameterTable::Create("embeddings/V", rows, K, std::move(vopt), to));
+    model::DeepFM::InitEmbeddings(options.seed, rows, K, w_table->data(), v_table->data());
+    return Status::OK();
+  }
+
+  // Pulls the rows of rep.unique_ids into rep.w_rows / rep.v_rows.
+  Status PullRows(Replica& rep) {
+    const size_t U = rep.unique_ids.size();
+    rep.w_rows.resize(U);
+    rep.v_rows.resize(U * options.model.embedding_size);
+    CTRAIN_RETURN_IF_ERROR(w_table->Pull(rep.unique_ids, rep.w_rows.data()));
+    return v_table->Pull(rep.unique_ids, rep.v_rows.data());
+  }
+
+  // Applies the sparse grads (ids unique and ascending) to the tables.
+  Status PushRows(const model::SparseGrad& w_grad, const model::SparseGrad& v_grad, int64_t step) {
+    if (!w_grad.ids.empty())
+      CTRAIN_RETURN_IF_ERROR(w_table->Push(SparseRows{w_grad.ids, w_grad.grad.data(), w_grad.dim}, step));
+    if (!v_grad.ids.empty())
+      CTRAIN_RETURN_IF_ERROR(v_table->Push(SparseRows{v_grad.ids, v_grad.grad.data(), v_grad.dim}, step));
     return Status::OK();
   }
 
@@ -149,7 +193,16 @@ struct Trainer::Impl {
 
   CheckpointTensors Tensors() {
     CheckpointTensors t;
-    tables.AddTensors(*optimizer, &t);
+    // Names and shapes as docs/checkpoint.md: w is stored 1-D [feature_size].
+    const int64_t rows = w_table->rows();
+    const int32_t K = v_table->dim();
+    t.Add(w_table->name(), {rows}, w_table->data(), rows);
+    t.Add(v_table->name(), {rows, K}, v_table->data(), rows * K);
+    for (int k = 0; k < w_table->num_slots(); ++k) {
+      const std::string slot(w_table->optimizer().SlotName(k));
+      t.Add(w_table->name() + "/" + slot, {rows}, w_table->slot(k), rows);
+      t.Add(v_table->name() + "/" + slot, {rows, K}, v_table->slot(k), rows * K);
+    }
     auto& dense = replicas[0].model->dense_params();
     for (size_t i = 0; i < dense.size(); ++i) {
       t.Add(dense[i].name, dense[i].shape, DenseValue(i), dense[i].value.size());
@@ -198,14 +251,14 @@ struct Trainer::Impl {
     }
   }
 
-  // ---- one replica's forward/backward on replica.rows ----
-  void Compute(Replica& rep, const Dataset& data, int64_t dropout_step) {
-    data.Gather(rep.rows, &rep.batch);
+  // ---- one replica's forward/backward on replica.batch ----
+  void Compute(Replica& rep, int64_t dropout_step) {
     model::DeepFM::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
-    const int32_t K = options.model.embedding_size;
-    rep.w_rows.resize(rep.unique_ids.size());
-    rep.v_rows.resize(rep.unique_ids.size() * K);
-    tables.Pull(rep.unique_ids, rep.w_rows.data(), rep.v_rows.data());
+    rep.status = PullRows(rep);
+    if (!rep.status.ok()) {
+      rep.loss = model::LossTerms();  // finite: StepStatus reports rep.status
+      return;
+    }
     rep.status = rep.model->TrainStep(rep.batch, rep.unique_ids, rep.index, rep.w_rows.data(), rep.v_rows.data(),
                                       dropout_step, &rep.w_grad, &rep.v_grad, &rep.loss);
   }
@@ -247,40 +300,41 @@ struct Trainer::Impl {
     }
   }
 
-  // ---- a synchronous step over rows order[begin, end) ----
-  Status SyncStep(const Dataset& data, const std::vector<int64_t>& order, int64_t begin, int64_t end,
-                  double* loss_out) {
+  // Fills rep.batch with rows [lo, hi) of the step's batch (offsets in the batch).
+  using FillFn = std::function<void(Replica& rep, int64_t lo, int64_t hi)>;
+
+  // ---- a synchronous step over a batch of B rows ----
+  Status SyncStep(int64_t B, const FillFn& fill, double* loss_out) {
     const int64_t step = pos.global_step + 1;
     const int32_t T = static_cast<int32_t>(replicas.size());
-    const int64_t B = end - begin;
     if (T == 1) {
       Replica& rep = replicas[0];
-      rep.rows.assign(order.begin() + begin, order.begin() + end);
-      Compute(rep, data, step);
+      fill(rep, 0, B);
+      Compute(rep, step);
       CTRAIN_RETURN_IF_ERROR(StepStatus(rep, step));
-      tables.Push(*optimizer, rep.w_grad, rep.v_grad, step);
+      CTRAIN_RETURN_IF_ERROR(PushRows(rep.w_grad, rep.v_grad, step));
       ApplyDense(step, rep.model->dense_params());
       *loss_out = rep.loss.loss;
     } else {
       // Slices [B*t/T, B*(t+1)/T); a tower with an empty slice sits out.
       std::vector<int64_t> lo(T + 1);
-      for (int32_t t = 0; t <= T; ++t) lo[t] = begin + B * t / T;
+      for (int32_t t = 0; t <= T; ++t) lo[t] = B * t / T;
       pool->Run([&](int32_t t) {
         Replica& rep = replicas[t];
-        rep.rows.assign(order.begin() + lo[t], order.begin() + lo[t + 1]);
-        if (rep.rows.empty()) {
+        if (lo[t + 1] == lo[t]) {
           rep.status = Status::OK();
           return;
         }
+        fill(rep, lo[t], lo[t + 1]);
         // Distinct dropout streams per tower: (step, tower) -> step * T + t.
-        Compute(rep, data, step * T + t);
+        Compute(rep, step * T + t);
       });
       std::vector<const model::SparseGrad*> wg, vg;
       std::vector<float> wt;
       std::vector<int32_t> active;
       double loss = 0;
       for (int32_t t = 0; t < T; ++t) {
-        if (replicas[t].rows.empty()) continue;
+        if (lo[t + 1] == lo[t]) continue;
         CTRAIN_RETURN_IF_ERROR(StepStatus(replicas[t], step));
         active.push_back(t);
         wt.push_back(static_cast<float>(static_cast<double>(lo[t + 1] - lo[t]) / static_cast<double>(B)));
@@ -290,7 +344,7 @@ struct Trainer::Impl {
       }
       MergeSparse(wg, wt, &merged_w);
       MergeSparse(vg, wt, &merged_v);
-      tables.Push(*optimizer, merged_w, merged_v, step);
+      CTRAIN_RETURN_IF_ERROR(PushRows(merged_w, merged_v, step));
       // Dense: weighted sum of tower grads into replica 0's grads, then one update.
       auto& d0 = replicas[0].model->dense_params();
       for (size_t i = 0; i < d0.size(); ++i) {
@@ -329,6 +383,8 @@ struct Trainer::Impl {
     int64_t examples = 0;
     double loss_sum = 0;
     int64_t loss_n = 0;
+    bool stream = false;       // show the input wait
+    double wait = 0, compute = 0;
   };
 
   void PrintProgress(Progress& p, bool force) {
@@ -340,11 +396,16 @@ struct Trainer::Impl {
     const int64_t done = pos.global_step - p.start_step;
     const double eps = el > 0 ? p.examples / el : 0;
     const double eta = done > 0 ? el / done * (p.total_steps - pos.global_step) : -1;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "\r\033[Kstep %lld/%lld | epoch %lld | %.0f ex/s | loss %.4f | ETA %s",
-                  static_cast<long long>(pos.global_step), static_cast<long long>(p.total_steps),
-                  static_cast<long long>(pos.epoch + 1), eps, p.loss_n ? p.loss_sum / p.loss_n : 0.0,
-                  FormatDuration(eta).c_str());
+    char buf[320];
+    char total[32] = "?";  // stream mode: unknown until an epoch completes
+    if (p.total_steps > 0) std::snprintf(total, sizeof total, "%lld", static_cast<long long>(p.total_steps));
+    char wait[48] = "";
+    if (p.stream && p.wait + p.compute > 0)
+      std::snprintf(wait, sizeof wait, " | input wait %.1f%%", 100.0 * p.wait / (p.wait + p.compute));
+    std::snprintf(buf, sizeof buf, "\r\033[Kstep %lld/%s | epoch %lld | %.0f ex/s | loss %.4f%s | ETA %s",
+                  static_cast<long long>(pos.global_step), total, static_cast<long long>(pos.epoch + 1), eps,
+                  p.loss_n ? p.loss_sum / p.loss_n : 0.0, wait,
+                  p.total_steps > 0 ? FormatDuration(eta).c_str() : "?");
     if (sink)
       sink(buf);
     else
@@ -358,14 +419,11 @@ struct Trainer::Impl {
     MetricAccumulator acc;
     std::vector<float> probs;
     constexpr int64_t kChunk = 8192;
-    const int32_t K = options.model.embedding_size;
     for (int64_t b = 0; b < data.size(); b += kChunk) {
       const int64_t e = std::min(data.size(), b + kChunk);
       data.Slice(b, e, &rep.batch);
       model::DeepFM::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
-      rep.w_rows.resize(rep.unique_ids.size());
-      rep.v_rows.resize(rep.unique_ids.size() * K);
-      tables.Pull(rep.unique_ids, rep.w_rows.data(), rep.v_rows.data());
+      CTRAIN_RETURN_IF_ERROR(PullRows(rep));
       probs.resize(e - b);
       CTRAIN_RETURN_IF_ERROR(
           rep.model->Predict(rep.batch, rep.unique_ids, rep.index, rep.w_rows.data(), rep.v_rows.data(), probs.data()));
@@ -394,50 +452,69 @@ struct Trainer::Impl {
   }
 
   Status Train(const Dataset& train, const Dataset* valid, TrainResult* result);
-  Status RunHogwildSegment(const Dataset& train, const std::vector<int64_t>& order, int64_t first_batch,
-                           int64_t end_batch, int64_t steps_per_epoch, Progress* prog);
+  Status TrainStream(const StreamInput& input, const Dataset* valid, TrainResult* result);
+
+  // Fills rep.batch with the next batch of a hogwild segment; false when none is left.
+  using FetchFn = std::function<StatusOr<bool>(Replica& rep)>;
+  // Hogwild replicas run steps on fetched batches until fetch returns false.
+  // *batches: batches applied; *wait_seconds: time inside fetch (all threads).
+  Status RunHogwild(const FetchFn& fetch, Progress* prog, int64_t* batches, double* wait_seconds);
+
+  // InvalidArgument unless `b` has the model's field_size and fixed-length rows.
+  Status CheckBatch(const data::Batch& b) const {
+    if (b.field_size != options.model.field_size)
+      return InvalidArgumentError("training batch has field_size " + std::to_string(b.field_size) +
+                                  ", the model " + std::to_string(options.model.field_size));
+    if (!b.row_splits.empty())
+      return InvalidArgumentError("training batch has variable-length rows; DeepFM needs exactly field_size (" +
+                                  std::to_string(options.model.field_size) + ") features per example");
+    return Status::OK();
+  }
 };
 
-Status Trainer::Impl::RunHogwildSegment(const Dataset& train, const std::vector<int64_t>& order, int64_t first_batch,
-                                        int64_t end_batch, int64_t steps_per_epoch, Progress* prog) {
-  std::atomic<int64_t> next{first_batch};
+Status Trainer::Impl::RunHogwild(const FetchFn& fetch, Progress* prog, int64_t* batches, double* wait_seconds) {
   std::atomic<int64_t> step_counter{pos.global_step};
-  std::atomic<int64_t> examples{0};
+  std::atomic<int64_t> examples{0}, done{0};
   std::atomic<bool> failed{false};
   std::mutex dense_mu;
   std::vector<Status> errors(replicas.size());
-  std::vector<double> loss_sum(replicas.size(), 0.0);
+  std::vector<double> loss_sum(replicas.size(), 0.0), wait(replicas.size(), 0.0);
   std::vector<int64_t> loss_n(replicas.size(), 0);
-  const int64_t N = train.size();
-  const int64_t B = options.batch_size;
   pool->Run([&](int32_t r) {
     Replica& rep = replicas[r];
     auto& dense = rep.model->dense_params();
     for (;;) {
       if (failed.load(std::memory_order_relaxed)) return;
-      const int64_t b = next.fetch_add(1);
-      if (b >= end_batch) return;
-      const int64_t lo = b * B, hi = std::min(N, lo + B);
+      const auto t0 = Clock::now();
+      StatusOr<bool> more = fetch(rep);
+      wait[r] += Seconds(t0, Clock::now());
+      if (!more.ok() || !*more) {
+        if (!more.ok()) {
+          errors[r] = more.status();
+          failed = true;
+        }
+        return;
+      }
       const int64_t step = step_counter.fetch_add(1) + 1;
       {
         std::lock_guard<std::mutex> lock(dense_mu);
         for (size_t i = 0; i < dense.size(); ++i)
           std::memcpy(dense[i].value.data(), hog_master[i].data(), dense[i].value.size() * sizeof(float));
       }
-      rep.rows.assign(order.begin() + lo, order.begin() + hi);
-      Compute(rep, train, step);
+      Compute(rep, step);
       Status st = StepStatus(rep, step);
+      if (st.ok()) st = PushRows(rep.w_grad, rep.v_grad, step);  // lock-free (Hogwild!)
       if (!st.ok()) {
         errors[r] = st;
         failed = true;
         return;
       }
-      tables.Push(*optimizer, rep.w_grad, rep.v_grad, step);  // lock-free (Hogwild!)
       {
         std::lock_guard<std::mutex> lock(dense_mu);
         ApplyDense(step, dense);
       }
-      examples += hi - lo;
+      examples += rep.batch.size();
+      done += 1;
       loss_sum[r] += rep.loss.loss;
       loss_n[r] += 1;
       if (r == 0) {
@@ -449,12 +526,13 @@ Status Trainer::Impl::RunHogwildSegment(const Dataset& train, const std::vector<
   });
   for (auto& e : errors) CTRAIN_RETURN_IF_ERROR(e);
   pos.global_step = step_counter.load();
-  pos.batch_in_epoch = std::min(end_batch, steps_per_epoch);
   pos.examples += examples.load();
-  prog->examples += 0;
+  *batches = done.load();
+  *wait_seconds = 0;
   for (size_t r = 0; r < replicas.size(); ++r) {
     prog->loss_sum += loss_sum[r];
     prog->loss_n += loss_n[r];
+    *wait_seconds += wait[r];
   }
   return Status::OK();
 }
@@ -518,15 +596,32 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
           seg = std::min(seg, options.save_checkpoints_steps - pos.global_step % options.save_checkpoints_steps);
         if (options.eval_every_steps > 0)
           seg = std::min(seg, options.eval_every_steps - pos.global_step % options.eval_every_steps);
-        const int64_t before = pos.examples;
-        CTRAIN_RETURN_IF_ERROR(RunHogwildSegment(train, order, pos.batch_in_epoch, pos.batch_in_epoch + seg,
-                                                 steps_per_epoch, &prog));
+        std::atomic<int64_t> next{pos.batch_in_epoch};
+        const int64_t end_batch = pos.batch_in_epoch + seg;
+        int64_t batches = 0;
+        double wait = 0;
+        CTRAIN_RETURN_IF_ERROR(RunHogwild(
+            [&](Replica& rep) -> StatusOr<bool> {
+              const int64_t b = next.fetch_add(1);
+              if (b >= end_batch) return false;
+              const int64_t lo = b * B, hi = std::min(N, lo + B);
+              rep.rows.assign(order.begin() + lo, order.begin() + hi);
+              train.Gather(rep.rows, &rep.batch);
+              return true;
+            },
+            &prog, &batches, &wait));
+        pos.batch_in_epoch = std::min(end_batch, steps_per_epoch);
         prog.examples = pos.examples - start_examples;
-        (void)before;
       } else {
         const int64_t lo = pos.batch_in_epoch * B, hi = std::min(N, lo + B);
         double loss = 0;
-        CTRAIN_RETURN_IF_ERROR(SyncStep(train, order, lo, hi, &loss));
+        CTRAIN_RETURN_IF_ERROR(SyncStep(
+            hi - lo,
+            [&](Replica& rep, int64_t a, int64_t b) {
+              rep.rows.assign(order.begin() + lo + a, order.begin() + lo + b);
+              train.Gather(rep.rows, &rep.batch);
+            },
+            &loss));
         ++pos.batch_in_epoch;
         prog.examples += hi - lo;
         prog.loss_sum += loss;
@@ -587,9 +682,190 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   result->epochs = pos.epoch + static_cast<double>(pos.batch_in_epoch) / steps_per_epoch;
   result->seconds = train_seconds;
   result->examples_per_sec = train_seconds > 0 ? result->examples_this_run / train_seconds : 0;
+  result->compute_seconds = train_seconds;
   return Status::OK();
 }
 
+Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid, TrainResult* result) {
+  *result = TrainResult();
+  result->streamed = true;
+  if (valid != nullptr) CTRAIN_RETURN_IF_ERROR(CheckData(*valid, "validation"));
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<EpochBatchSource> src,
+                          EpochBatchSource::Create(input, options.batch_size, options.epochs, options.seed,
+                                                   options.shuffle, pos.epoch, pos.batch_in_epoch));
+  result->restored = pos.global_step > 0;
+  pool->ConfigureThread(0);
+  const int64_t B = options.batch_size;
+  const int32_t H = options.parallel.hogwild;
+  const int32_t T = static_cast<int32_t>(replicas.size());
+  // Batches per epoch: known once an epoch was read (train_rows), else 0.
+  auto steps_per_epoch = [&]() -> int64_t {
+    if (pos.train_rows <= 0) return 0;
+    return input.pipeline.drop_remainder ? pos.train_rows / B : (pos.train_rows + B - 1) / B;
+  };
+  auto total_steps = [&]() -> int64_t {
+    const int64_t spe = steps_per_epoch();
+    int64_t total = spe > 0 ? spe * options.epochs : 0;
+    if (options.max_steps > 0) total = total > 0 ? std::min(total, options.max_steps) : options.max_steps;
+    return total;
+  };
+
+  Progress prog;
+  prog.start = prog.last_print = Clock::now();
+  prog.start_step = pos.global_step;
+  prog.total_steps = total_steps();
+  prog.stream = true;
+  const int64_t start_examples = pos.examples;
+  double epoch_loss_sum = 0;
+  int64_t epoch_loss_n = 0;
+  bool stop = false;
+  data::Batch staging;  // towers: the whole batch, sliced into the replicas
+  std::mutex fetch_mu;  // hogwild: Pipeline::Next is called by one thread at a time
+  auto do_eval = [&](const char* when) -> Status {
+    if (valid == nullptr) return Status::OK();
+    CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
+    result->evaluated = true;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
+                  terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
+                  result->eval.logloss, static_cast<long long>(result->eval.examples));
+    Log(buf);
+    return Status::OK();
+  };
+  auto max_reached = [&] { return options.max_steps > 0 && pos.global_step >= options.max_steps; };
+
+  while (!stop && pos.epoch < options.epochs && !max_reached()) {
+    CTRAIN_RETURN_IF_ERROR(src->BeginEpoch(pos.epoch, pos.batch_in_epoch));
+    bool epoch_done = false;
+    while (!epoch_done) {
+      if (max_reached()) {
+        stop = true;
+        break;
+      }
+      if (H > 0) {
+        // Run freely until the next sync point (checkpoint, eval, max_steps) or the epoch end.
+        int64_t seg = std::numeric_limits<int64_t>::max();
+        if (options.max_steps > 0) seg = std::min(seg, options.max_steps - pos.global_step);
+        if (options.save_checkpoints_steps > 0)
+          seg = std::min(seg, options.save_checkpoints_steps - pos.global_step % options.save_checkpoints_steps);
+        if (options.eval_every_steps > 0)
+          seg = std::min(seg, options.eval_every_steps - pos.global_step % options.eval_every_steps);
+        int64_t taken = 0, batches = 0;
+        bool ended = false;
+        double wait = 0;
+        const auto t0 = Clock::now();
+        CTRAIN_RETURN_IF_ERROR(RunHogwild(
+            [&](Replica& rep) -> StatusOr<bool> {
+              std::lock_guard<std::mutex> lock(fetch_mu);
+              if (ended || taken >= seg) return false;
+              CTRAIN_ASSIGN_OR_RETURN(bool more, src->Next(&rep.batch));
+              if (!more) {
+                ended = true;
+                return false;
+              }
+              CTRAIN_RETURN_IF_ERROR(CheckBatch(rep.batch));
+              ++taken;
+              return true;
+            },
+            &prog, &batches, &wait));
+        // Thread-seconds: the wait share of all replica time in the segment.
+        const double busy = Seconds(t0, Clock::now()) * static_cast<double>(H);
+        prog.wait += std::min(wait, busy);
+        prog.compute += std::max(0.0, busy - wait);
+        pos.batch_in_epoch += batches;
+        prog.examples = pos.examples - start_examples;
+        epoch_done = ended;
+      } else {
+        const auto t0 = Clock::now();
+        data::Batch* dst = T == 1 ? &replicas[0].batch : &staging;
+        CTRAIN_ASSIGN_OR_RETURN(bool more, src->Next(dst));
+        const auto t1 = Clock::now();
+        prog.wait += Seconds(t0, t1);
+        if (!more) {
+          epoch_done = true;
+          break;
+        }
+        CTRAIN_RETURN_IF_ERROR(CheckBatch(*dst));
+        const int64_t n = dst->size();
+        double loss = 0;
+        CTRAIN_RETURN_IF_ERROR(SyncStep(
+            n,
+            [&](Replica& rep, int64_t lo, int64_t hi) {
+              if (T == 1) return;  // the pipeline wrote the batch into replica 0
+              const int64_t F = staging.field_size;
+              rep.batch.field_size = staging.field_size;
+              rep.batch.row_splits.clear();
+              rep.batch.labels.assign(staging.labels.begin() + lo, staging.labels.begin() + hi);
+              rep.batch.ids.assign(staging.ids.begin() + lo * F, staging.ids.begin() + hi * F);
+              rep.batch.values.assign(staging.values.begin() + lo * F, staging.values.begin() + hi * F);
+            },
+            &loss));
+        prog.compute += Seconds(t1, Clock::now());
+        ++pos.batch_in_epoch;
+        prog.examples += n;
+        prog.loss_sum += loss;
+        prog.loss_n += 1;
+        epoch_loss_sum += loss;
+        epoch_loss_n += 1;
+      }
+      PrintProgress(prog, false);
+      if (epoch_done) break;
+      // The epoch's end is only known at the next Next(); a checkpoint taken
+      // on its last batch resumes by finding the epoch exhausted.
+      if (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0)
+        CTRAIN_RETURN_IF_ERROR(Save());
+      if (options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0)
+        CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
+    }
+    if (epoch_done) {
+      const int64_t finished = pos.epoch + 1;
+      pos.train_rows = src->epoch_records();
+      ++pos.epoch;
+      pos.batch_in_epoch = 0;
+      prog.total_steps = total_steps();
+      if (H > 0) {
+        epoch_loss_sum = prog.loss_sum;
+        epoch_loss_n = prog.loss_n;
+      }
+      result->last_loss = epoch_loss_n ? epoch_loss_sum / epoch_loss_n : 0;
+      const double secs = prog.wait + prog.compute;
+      char buf[320];
+      std::snprintf(buf, sizeof buf,
+                    "%sepoch %lld/%d: step %lld, %lld examples, train loss %.5f, %.0f examples/s, input wait %.1f%%",
+                    terminal ? "\r\033[K" : "", static_cast<long long>(finished), options.epochs,
+                    static_cast<long long>(pos.global_step), static_cast<long long>(pos.train_rows),
+                    result->last_loss, secs > 0 ? prog.examples / secs : 0.0,
+                    secs > 0 ? 100.0 * prog.wait / secs : 0.0);
+      Log(buf);
+      epoch_loss_sum = 0;
+      epoch_loss_n = 0;
+      CTRAIN_RETURN_IF_ERROR(do_eval("epoch end"));
+      if (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0 &&
+          pos.epoch < options.epochs)
+        CTRAIN_RETURN_IF_ERROR(Save());
+    }
+  }
+  if (terminal) PrintProgress(prog, true), Log("");
+  if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
+  if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
+  CTRAIN_RETURN_IF_ERROR(Save());
+  result->steps = pos.global_step;
+  result->steps_this_run = pos.global_step - prog.start_step;
+  result->examples = pos.examples;
+  result->examples_this_run = pos.examples - start_examples;
+  const int64_t spe = steps_per_epoch();
+  result->epochs = pos.epoch + (spe > 0 ? static_cast<double>(pos.batch_in_epoch) / spe : 0.0);
+  result->input_wait_seconds = prog.wait;
+  result->compute_seconds = prog.compute;
+  result->seconds = prog.wait + prog.compute;
+  result->input_wait_fraction = result->seconds > 0 ? prog.wait / result->seconds : 0;
+  result->examples_per_sec = result->seconds > 0 ? result->examples_this_run / result->seconds : 0;
+  result->pipeline = src->stats();
+  result->input_suggestion =
+      data::InputBoundSuggestion(result->input_wait_fraction, input.pipeline.num_parallel_calls,
+                                 input.pipeline.prefetch_buffer_size);
+  return Status::OK();
+}
 // ---------------------------------------------------------------------------
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -640,6 +916,10 @@ Status Trainer::Restore(bool* restored) {
 
 Status Trainer::Train(const Dataset& train, const Dataset* valid, TrainResult* result) {
   return impl_->Train(train, valid, result);
+}
+
+Status Trainer::TrainStream(const StreamInput& train, const Dataset* valid, TrainResult* result) {
+  return impl_->TrainStream(train, valid, result);
 }
 
 StatusOr<double> Trainer::MeasureThroughput(const Dataset& train, int64_t steps) {

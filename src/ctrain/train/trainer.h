@@ -1,14 +1,18 @@
 // Trainer: the single-machine DeepFM training job behind `ctrain train`,
 // `ctrain eval` and `ctrain predict`.
 //
-// Data: an in-memory Dataset (train/dataset.h). Each epoch visits every row
-// once in a permutation that is a pure function of (seed, epoch) (no RNG state
-// to carry), in batches of batch_size (the last, partial batch is kept).
+// Data: either an in-memory Dataset (train/dataset.h; Train): each epoch visits
+// every row once in a permutation that is a pure function of (seed, epoch) (no
+// RNG state to carry), in batches of batch_size (the last, partial batch is
+// kept); or a stream through data::Pipeline (train/stream_input.h;
+// TrainStream): batches are read, shuffled (buffer shuffle) and parsed on
+// pipeline threads while the trainer computes.
 //
 // One step (docs/training.md#step):
 //   1. gather the batch rows; DeepFM::UniqueIds -> unique ids U and index
-//   2. Pull the U rows of w [feature_size] and V [feature_size, K] from the
-//      parameter tables
+//   2. Pull the U rows of w [feature_size, 1] and V [feature_size, K] from
+//      their ParameterTables (train/parameter_table.h; LocalParameterTable,
+//      unlocked: the synchronous trainer never pushes while it pulls)
 //   3. DeepFM::TrainStep -> dense grads + sparse grads for the U rows
 //   4. Push the sparse grads (the optimizer updates only the touched rows)
 //   5. one optimizer step on every dense parameter
@@ -40,7 +44,9 @@
 #include <vector>
 
 #include "ctrain/base/status.h"
+#include "ctrain/data/pipeline_stats.h"
 #include "ctrain/train/dataset.h"
+#include "ctrain/train/stream_input.h"
 #include "ctrain/train/train_config.h"
 
 namespace ctrain::train {
@@ -65,6 +71,17 @@ struct TrainResult {
   bool evaluated = false;       // `eval` holds a final validation result
   EvalResult eval;
   bool restored = false;        // started from a checkpoint
+
+  // Input measurement over this call's steps (docs/training.md#input-modes).
+  // Stream mode: wait = time blocked in the pipeline's Next(), compute = the
+  // rest of each step; seconds = wait + compute. Memory mode: wait = 0 (the
+  // row gather is part of the step). Hogwild: summed over the threads.
+  bool streamed = false;
+  double input_wait_seconds = 0;
+  double compute_seconds = 0;
+  double input_wait_fraction = 0;  // wait / (wait + compute), in [0, 1]
+  std::string input_suggestion;    // data::InputBoundSuggestion when the fraction >= 0.1
+  data::PipelineStats pipeline;    // stream mode: the last epoch's pipeline (all epochs with a cache)
 };
 
 class Trainer {
@@ -93,6 +110,17 @@ class Trainer {
   // when the data's field_size differs from the model's; FailedPrecondition
   // when a restored run's training data has a different row count.
   Status Train(const Dataset& train, const Dataset* valid, TrainResult* result);
+
+  // Same as Train, reading the training data through data::Pipeline
+  // (train/stream_input.h): epoch ends are the ends of the pipeline's passes;
+  // a restored run replays the epoch in progress and skips the batches the
+  // checkpoint applied (bit-exact for files with deterministic = true).
+  // Errors: Train's; EpochBatchSource's (FailedPrecondition for stdin with
+  // several epochs and no cache, or a stream resumed mid-epoch); the
+  // pipeline's read/parse errors (they name file, record and offset);
+  // InvalidArgument for a batch whose field_size differs from the model's or
+  // with variable-length rows, and for an id outside [0, feature_size).
+  Status TrainStream(const StreamInput& train, const Dataset* valid, TrainResult* result);
 
   // Runs `steps` training steps (hogwild: steps * replicas batches) from the
   // current state without eval or checkpoints and returns examples/s over all

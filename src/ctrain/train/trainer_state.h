@@ -1,12 +1,9 @@
-// The trainer's persistent state: the embedding tables with their optimizer
-// slots, the training position, and the checkpoint files that hold them.
-//
-// EmbeddingTables: w [feature_size] and V [feature_size, K] plus, for each
-// optimizer slot, a table of the same shape. Pull copies rows out; Push
-// applies the optimizer to the rows of a SparseGrad only (lazy: untouched rows
-// and their slots are not read or written). Pull/Push from several threads at
-// once are allowed and unsynchronised (Hogwild!): a row may be read while it
-// is written.
+// The trainer's persistent state: the training position and the checkpoint
+// files that hold the trainer's tensors. The embedding tables themselves are
+// train/parameter_table.h LocalParameterTables (w [feature_size, 1] and
+// V [feature_size, K] with their optimizer slots); the trainer lists their
+// memory here as "embeddings/w" [feature_size], "embeddings/V"
+// [feature_size, K] and "embeddings/<w|V>/<slot>" (docs/checkpoint.md).
 //
 // Checkpoints are train/checkpoint.h files (atomic, CRC-checked, newest
 // `keep` kept); this file only maps the trainer's tensors onto them.
@@ -20,8 +17,6 @@
 #include <nlohmann/json.hpp>
 
 #include "ctrain/base/status.h"
-#include "ctrain/model/deepfm.h"
-#include "ctrain/optim/optimizer.h"
 #include "ctrain/train/checkpoint.h"
 
 namespace ctrain::train {
@@ -47,27 +42,6 @@ struct CheckpointTensors {
   void Add(std::string name, std::vector<int64_t> shape, float* data, size_t count) {
     refs.push_back({std::move(name), std::move(shape), data, count});
   }
-};
-
-class EmbeddingTables {
- public:
-  // Allocates and initialises w and V like the seed (DeepFM::InitEmbeddings)
-  // and the optimizer slots (SlotInit). Errors: InvalidArgument for a bad config.
-  Status Init(const model::DeepFMConfig& config, const optim::Optimizer& optimizer, uint64_t seed);
-  // w_rows[i] = w[ids[i]], v_rows[i, :] = V[ids[i], :]. REQUIRES: ids in range.
-  void Pull(const std::vector<int64_t>& ids, float* w_rows, float* v_rows) const;
-  // Applies the optimizer to the rows of the two grads (each may be empty).
-  void Push(const optim::Optimizer& optimizer, const model::SparseGrad& w_grad, const model::SparseGrad& v_grad,
-            int64_t step);
-  // Adds w, V and their slots ("embeddings/w", "embeddings/w/<slot>", ...).
-  void AddTensors(const optim::Optimizer& optimizer, CheckpointTensors* t);
-
- private:
-  int64_t rows_ = 0;
-  int32_t dim_ = 0;
-  std::vector<float> w_, v_;
-  std::vector<std::vector<float>> w_slots_, v_slots_;
-  std::vector<float*> w_slot_ptrs_, v_slot_ptrs_;
 };
 
 struct LoadedCheckpoint {

@@ -1,0 +1,149 @@
+#include "ctrain/train/stream_input.h"
+
+#include <utility>
+
+#include "ctrain/data/file_list.h"
+#include "ctrain/data/pipe_mode.h"
+#include "ctrain/io/feature_hash.h"
+
+namespace ctrain::train {
+namespace {
+
+bool IsChannel(const std::string& p) { return p.rfind(data::kPipeChannelPrefix, 0) == 0; }
+
+// The default order without its prefetch stage.
+std::string OrderWithoutPrefetch(const std::string& order) {
+  std::string out, item;
+  for (size_t i = 0; i <= order.size(); ++i) {
+    if (i == order.size() || order[i] == ',') {
+      if (!item.empty() && item != "prefetch") out += (out.empty() ? "" : ",") + item;
+      item.clear();
+    } else if (order[i] != ' ') {
+      item += order[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<EpochBatchSource>> EpochBatchSource::Create(const StreamInput& input, int64_t batch_size,
+                                                                     int32_t epochs, uint64_t seed, bool shuffle,
+                                                                     int64_t start_epoch, int64_t start_batch) {
+  std::unique_ptr<EpochBatchSource> s(new EpochBatchSource());
+  s->input_ = input;
+  s->epochs_ = epochs;
+  s->seed_ = seed;
+  data::PipelineOptions& po = s->input_.pipeline;
+  po.batch_size = batch_size;
+  if (!shuffle) po.shuffle_buffer_size = 0;
+  s->cached_ = !po.cache.empty();
+  bool has_stdin = false;
+  for (const std::string& f : input.files) {
+    if (f == "-") has_stdin = true;
+    if (IsChannel(f) || data::IsStreamPath(f)) s->stream_ = true;
+  }
+  if (s->cached_) {
+    po.epochs = epochs;
+    po.shuffle_seed = seed;
+    po.prefetch_buffer_size = 0;
+    po.order = OrderWithoutPrefetch(po.order);
+  } else {
+    po.epochs = 1;
+  }
+  CTRAIN_RETURN_IF_ERROR(data::ValidatePipelineOptions(po));
+  if (has_stdin && !s->cached_ && epochs - start_epoch > 1)
+    return FailedPreconditionError(
+        "stdin can be read once, but this run trains " + std::to_string(epochs - start_epoch) +
+        " epochs from it: use --epochs 1, --cache memory (or a file), or --input-mode memory");
+  if (s->stream_ && (start_batch != 0 || (s->cached_ && start_epoch != 0)))
+    return FailedPreconditionError(
+        "the checkpoint stopped at epoch " + std::to_string(start_epoch) + " batch " + std::to_string(start_batch) +
+        ", but the training input is a stream (stdin, FIFO or pipe: channel) that cannot be replayed to that "
+        "position; resume from a checkpoint at an epoch end, read files, or use --input-mode memory");
+  return s;
+}
+
+StatusOr<bool> EpochBatchSource::Fetch(data::Batch* batch, int64_t* pass) {
+  if (has_pending_) {
+    std::swap(*batch, pending_);
+    has_pending_ = false;
+    *pass = pending_pass_;
+    return true;
+  }
+  CTRAIN_ASSIGN_OR_RETURN(bool more, pipe_->Next(batch));
+  if (!more) return false;
+  // Cache mode runs without prefetch: the repeat stage runs on this thread, so
+  // epochs_completed is the pass of the batch just returned.
+  *pass = cached_ ? static_cast<int64_t>(pipe_->stats().epochs_completed) : epoch_;
+  return true;
+}
+
+Status EpochBatchSource::BeginEpoch(int64_t epoch, int64_t skip) {
+  epoch_ = epoch;
+  epoch_records_ = 0;
+  if (!cached_) {
+    pipe_.reset();  // joins the previous epoch's threads before the next opens the inputs
+    StreamInput in = input_;
+    if (in.pipeline.reshuffle_each_iteration)
+      in.pipeline.shuffle_seed = seed_ ^ io::Mix64(static_cast<uint64_t>(epoch) + 1) ^ io::Mix64(1);
+    else
+      in.pipeline.shuffle_seed = seed_;
+    for (std::string& f : in.files) {
+      if (f == "-") {
+        if (stdin_read_)
+          return FailedPreconditionError("epoch " + std::to_string(epoch + 1) +
+                                         ": stdin was already read by an earlier epoch");
+        stdin_read_ = true;
+      } else if (IsChannel(f)) {
+        f = data::ChannelFifoPath(f, epoch);
+        CTRAIN_RETURN_IF_ERROR(data::WaitForPath(f, in.pipeline.pipe_timeout_ms, nullptr));
+      }
+    }
+    CTRAIN_ASSIGN_OR_RETURN(pipe_, data::Pipeline::Create(in.files, in.reader, in.pipeline));
+  } else if (pipe_ == nullptr) {
+    CTRAIN_ASSIGN_OR_RETURN(pipe_, data::Pipeline::Create(input_.files, input_.reader, input_.pipeline));
+    // Resume: replay (and drop) the epochs before `epoch`.
+    for (;;) {
+      int64_t pass = 0;
+      CTRAIN_ASSIGN_OR_RETURN(bool more, Fetch(&scratch_, &pass));
+      if (!more)
+        return FailedPreconditionError("the training input ended before epoch " + std::to_string(epoch + 1) +
+                                       " (the checkpoint's position): different data than the checkpoint's?");
+      if (pass >= epoch) {
+        std::swap(scratch_, pending_);
+        has_pending_ = true;
+        pending_pass_ = pass;
+        break;
+      }
+    }
+  }
+  for (int64_t b = 0; b < skip; ++b) {
+    CTRAIN_ASSIGN_OR_RETURN(bool more, Next(&scratch_));
+    if (!more)
+      return FailedPreconditionError("epoch " + std::to_string(epoch + 1) + " of the training input has only " +
+                                     std::to_string(b) + " batches, but the checkpoint had applied " +
+                                     std::to_string(skip) + ": different data or --batch-size than the checkpoint's?");
+  }
+  return Status::OK();
+}
+
+StatusOr<bool> EpochBatchSource::Next(data::Batch* batch) {
+  int64_t pass = 0;
+  CTRAIN_ASSIGN_OR_RETURN(bool more, Fetch(batch, &pass));
+  if (!more) return false;
+  if (pass != epoch_) {  // cache mode: the first batch of a later pass
+    std::swap(*batch, pending_);
+    has_pending_ = true;
+    pending_pass_ = pass;
+    return false;
+  }
+  epoch_records_ += batch->size();
+  return true;
+}
+
+data::PipelineStats EpochBatchSource::stats() const {
+  return pipe_ != nullptr ? pipe_->stats() : data::PipelineStats();
+}
+
+}  // namespace ctrain::train

@@ -1,0 +1,95 @@
+// Streaming training input: the trainer's view of data::Pipeline
+// (data/pipeline.h), one epoch at a time (docs/training.md#input-modes).
+//
+// Two ways to run the pipeline:
+//   * Without a cache (default): one pipeline per epoch (epochs = 1). Epoch e
+//     shuffles with shuffle_seed ^ Mix64(e + 1) ^ Mix64(1), which is exactly
+//     the seed data::Pipeline would use for pass e of a single pipeline with
+//     reshuffle_each_iteration (pipeline_stages.cc PassSeed), so the order is
+//     a pure function of (seed, epoch) and an epoch can be replayed on its
+//     own. A channel "pipe:<dir>/<ch>" reads the FIFO "<dir>/<ch>_<epoch>"
+//     (waiting up to pipe_timeout_ms for it to appear); "-" (stdin) can only
+//     be read for one epoch per run.
+//   * With PipelineOptions::cache ("memory" or a file): one pipeline for all
+//     epochs, so later epochs replay the cache. Its prefetch stage is left
+//     out (the parse threads still work ahead) so that the pass of every
+//     batch is known exactly from stats().epochs_completed.
+//
+// Resume: BeginEpoch(e, skip) replays epoch e (with a cache: the run from the
+// first epoch) and skips the batches a checkpoint already applied. With the
+// same files, seed and deterministic = true this gives the same batches as an
+// uninterrupted run. A stream (stdin, FIFO, channel) cannot be replayed, so
+// Create refuses a mid-epoch position over one (FailedPrecondition).
+//
+// Thread safety: one thread at a time (the hogwild trainer serialises calls
+// with a mutex).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctrain/base/status.h"
+#include "ctrain/data/batch.h"
+#include "ctrain/data/example_reader.h"
+#include "ctrain/data/pipeline.h"
+
+namespace ctrain::train {
+
+// What `ctrain train` streams from.
+struct StreamInput {
+  // Files, globs, directories, "-" (stdin), FIFOs or "pipe:<dir>/<channel>"
+  // (data/file_list.h, data/pipe_mode.h).
+  std::vector<std::string> files;
+  // Format, compression, field_size, id_base, feature_size, feature map
+  // (a vocabulary must outlive the trainer's use of this input).
+  data::ExampleReaderOptions reader;
+  // Pipeline knobs. The trainer overrides batch_size (TrainOptions::batch_size),
+  // epochs (see above), shuffle_seed (TrainOptions::seed) and, when
+  // TrainOptions::shuffle is false, shuffle_buffer_size = 0.
+  data::PipelineOptions pipeline;
+};
+
+class EpochBatchSource {
+ public:
+  // `start_epoch`/`start_batch`: the position training resumes at.
+  // Errors: FailedPrecondition for stdin with epochs > 1 and no cache, and for
+  // a mid-epoch position (or, with a cache, a position past the first epoch)
+  // over a stream input; InvalidArgument from ValidatePipelineOptions.
+  static StatusOr<std::unique_ptr<EpochBatchSource>> Create(const StreamInput& input, int64_t batch_size,
+                                                            int32_t epochs, uint64_t seed, bool shuffle,
+                                                            int64_t start_epoch, int64_t start_batch);
+
+  // Starts epoch `epoch` and skips its first `skip` batches (counted in
+  // epoch_records()). Errors: the pipeline's; FailedPrecondition when the
+  // input ends before the position (different data than the checkpoint's).
+  Status BeginEpoch(int64_t epoch, int64_t skip);
+  // The next batch of the current epoch (moved into *batch, whose buffers are
+  // recycled); false at the end of the epoch. Errors: the pipeline's (sticky).
+  StatusOr<bool> Next(data::Batch* batch);
+
+  // Records of the current epoch delivered so far, skipped ones included.
+  int64_t epoch_records() const { return epoch_records_; }
+  // Stats of the current pipeline (one epoch's, or all epochs' with a cache).
+  data::PipelineStats stats() const;
+  bool cached() const { return cached_; }
+  bool is_stream() const { return stream_; }
+
+ private:
+  EpochBatchSource() = default;
+  StatusOr<bool> Fetch(data::Batch* batch, int64_t* pass);
+
+  StreamInput input_;
+  int32_t epochs_ = 1;
+  uint64_t seed_ = 0;
+  bool cached_ = false, stream_ = false, stdin_read_ = false;
+  std::unique_ptr<data::Pipeline> pipe_;
+  int64_t epoch_ = -1;
+  int64_t epoch_records_ = 0;
+  data::Batch pending_, scratch_;  // cache mode: the first batch of the next pass
+  bool has_pending_ = false;
+  int64_t pending_pass_ = 0;
+};
+
+}  // namespace ctrain::train
