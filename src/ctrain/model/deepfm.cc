@@ -50,6 +50,8 @@ Status DeepFMConfig::Validate() const {
   if (!(batch_norm_epsilon > 0.0f)) return bad("batch_norm_epsilon must be > 0");
   if (!(l2_reg >= 0.0f) || !std::isfinite(l2_reg)) return bad("l2_reg must be finite and >= 0");
   if (!use_first_order && !use_fm && !use_deep) return bad("at least one of use_first_order/use_fm/use_deep");
+  if (gemm_dtype != DataType::kF32 && gemm_dtype != DataType::kBF16)
+    return bad("gemm_dtype must be f32 or bf16, got " + std::to_string(static_cast<int>(gemm_dtype)));
   return Status::OK();
 }
 
@@ -72,7 +74,7 @@ DeepFM::DeepFM(DeepFMConfig config) : config_(std::move(config)), status_(config
       mmean_.push_back(AddParam(&state_, bn + "/moving_mean", {widths_[i + 1]}, false));
       mvar_.push_back(AddParam(&state_, bn + "/moving_variance", {widths_[i + 1]}, false));
     }
-    fc_.emplace_back(widths_[i], widths_[i + 1]);
+    fc_.emplace_back(widths_[i], widths_[i + 1], config_.gemm_dtype);
   }
   act_.resize(L);
   xhat_.resize(L);

@@ -62,6 +62,12 @@ struct DeepFMConfig {
   bool use_fm = true;
   bool use_deep = true;
   uint64_t seed = 2017;  // dropout stream
+  // Operand type of the MLP GEMMs (every FullyConnected layer). kBF16 = mixed
+  // precision: GEMM operands rounded to bf16, f32 accumulation and master
+  // weights (params, grads, activations, optimizer state all stay f32); needs
+  // AVX512_BF16 (else TrainStep/Predict fail with FailedPrecondition). See
+  // docs/model.md "Mixed precision".
+  DataType gemm_dtype = DataType::kF32;
 
   // InvalidArgument naming the field when a value is out of range.
   Status Validate() const;
@@ -141,6 +147,8 @@ class DeepFM {
   //   InvalidArgument "step S: loss is not finite (term: logloss|l2) ...": a NaN/Inf
   //     loss term (as TF's CheckNumerics); *loss is filled, gradients are
   //     unspecified and must not be applied.
+  //   FailedPrecondition: gemm_dtype is kBF16 and the CPU lacks AVX512_BF16
+  //     ("fully_connected mb..ic..oc.. bf16: bf16 GEMM needs a CPU with AVX512_BF16 ...").
   //   Internal: oneDNN failed to create a primitive.
   Status TrainStep(const data::Batch& batch, std::span<const int64_t> unique_ids, std::span<const int32_t> index,
                    const float* w_rows, const float* v_rows, int64_t step, SparseGrad* w_grad, SparseGrad* v_grad,

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
+#include <new>
 #include <string>
 #include <unordered_map>
 
@@ -23,9 +25,30 @@ dnnl::engine& CpuEngine() {
   return *eng;
 }
 
-dnnl::memory::desc Md(int64_t rows, int64_t cols, tag t) { return dnnl::memory::desc({rows, cols}, dt::f32, t); }
+dnnl::memory::desc Md(int64_t rows, int64_t cols, dt type, tag t) { return dnnl::memory::desc({rows, cols}, type, t); }
+
+// A 64-byte aligned array of bf16 values owned by the layer.
+struct Bf16Buffer {
+  struct Free {
+    void operator()(uint16_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
+  };
+  std::unique_ptr<uint16_t[], Free> data;
+  void Allocate(int64_t n) {
+    data.reset(static_cast<uint16_t*>(::operator new[](sizeof(uint16_t) * std::max<int64_t>(n, 1),
+                                                       std::align_val_t(64))));
+  }
+  uint16_t* get() const { return data.get(); }
+};
 
 }  // namespace
+
+const char* DataTypeName(DataType type) {
+  switch (type) {
+    case DataType::kF32: return "f32";
+    case DataType::kBF16: return "bf16";
+  }
+  return "unknown";
+}
 
 struct FullyConnected::Prims {
   dnnl::stream stream;
@@ -40,6 +63,11 @@ struct FullyConnected::Prims {
   // Argument maps built once (dnnl::memory is a shared handle, so set_data_handle
   // on the members above is seen through these copies); no per-step allocation.
   std::unordered_map<int, dnnl::memory> fwd_args, fwd_nobias_args, bwd_data_args, bwd_wei_args;
+  // kBF16 only: the bf16 operands (src [B,in], wei [in,out], diff_dst [B,out]).
+  // The operand memories above point at these for good; only f32 handles change.
+  Bf16Buffer src_b, wei_b, dy_b;
+  const float* converted_src = nullptr;  // what src_b / wei_b hold (the last Forward's arguments)
+  const float* converted_wei = nullptr;
 };
 
 FullyConnected::FullyConnected(int64_t in, int64_t out, DataType type) : in_(in), out_(out), type_(type) {}
@@ -57,16 +85,23 @@ Status FullyConnected::Prepare(int64_t B) {
     last_threads_ = threads;
     return Status::OK();
   }
+  const bool bf16 = type_ == DataType::kBF16;
   const std::string shape = "fully_connected mb" + std::to_string(B) + "ic" + std::to_string(in_) + "oc" +
-                            std::to_string(out_);
+                            std::to_string(out_) + (bf16 ? " bf16" : "");
   if (B < 1 || in_ < 1 || out_ < 1) return InvalidArgumentError(shape + ": every dimension must be >= 1");
-  if (type_ != DataType::kF32) return UnimplementedError(shape + ": only f32 is implemented");
+  if (type_ != DataType::kF32 && !bf16)
+    return UnimplementedError(shape + ": unknown data type " + std::to_string(static_cast<int>(type_)));
+  if (bf16) {
+    Status s = Bf16GemmSupported();
+    if (!s.ok()) return Status(s.code(), shape + ": " + std::string(s.message()));
+  }
+  const dt op = bf16 ? dt::bf16 : dt::f32;  // GEMM operand type; outputs are always f32
   auto p = std::make_unique<Prims>();
   try {
     dnnl::engine& eng = CpuEngine();
     p->stream = dnnl::stream(eng);
-    const auto src = Md(B, in_, tag::ab), wei = Md(in_, out_, tag::ab), bia = Md(1, out_, tag::ab),
-               dst = Md(B, out_, tag::ab);
+    const auto src = Md(B, in_, op, tag::ab), wei = Md(in_, out_, op, tag::ab), bia = Md(1, out_, dt::f32, tag::ab),
+               dst = Md(B, out_, dt::f32, tag::ab);
     p->fwd = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, bia, dst), eng));
     p->fwd_nobias = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), eng));
     p->f_src = dnnl::memory(src, eng, DNNL_MEMORY_NONE);
@@ -74,24 +109,39 @@ Status FullyConnected::Prepare(int64_t B) {
     p->f_bia = dnnl::memory(bia, eng, DNNL_MEMORY_NONE);
     p->f_dst = dnnl::memory(dst, eng, DNNL_MEMORY_NONE);
 
-    const auto wei_t = Md(out_, in_, tag::ba);  // [out, in] view of the row-major [in, out] buffer
-    const auto diff_src = Md(B, in_, tag::ab);
-    p->bwd_data = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(dst, wei_t, diff_src), eng));
-    p->d_diff_dst = dnnl::memory(dst, eng, DNNL_MEMORY_NONE);
+    const auto diff_dst = Md(B, out_, op, tag::ab);
+    const auto wei_t = Md(out_, in_, op, tag::ba);  // [out, in] view of the row-major [in, out] buffer
+    const auto diff_src = Md(B, in_, dt::f32, tag::ab);
+    p->bwd_data = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(diff_dst, wei_t, diff_src), eng));
+    p->d_diff_dst = dnnl::memory(diff_dst, eng, DNNL_MEMORY_NONE);
     p->d_wei_t = dnnl::memory(wei_t, eng, DNNL_MEMORY_NONE);
     p->d_diff_src = dnnl::memory(diff_src, eng, DNNL_MEMORY_NONE);
 
-    const auto src_t = Md(in_, B, tag::ba);  // [in, B] view of the row-major [B, in] buffer
-    p->bwd_wei = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_t, dst, wei), eng));
+    const auto src_t = Md(in_, B, op, tag::ba);  // [in, B] view of the row-major [B, in] buffer
+    const auto diff_wei = Md(in_, out_, dt::f32, tag::ab);
+    p->bwd_wei = dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_t, diff_dst, diff_wei), eng));
     p->w_src_t = dnnl::memory(src_t, eng, DNNL_MEMORY_NONE);
-    p->w_diff_dst = dnnl::memory(dst, eng, DNNL_MEMORY_NONE);
-    p->w_diff_wei = dnnl::memory(wei, eng, DNNL_MEMORY_NONE);
+    p->w_diff_dst = dnnl::memory(diff_dst, eng, DNNL_MEMORY_NONE);
+    p->w_diff_wei = dnnl::memory(diff_wei, eng, DNNL_MEMORY_NONE);
+    if (bf16) {
+      p->src_b.Allocate(B * in_);
+      p->wei_b.Allocate(in_ * out_);
+      p->dy_b.Allocate(B * out_);
+      p->f_src.set_data_handle(p->src_b.get());
+      p->w_src_t.set_data_handle(p->src_b.get());
+      p->f_wei.set_data_handle(p->wei_b.get());
+      p->d_wei_t.set_data_handle(p->wei_b.get());
+      p->d_diff_dst.set_data_handle(p->dy_b.get());
+      p->w_diff_dst.set_data_handle(p->dy_b.get());
+    }
     p->fwd_args = {{DNNL_ARG_SRC, p->f_src}, {DNNL_ARG_WEIGHTS, p->f_wei}, {DNNL_ARG_BIAS, p->f_bia},
                    {DNNL_ARG_DST, p->f_dst}};
     p->fwd_nobias_args = {{DNNL_ARG_SRC, p->f_src}, {DNNL_ARG_WEIGHTS, p->f_wei}, {DNNL_ARG_DST, p->f_dst}};
     p->bwd_data_args = {{DNNL_ARG_SRC, p->d_diff_dst}, {DNNL_ARG_WEIGHTS, p->d_wei_t}, {DNNL_ARG_DST, p->d_diff_src}};
     p->bwd_wei_args = {{DNNL_ARG_SRC, p->w_src_t}, {DNNL_ARG_WEIGHTS, p->w_diff_dst}, {DNNL_ARG_DST, p->w_diff_wei}};
   } catch (const dnnl::error& e) {
+    if (e.status == dnnl_unimplemented)
+      return UnimplementedError(shape + ": oneDNN has no matmul implementation for it: " + e.what());
     return InternalError(shape + ": oneDNN: " + e.what());
   }
   last_ = p.get();
@@ -113,8 +163,15 @@ FullyConnected::Prims* FullyConnected::Get(int64_t B) {
 
 void FullyConnected::Forward(int64_t B, const float* src, const float* wei, const float* bia, float* dst) {
   Prims* p = Get(B);
-  p->f_src.set_data_handle(const_cast<float*>(src));
-  p->f_wei.set_data_handle(const_cast<float*>(wei));
+  if (type_ == DataType::kBF16) {
+    ConvertF32ToBf16(src, p->src_b.get(), B * in_);
+    ConvertF32ToBf16(wei, p->wei_b.get(), in_ * out_);
+    p->converted_src = src;
+    p->converted_wei = wei;
+  } else {
+    p->f_src.set_data_handle(const_cast<float*>(src));
+    p->f_wei.set_data_handle(const_cast<float*>(wei));
+  }
   p->f_dst.set_data_handle(dst);
   if (bia != nullptr) {
     p->f_bia.set_data_handle(const_cast<float*>(bia));
@@ -128,14 +185,26 @@ void FullyConnected::Forward(int64_t B, const float* src, const float* wei, cons
 void FullyConnected::Backward(int64_t B, const float* src, const float* wei, const float* diff_dst, float* diff_src,
                               float* diff_wei, float* diff_bia) {
   Prims* p = Get(B);
-  if (diff_src != nullptr) {
+  if (type_ == DataType::kBF16) {
+    if (src != p->converted_src) {
+      ConvertF32ToBf16(src, p->src_b.get(), B * in_);
+      p->converted_src = src;
+    }
+    if (diff_src != nullptr && wei != p->converted_wei) {
+      ConvertF32ToBf16(wei, p->wei_b.get(), in_ * out_);
+      p->converted_wei = wei;
+    }
+    ConvertF32ToBf16(diff_dst, p->dy_b.get(), B * out_);
+  } else {
     p->d_diff_dst.set_data_handle(const_cast<float*>(diff_dst));
     p->d_wei_t.set_data_handle(const_cast<float*>(wei));
+    p->w_src_t.set_data_handle(const_cast<float*>(src));
+    p->w_diff_dst.set_data_handle(const_cast<float*>(diff_dst));
+  }
+  if (diff_src != nullptr) {
     p->d_diff_src.set_data_handle(diff_src);
     p->bwd_data.execute(p->stream, p->bwd_data_args);
   }
-  p->w_src_t.set_data_handle(const_cast<float*>(src));
-  p->w_diff_dst.set_data_handle(const_cast<float*>(diff_dst));
   p->w_diff_wei.set_data_handle(diff_wei);
   p->bwd_wei.execute(p->stream, p->bwd_wei_args);
   p->stream.wait();

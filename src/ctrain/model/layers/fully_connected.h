@@ -16,11 +16,22 @@
 // the thread count at creation, hence the thread count in the cache key.) Transposes are
 // expressed through strides (format tag `ba`), so no copies are made.
 //
-// Precision: only f32 is implemented. The `DataType` enum is where bf16
-// (bf16 src/wei with f32 accumulation and f32 dst) will be added; asking for a
-// type that is not implemented is an Unimplemented error from Prepare.
-//
-// Determinism: for a fixed OpenMP thread count oneDNN's f32 GEMM is run-to-run
+// Precision (DataType):
+//   kF32:  f32 operands, f32 accumulation.
+//   kBF16: mixed precision as in oneDNN's / TF's bf16 training. Inputs,
+//     outputs, weights, bias and all gradients stay f32 in the caller's
+//     buffers; inside the layer the GEMM operands src and wei (Forward) and
+//     diff_dst (Backward) are rounded to bf16 (round to nearest even, bf16.h)
+//     into layer-owned buffers, multiplied with f32 accumulation (VDPBF16PS)
+//     and written as f32. diff_bia is the f32 column sum of the f32 diff_dst.
+//     Forward converts src and wei; Backward reuses those bf16 copies when it
+//     gets the same src and wei pointers as the last Forward with this B (so
+//     W is converted once per step), and converts again otherwise. Contents
+//     behind those pointers must not change in between (they do not within a
+//     DeepFM step). Error per output element, relative to the exact f32
+//     product: |err| <= (2·2^-8 + 2^-16)·Σ|a||b| + f32 accumulation error.
+//     Needs AVX512_BF16 (Bf16GemmSupported()); there is no silent f32 fallback.
+// Determinism: for a fixed OpenMP thread count oneDNN's f32 and bf16 GEMMs are run-to-run
 // reproducible; diff_bia uses a fixed order.
 // Thread safety: one FullyConnected per thread (it owns a stream and caches).
 #pragma once
@@ -31,10 +42,14 @@
 #include <utility>
 
 #include "ctrain/base/status.h"
+#include "ctrain/model/layers/bf16.h"
 
 namespace ctrain::model {
 
 enum class DataType { kF32 = 0, kBF16 = 1 };
+
+// "f32" / "bf16".
+const char* DataTypeName(DataType type);
 
 class FullyConnected {
  public:
@@ -47,16 +62,22 @@ class FullyConnected {
 
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
+  DataType type() const { return type_; }
 
   // Creates (once) the primitives for batch size B. Cheap when already prepared.
-  // Errors: InvalidArgument (B, in or out < 1), Unimplemented (a DataType other
-  // than kF32), Internal (oneDNN refused the descriptors; message names the shape).
+  // Errors: InvalidArgument (B, in or out < 1); FailedPrecondition (kBF16 on a
+  // CPU without AVX512_BF16: "<shape>: bf16 GEMM needs a CPU with AVX512_BF16
+  // (oneDNN's effective ISA here is <isa>)"); Unimplemented (an unknown
+  // DataType, or oneDNN has no implementation for the shape/type); Internal
+  // (oneDNN refused the descriptors). Messages start with the shape
+  // "fully_connected mb<B>ic<in>oc<out>[ bf16]".
   Status Prepare(int64_t B);
 
   // REQUIRES: the last Prepare call was Prepare(B) and returned OK, with the
   // same OpenMP thread count as now. bia may be null (no bias).
   void Forward(int64_t B, const float* src, const float* wei, const float* bia, float* dst);
   // REQUIRES: as Forward. diff_src may be null; diff_bia may be null.
+  // kBF16: see Precision above for the reuse of Forward's bf16 copies.
   void Backward(int64_t B, const float* src, const float* wei, const float* diff_dst, float* diff_src,
                 float* diff_wei, float* diff_bia);
 
