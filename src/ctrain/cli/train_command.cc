@@ -17,6 +17,7 @@
 #include "ctrain/data/pipeline.h"
 #include "ctrain/data/shard.h"
 #include "ctrain/io/file.h"
+#include "ctrain/model/layers/bf16.h"
 #include "ctrain/train/autotune.h"
 #include "ctrain/train/trainer.h"
 
@@ -60,6 +61,7 @@ struct TrainFlags {
   int32_t embedding_size = 32;
   float dropout = 0.5f;
   bool batch_norm = false;
+  std::string mixed_precision = "f32";
   float l2_reg = 0.0f;
   std::string metrics_json;
   std::string config;
@@ -208,6 +210,16 @@ Status RunTrain(TrainFlags& fl) {
   o.model.dropout = fl.dropout;
   o.model.batch_norm = fl.batch_norm;
   o.model.l2_reg = fl.l2_reg;
+  // Mixed precision is a runtime choice, not part of the model: checkpoints stay f32
+  // and a run may resume with the other setting.
+  if (fl.mixed_precision == "bf16" || fl.mixed_precision == "mixed_bfloat16") {
+    CTRAIN_RETURN_IF_ERROR(model::Bf16GemmSupported());
+    o.model.gemm_dtype = model::DataType::kBF16;
+  } else if (fl.mixed_precision == "f32" || fl.mixed_precision == "float32") {
+    o.model.gemm_dtype = model::DataType::kF32;
+  } else {
+    return InvalidArgumentError("--mixed-precision: expected f32 or bf16, got '" + fl.mixed_precision + "'");
+  }
   o.model.field_size = fl.data.field_size;
   o.model.feature_size = fl.data.feature_size;
   o.optimizer.name = fl.optimizer;
@@ -316,10 +328,11 @@ Status RunTrain(TrainFlags& fl) {
   const int32_t intra = o.parallel.intra_op_threads > 0 ? o.parallel.intra_op_threads
                                                         : std::max(1, train::AvailableCpus() / replicas);
   std::fprintf(stderr,
-               "ctrain: DeepFM F=%d K=%d deep=%s dropout=%g%s l2=%g | %s lr=%g batch=%lld epochs=%d | "
+               "ctrain: DeepFM F=%d K=%d deep=%s dropout=%g%s l2=%g gemm=%s | %s lr=%g batch=%lld epochs=%d | "
                "threads: intra_op=%d towers=%d hogwild=%d%s\n",
                o.model.field_size, o.model.embedding_size, fl.deep_layers.c_str(), o.model.dropout,
-               o.model.batch_norm ? " bn" : "", o.model.l2_reg, o.optimizer.name.c_str(), o.optimizer.learning_rate,
+               o.model.batch_norm ? " bn" : "", o.model.l2_reg, model::DataTypeName(o.model.gemm_dtype),
+               o.optimizer.name.c_str(), o.optimizer.learning_rate,
                static_cast<long long>(o.batch_size), o.epochs, intra, o.parallel.towers, o.parallel.hogwild,
                o.parallel.affinity ? " affinity" : "");
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer, train::Trainer::Create(o));
@@ -456,6 +469,10 @@ Command AddTrainCommand(CLI::App& app) {
   sub->add_option("--batch-norm,--batch_norm", fl->batch_norm, "Batch normalisation after each hidden layer")
       ->capture_default_str();
   sub->add_option("--l2-reg,--l2_reg", fl->l2_reg, "L2 on the embedding rows of each batch")->capture_default_str();
+  sub->add_option("--mixed-precision,--mixed_precision", fl->mixed_precision,
+                  "GEMM precision: f32, or bf16 (mixed precision: bf16 operands, f32 accumulation and master "
+                  "weights; needs AVX512_BF16)")
+      ->capture_default_str();
   sub->add_option("--batch-size,--batch_size", o.batch_size, "Examples per step")->capture_default_str();
   sub->add_option("--epochs,--num-epochs,--num_epochs", o.epochs, "Passes over the training data")
       ->capture_default_str();
