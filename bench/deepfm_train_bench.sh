@@ -44,6 +44,21 @@ for i in $(seq "$REPEAT"); do
 done
 CT=$(echo "$CT_RUNS" | stats)
 
+# Mixed precision (bf16 GEMM operands, f32 accumulation/master weights) where the CPU has AVX512_BF16.
+CT16=null
+if grep -q avx512_bf16 /proc/cpuinfo; then
+  echo "== ctrain train --mixed-precision bf16 x $REPEAT" >&2
+  CT16_RUNS=""
+  for i in $(seq "$REPEAT"); do
+    "$CTRAIN" train --train "$DATA" --field-size 39 --feature-size $FEATURES --embedding-size 32 \
+      --deep-layers 400,400,400 --dropout 0.5 --batch-size 1024 --epochs 1 --learning-rate 0.0005 \
+      --intra-op-parallelism-threads "$THREADS" --mixed-precision bf16 --progress none \
+      --metrics-json "$OUT_DIR/ct16_$i.json" >&2
+    CT16_RUNS="$CT16_RUNS $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["examples_per_sec"])' "$OUT_DIR/ct16_$i.json")"
+  done
+  CT16=$(echo "$CT16_RUNS" | stats)
+fi
+
 ROOFLINE=null
 if [ -x "$ROOF" ]; then
   echo "== sgemm roofline x $REPEAT" >&2
@@ -57,35 +72,44 @@ else
   echo "(no $ROOF: configure with -DCTRAIN_BUILD_BENCH=ON)" >&2
 fi
 
-peer() {  # $1 = script, $2 = label
-  local script="bench/peers/$1"
+peer() {  # $1 = script, $2 = label, $3... = extra flags
+  local script="bench/peers/$1" label=$2
+  shift 2
   [ -f "$script" ] || { echo "null"; return; }
   local runs=""
   for i in $(seq "$REPEAT"); do
     if ! python3 "$script" --train "$DATA" --field-size 39 --feature-size $FEATURES --embedding-size 32 \
         --deep-layers 400,400,400 --dropout 0.5 --batch-size 1024 --epochs 1 --learning-rate 0.0005 \
-        --best-of "1,$THREADS" > "$OUT_DIR/$2_$i.json" 2> "$OUT_DIR/$2_$i.err"; then
-      echo "($2 peer failed; see $OUT_DIR/$2_$i.err)" >&2
+        --best-of "1,$THREADS" "$@" > "$OUT_DIR/${label}_$i.json" 2> "$OUT_DIR/${label}_$i.err"; then
+      echo "($label peer failed; see $OUT_DIR/${label}_$i.err)" >&2
       echo "null"; return
     fi
-    runs="$runs $(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["best"]["examples_per_sec"])' "$OUT_DIR/$2_$i.json")"
+    runs="$runs $(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["best"]["examples_per_sec"])' "$OUT_DIR/${label}_$i.json")"
   done
   echo "$runs" | stats
 }
 echo "== PyTorch peer (best of 1 and $THREADS threads) x $REPEAT" >&2
 TORCH=$(peer deepfm_torch.py pytorch)
+TORCH16=null
+if [ "$CT16" != null ]; then
+  echo "== PyTorch peer, bf16 autocast (best of 1 and $THREADS threads) x $REPEAT" >&2
+  TORCH16=$(peer deepfm_torch.py pytorch_bf16 --bf16)
+fi
 echo "== TensorFlow peer x $REPEAT" >&2
 TF=$(peer deepfm_tf.py tensorflow)
 
-python3 - "$CT" "$ROOFLINE" "$TORCH" "$TF" "$ROWS" "$THREADS" <<'EOF'
+python3 - "$CT" "$ROOFLINE" "$TORCH" "$TF" "$CT16" "$TORCH16" "$ROWS" "$THREADS" <<'EOF'
 import json, sys
-ct, roof, torch, tf = (json.loads(a) for a in sys.argv[1:5])
+ct, roof, torch, tf, ct16, torch16 = (json.loads(a) for a in sys.argv[1:7])
 ratio = lambda a, b: (a["median"] / b["median"]) if a and b and b["median"] > 0 else None
 print(json.dumps({
-    "bench": "deepfm_train", "rows": int(sys.argv[5]), "threads": int(sys.argv[6]),
+    "bench": "deepfm_train", "rows": int(sys.argv[7]), "threads": int(sys.argv[8]),
     "config": "batch 1024, K 32, 400-400-400, dropout 0.5, adam",
     "ctrain_examples_per_sec": ct, "roofline_examples_per_sec": roof,
     "pytorch_examples_per_sec": torch, "tensorflow_examples_per_sec": tf,
     "ctrain_over_roofline": ratio(ct, roof), "ctrain_over_best_pytorch": ratio(ct, torch),
-    "ctrain_over_tensorflow": ratio(ct, tf)}))
+    "ctrain_over_tensorflow": ratio(ct, tf),
+    "ctrain_bf16_examples_per_sec": ct16, "pytorch_bf16_autocast_examples_per_sec": torch16,
+    "ctrain_bf16_over_pytorch_bf16": ratio(ct16, torch16),
+    "ctrain_bf16_over_f32_roofline": ratio(ct16, roof)}))
 EOF

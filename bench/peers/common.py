@@ -184,6 +184,8 @@ def add_train_args(p):
                    help="first steps run but not timed")
     p.add_argument("--no-shuffle", action="store_true")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--bf16", action="store_true",
+                   help="pytorch: torch.autocast(cpu, bfloat16) mixed precision (ctrain's --mixed-precision bf16)")
     p.add_argument("--best-of", default=None,
                    help="e.g. 1,2: run each thread count in a subprocess, report all + best")
 

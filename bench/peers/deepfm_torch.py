@@ -117,8 +117,9 @@ def main(argv):
             if step == a.warmup_steps:
                 t0, c0 = common.now(), common.cpu_now()
             y = ep_labels[start:start + b]
-            logits = model(ep_ids[start:start + b], ep_vals[start:start + b])
-            loss = loss_fn(logits, y)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+                logits = model(ep_ids[start:start + b], ep_vals[start:start + b])
+            loss = loss_fn(logits.float(), y)
             opt_sparse.zero_grad(set_to_none=True)
             opt_dense.zero_grad(set_to_none=True)
             loss.backward()
@@ -142,6 +143,7 @@ def main(argv):
         "peer": "pytorch",
         "torch": torch.__version__,
         "threads": a.threads,
+        "precision": "bf16-autocast" if a.bf16 else "f32",
         "examples_per_sec": timed_examples / seconds if seconds > 0 else 0.0,
         "steps": step,
         "timed_steps": timed_steps,

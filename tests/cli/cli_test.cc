@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -171,6 +172,21 @@ TEST_F(CliTest, LibFfmIsNotLibSvm) {
   EXPECT_NE(r.out.find("criteo_xlearn_small_train.libffm:1:"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, InspectReadsFifoAndStdinWithFormatDetection) {
+  // Regression: detection used to reopen the input, losing the first bytes of a FIFO.
+  ASSERT_EQ(RunCtrain("synth --rows 3000 --format libsvm --output " + P("s.libsvm")).exit_code, 0);
+  ASSERT_EQ(RunCtrain("synth --rows 2000 --format tfrecord --compression gzip --output " + P("s.tfr")).exit_code, 0);
+  ASSERT_EQ(::mkfifo(P("fifo").c_str(), 0600), 0);
+  for (const auto& [file, records] : {std::pair{P("s.libsvm"), 3000}, std::pair{P("s.tfr"), 2000}}) {
+    RunResult r = RunCtrain("inspect --json " + P("fifo") + " & cat " + file + " > " + P("fifo") + "; wait");
+    std::string json_line = r.out.substr(0, r.out.find('\n'));
+    auto j = nlohmann::json::parse(json_line);
+    EXPECT_EQ(j["records"], records) << r.out;
+    RunResult s = RunCtrain("inspect --json - < " + file);
+    EXPECT_EQ(nlohmann::json::parse(s.out)["records"], records) << s.out;
+  }
+}
+
 TEST_F(CliTest, SynthIsDeterministic) {
   ASSERT_EQ(RunCtrain("synth --rows 300 --format libsvm --output " + P("a.libsvm")).exit_code, 0);
   ASSERT_EQ(RunCtrain("synth --rows 300 --format libsvm --output " + P("b.libsvm")).exit_code, 0);
@@ -247,6 +263,8 @@ TEST_F(CliTest, BadUsageAndMissingFiles) {
   EXPECT_NE(RunCtrain("inspect " + P("nope.tfrecord")).out.find("NotFound"), std::string::npos);
   EXPECT_EQ(RunCtrain("frobnicate").exit_code, 2);
   EXPECT_EQ(RunCtrain("convert -i x").exit_code, 2);  // --output is required
+  EXPECT_EQ(RunCtrain("synth --rows 5 --id-base -3 -o " + P("neg.libsvm") + " --format libsvm").exit_code, 1);
+  EXPECT_NE(RunCtrain("synth --rows 5 --format csv -o " + P("x.csv")).out.find("libsvm or tfrecord"), std::string::npos);
   EXPECT_EQ(RunCtrain("inspect --help").exit_code, 0);
 }
 

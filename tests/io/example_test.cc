@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstring>
 #include <filesystem>
 #include <initializer_list>
@@ -284,6 +286,17 @@ TEST(SeedExample, Errors) {
   s.ids_key = "values";
   ExpectError(ParseSeedExample("", s, &o.label, o.ids, o.values), StatusCode::kInvalidArgument,
               "invalid seed schema: field_size 39 must be >= 0 and keys 'label', 'values', 'values' must differ");
+}
+
+TEST(SeedExample, NonFiniteValuesAreErrors) {
+  SeedOut o;
+  const std::string label = FloatFeature(PackedFloats({1}));
+  const std::string ids3 = Int64Feature(PackedInts({1, 2, 3}));
+  ExpectError(ParseSeed(SeedRecord(label, ids3, FloatFeature(PackedFloats({1, NAN, 1}))), 3, &o),
+              StatusCode::kInvalidArgument, "feature 'values': value 1 of 3 is nan, expected a finite number");
+  Status inf = ParseSeed(SeedRecord(label, ids3, FloatFeature(PackedFloats({1, 1, -INFINITY}))), 3, &o);
+  EXPECT_EQ(inf.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(inf.message().find("value 2 of 3 is -inf"), std::string_view::npos) << inf.ToString();
 }
 
 TEST(SeedExample, EmptyFieldSize) {

@@ -27,10 +27,15 @@ struct InspectFlags {
   bool json_out = false;
 };
 
-StatusOr<json> InspectTFRecord(const std::string& path, io::Compression c, json out) {
+// Each inspector gets the already decompressed stream (opened once, so FIFOs and
+// stdin work with format detection).
+using Stream = std::unique_ptr<io::SequentialFile>;
+
+StatusOr<json> InspectTFRecord(Stream f, json out) {
   io::TFRecordReaderOptions o;
-  o.compression = c;
-  CTRAIN_ASSIGN_OR_RETURN(auto r, io::TFRecordReader::Open(path, o));
+  o.compression = io::Compression::kNone;
+  CTRAIN_ASSIGN_OR_RETURN(auto r, io::TFRecordReader::FromFile(std::move(f), o));
+  const std::string path = r->name();
   io::ExampleSchemaSummary summary;
   std::string_view rec;
   for (;;) {
@@ -41,7 +46,6 @@ StatusOr<json> InspectTFRecord(const std::string& path, io::Compression c, json 
       return s.WithContext(path + ": record " + std::to_string(r->record_index()) + " at offset " +
                            std::to_string(r->record_offset()));
   }
-  out["compression"] = io::CompressionName(r->compression());
   out["records"] = r->counters().records;
   json feats = json::array();
   for (const auto& f : summary.Features()) {
@@ -58,9 +62,7 @@ StatusOr<json> InspectTFRecord(const std::string& path, io::Compression c, json 
   return out;
 }
 
-StatusOr<json> InspectLibSvm(const std::string& path, io::Compression c, int32_t id_base, json out) {
-  io::Compression detected;
-  CTRAIN_ASSIGN_OR_RETURN(auto f, io::OpenForRead(path, c, &detected));
+StatusOr<json> InspectLibSvm(Stream f, int32_t id_base, json out) {
   io::LibSvmOptions o;
   o.variable_length = true;
   o.field_size = 1 << 16;
@@ -85,7 +87,6 @@ StatusOr<json> InspectLibSvm(const std::string& path, io::Compression c, int32_t
     ++labels[label > 0.5f];
   }
   const auto& k = r->counters();
-  out["compression"] = io::CompressionName(detected);
   out["records"] = k.records;
   out["fields_per_line"] = {{"min", k.records ? min_fields : 0}, {"max", max_fields}};
   // Ids as written in the file (id_base added back).
@@ -97,9 +98,7 @@ StatusOr<json> InspectLibSvm(const std::string& path, io::Compression c, int32_t
   return out;
 }
 
-StatusOr<json> InspectCriteo(const std::string& path, io::Compression c, data::RecordFormat fmt, json out) {
-  io::Compression detected;
-  CTRAIN_ASSIGN_OR_RETURN(auto f, io::OpenForRead(path, c, &detected));
+StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, json out) {
   io::CriteoReaderOptions o;
   o.format = fmt == data::RecordFormat::kCriteoCsv ? io::CriteoFormat::kCsv : io::CriteoFormat::kTsv;
   CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(f), o));
@@ -116,7 +115,6 @@ StatusOr<json> InspectCriteo(const std::string& path, io::Compression c, data::R
     for (int j = 0; j < io::kCriteoCategorical; ++j) missing_cat += !row.has_categorical(j);
   }
   const auto& k = r->counters();
-  out["compression"] = io::CompressionName(detected);
   out["records"] = k.records;
   out["labels"] = {{"0", labels[0]}, {"1", labels[1]}};
   out["missing_integer_cells"] = missing_num;
@@ -126,9 +124,7 @@ StatusOr<json> InspectCriteo(const std::string& path, io::Compression c, data::R
   return out;
 }
 
-StatusOr<json> InspectLibFfm(const std::string& path, io::Compression c, json out) {
-  io::Compression detected;
-  CTRAIN_ASSIGN_OR_RETURN(auto f, io::OpenForRead(path, c, &detected));
+StatusOr<json> InspectLibFfm(Stream f, json out) {
   CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibFfmReader::Open(std::move(f)));
   float label;
   const std::vector<io::FfmTriple>* t;
@@ -146,7 +142,6 @@ StatusOr<json> InspectLibFfm(const std::string& path, io::Compression c, json ou
     ++labels[label > 0.5f];
   }
   const auto& k = r->counters();
-  out["compression"] = io::CompressionName(detected);
   out["records"] = k.records;
   out["triples_per_line"] = {{"min", k.records ? min_n : 0}, {"max", max_n}};
   out["max_field"] = max_field;
@@ -159,17 +154,16 @@ StatusOr<json> InspectLibFfm(const std::string& path, io::Compression c, json ou
 StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   CTRAIN_ASSIGN_OR_RETURN(io::Compression c, io::ParseCompression(fl.compression));
   CTRAIN_ASSIGN_OR_RETURN(data::RecordFormat fmt, data::ParseRecordFormat(fl.format));
-  if (fmt == data::RecordFormat::kAuto) {
-    if (path == "-") return InvalidArgumentError("inspect of standard input needs an explicit --format");
-    CTRAIN_ASSIGN_OR_RETURN(data::SniffResult sniff, data::SniffFile(path, c));
-    fmt = sniff.format;
-  }
-  json out = {{"file", path}, {"format", data::RecordFormatName(fmt)}};
-  switch (fmt) {
-    case data::RecordFormat::kTFRecord: return InspectTFRecord(path, c, std::move(out));
-    case data::RecordFormat::kLibSvm: return InspectLibSvm(path, c, fl.id_base, std::move(out));
-    case data::RecordFormat::kLibFfm: return InspectLibFfm(path, c, std::move(out));
-    default: return InspectCriteo(path, c, fmt, std::move(out));
+  CTRAIN_ASSIGN_OR_RETURN(Stream raw, io::OpenSequentialFile(path));
+  CTRAIN_ASSIGN_OR_RETURN(data::SniffedStream in, data::SniffStream(std::move(raw), c, fmt));
+  json out = {{"file", path},
+              {"format", data::RecordFormatName(in.format)},
+              {"compression", io::CompressionName(in.compression)}};
+  switch (in.format) {
+    case data::RecordFormat::kTFRecord: return InspectTFRecord(std::move(in.stream), std::move(out));
+    case data::RecordFormat::kLibSvm: return InspectLibSvm(std::move(in.stream), fl.id_base, std::move(out));
+    case data::RecordFormat::kLibFfm: return InspectLibFfm(std::move(in.stream), std::move(out));
+    default: return InspectCriteo(std::move(in.stream), in.format, std::move(out));
   }
 }
 
@@ -200,7 +194,7 @@ void PrintText(const json& j) {
 Command AddInspectCommand(CLI::App& app) {
   auto fl = std::make_shared<InspectFlags>();
   CLI::App* sub = app.add_subcommand("inspect", "Read every record of FILEs; print format, compression, count and schema");
-  sub->add_option("files", fl->files, "Files to inspect ('-' = stdin, needs --format)")->required();
+  sub->add_option("files", fl->files, "Files to inspect ('-' = stdin; FIFOs work too)")->required();
   sub->add_option("--format", fl->format, "auto|libsvm|tfrecord|criteo-tsv|criteo-csv|libffm")->capture_default_str();
   sub->add_option("--compression", fl->compression, "auto|none|gzip|zlib")->capture_default_str();
   sub->add_option("--id-base,--id_base", fl->id_base, "LibSVM id base (ids are reported as written)");

@@ -18,9 +18,13 @@ struct SynthFlags {
 };
 
 Status Synth(const SynthFlags& fl) {
+  if (fl.id_base < 0) return InvalidArgumentError("--id-base must be >= 0, got " + std::to_string(fl.id_base));
   CTRAIN_ASSIGN_OR_RETURN(auto gen, data::SynthGenerator::Create(fl.synth));
   data::ExampleWriterOptions wo;
-  CTRAIN_ASSIGN_OR_RETURN(wo.format, data::ParseRecordFormat(fl.format));
+  auto fmt = data::ParseRecordFormat(fl.format);
+  if (!fmt.ok() || (*fmt != data::RecordFormat::kLibSvm && *fmt != data::RecordFormat::kTFRecord))
+    return InvalidArgumentError("synth writes --format libsvm or tfrecord, not '" + fl.format + "'");
+  wo.format = *fmt;
   CTRAIN_ASSIGN_OR_RETURN(wo.compression, io::ParseCompression(fl.compression));
   wo.id_base = fl.id_base;
   CTRAIN_ASSIGN_OR_RETURN(auto w, data::OpenExampleWriter(fl.output, wo));

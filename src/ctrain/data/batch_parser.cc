@@ -78,6 +78,18 @@ Status BatchParser::ParseOne(std::string_view rec, const RecordSource& src, floa
   return InternalError(Name(src) + ": record with unresolved format");
 }
 
+Status BatchParser::ParseChecked(std::string_view rec, const RecordSource& src, float* label, int64_t* ids,
+                                 float* values) {
+  CTRAIN_RETURN_IF_ERROR(ParseOne(rec, src, label, ids, values));
+  if (options_.id_limit <= 0) return Status::OK();
+  const bool text = src.format != RecordFormat::kTFRecord;
+  const int32_t base = src.format == RecordFormat::kLibSvm ? options_.id_base : 0;
+  return CheckIdRange(ids, options_.field_size, options_.id_limit, base,
+                      text ? Name(src) + ":" + std::to_string(src.index)
+                           : Name(src) + ": record " + std::to_string(src.index) + " at offset " +
+                                 std::to_string(src.offset));
+}
+
 Status BatchParser::Parse(const RawBatch& raw, Batch* out) {
   const int32_t f = options_.field_size;
   const size_t b = raw.size();
@@ -88,7 +100,7 @@ Status BatchParser::Parse(const RawBatch& raw, Batch* out) {
   out->values.resize(b * f);
   for (size_t i = 0; i < b; ++i)
     CTRAIN_RETURN_IF_ERROR(
-        ParseOne(raw.record(i), raw.sources[i], &out->labels[i], &out->ids[i * f], &out->values[i * f]));
+        ParseChecked(raw.record(i), raw.sources[i], &out->labels[i], &out->ids[i * f], &out->values[i * f]));
   return Status::OK();
 }
 

@@ -43,6 +43,8 @@ class BatchParser {
  private:
   BatchParser() = default;
   Status ParseOne(std::string_view rec, const RecordSource& src, float* label, int64_t* ids, float* values);
+  // ParseOne + the options_.id_limit range check with the record's location.
+  Status ParseChecked(std::string_view rec, const RecordSource& src, float* label, int64_t* ids, float* values);
   std::string Name(const RecordSource& src) const { return names_ ? names_(src.file, src.pass) : "<input>"; }
 
   ExampleReaderOptions options_;

@@ -74,10 +74,13 @@ RecordFormat SniffText(std::string_view b) {
 
 class LibSvmExampleReader final : public ExampleReader {
  public:
-  LibSvmExampleReader(std::unique_ptr<io::LibSvmReader> r, io::Compression c) : r_(std::move(r)), c_(c) {}
+  LibSvmExampleReader(std::unique_ptr<io::LibSvmReader> r, io::Compression c, int64_t id_limit, int32_t id_base)
+      : r_(std::move(r)), c_(c), id_limit_(id_limit), id_base_(id_base) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     int32_t n = 0;
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(label, ids, values, &n));
+    if (more && id_limit_ > 0)
+      CTRAIN_RETURN_IF_ERROR(CheckIdRange(ids, n, id_limit_, id_base_, r_->name() + ":" + std::to_string(r_->line_number())));
     return more;
   }
   RecordFormat format() const override { return RecordFormat::kLibSvm; }
@@ -93,17 +96,21 @@ class LibSvmExampleReader final : public ExampleReader {
  private:
   std::unique_ptr<io::LibSvmReader> r_;
   io::Compression c_;
+  int64_t id_limit_;
+  int32_t id_base_;
 };
 
 class TFRecordExampleReader final : public ExampleReader {
  public:
-  TFRecordExampleReader(std::unique_ptr<io::TFRecordReader> r, io::Compression c, io::SeedSchema schema)
-      : r_(std::move(r)), c_(c), schema_(std::move(schema)) {}
+  TFRecordExampleReader(std::unique_ptr<io::TFRecordReader> r, io::Compression c, io::SeedSchema schema,
+                        int64_t id_limit)
+      : r_(std::move(r)), c_(c), schema_(std::move(schema)), id_limit_(id_limit) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     std::string_view rec;
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(&rec));
     if (!more) return false;
     Status s = io::ParseSeedExample(rec, schema_, label, ids, values);
+    if (s.ok() && id_limit_ > 0) s = CheckIdRange(ids, schema_.field_size, id_limit_, 0, "");
     if (!s.ok())
       return s.WithContext(r_->name() + ": record " + std::to_string(r_->record_index()) + " at offset " +
                            std::to_string(r_->record_offset()));
@@ -123,6 +130,7 @@ class TFRecordExampleReader final : public ExampleReader {
   std::unique_ptr<io::TFRecordReader> r_;
   io::Compression c_;  // of the file (r_ reads the already decompressed stream)
   io::SeedSchema schema_;
+  int64_t id_limit_;
   uint64_t records_ = 0;
 };
 
@@ -130,7 +138,7 @@ class CriteoExampleReader final : public ExampleReader {
  public:
   CriteoExampleReader(std::unique_ptr<io::CriteoReader> r, io::Compression c, RecordFormat f,
                       const ExampleReaderOptions& o)
-      : r_(std::move(r)), c_(c), f_(f), hash_{o.feature_size, 0}, vocab_(o.vocabulary) {}
+      : r_(std::move(r)), c_(c), f_(f), hash_{o.feature_size, 0}, vocab_(o.vocabulary), id_limit_(o.id_limit) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(&row_));
     if (!more) return false;
@@ -139,6 +147,9 @@ class CriteoExampleReader final : public ExampleReader {
       vocab_->Featurize(row_, ids, values);
     else
       io::HashCriteoRow(row_, hash_, ids, values);
+    if (id_limit_ > 0)
+      CTRAIN_RETURN_IF_ERROR(CheckIdRange(ids, io::kCriteoFields, id_limit_, 0,
+                                          r_->name() + ":" + std::to_string(r_->line_number())));
     return true;
   }
   RecordFormat format() const override { return f_; }
@@ -156,10 +167,27 @@ class CriteoExampleReader final : public ExampleReader {
   RecordFormat f_;
   io::CriteoHashOptions hash_;
   const io::CriteoVocabulary* vocab_;
+  int64_t id_limit_;
   io::CriteoRow row_;
 };
 
 }  // namespace
+
+Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, int32_t id_base,
+                    std::string_view where) {
+  for (int32_t f = 0; f < field_size; ++f) {
+    if (ids[f] >= 0 && ids[f] < id_limit) continue;
+    std::string m(where);
+    if (!m.empty()) m += ": ";
+    m += "field " + std::to_string(f + 1) + " of " + std::to_string(field_size) + ": feature id " +
+         std::to_string(ids[f] + id_base) + " (as written";
+    if (id_base != 0) m += ", id_base " + std::to_string(id_base);
+    m += ") is outside [" + std::to_string(id_base) + ", " + std::to_string(id_limit + id_base) +
+         "): increase --feature-size";
+    return InvalidArgumentError(m);
+  }
+  return Status::OK();
+}
 
 StatusOr<RecordFormat> ParseRecordFormat(std::string_view name) {
   std::string n(name);
@@ -232,7 +260,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
       lo.field_size = options.field_size;
       lo.id_base = options.id_base;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibSvmReader::Open(std::move(o.stream), lo));
-      return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression));
+      return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression, options.id_limit, options.id_base));
     }
     case RecordFormat::kTFRecord: {
       io::TFRecordReaderOptions to;
@@ -242,7 +270,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::TFRecordReader::FromFile(std::move(o.stream), to));
       io::SeedSchema schema = options.schema;
       schema.field_size = options.field_size;
-      return std::unique_ptr<ExampleReader>(new TFRecordExampleReader(std::move(r), o.compression, std::move(schema)));
+      return std::unique_ptr<ExampleReader>(new TFRecordExampleReader(std::move(r), o.compression, std::move(schema), options.id_limit));
     }
     case RecordFormat::kCriteoTsv:
     case RecordFormat::kCriteoCsv: {

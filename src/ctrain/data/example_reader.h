@@ -46,7 +46,16 @@ struct ExampleReaderOptions {
   const io::CriteoVocabulary* vocabulary = nullptr;  // Criteo: map categories via this vocabulary
   bool skip_corrupt_records = false;             // tfrecord: skip CRC-corrupt records (counted)
   uint64_t max_skipped_records = 0;              // cap for the above; exceeding it is an error
+  // When > 0, every id must lie in [0, id_limit) (the trainer passes its
+  // feature_size); otherwise InvalidArgument naming the file, line or record,
+  // the field and the id as written in the file.
+  int64_t id_limit = 0;
 };
+
+// The id-range rule of ExampleReaderOptions::id_limit for one example.
+// `where` is the location prefix ("file:line" or "file: record i at offset o").
+Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, int32_t id_base,
+                    std::string_view where);
 
 class ExampleReader {
  public:

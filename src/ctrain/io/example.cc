@@ -7,6 +7,8 @@
 // recorded in a small Ctx (kind + position) and turned into a Status once.
 #include "ctrain/io/example.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -734,6 +736,14 @@ Status ParseSeedExample(std::string_view record, const SeedSchema& schema, float
   if (!WalkEntryValues(val, fs, c)) return c.ToStatus();
   if (fs.kind != static_cast<int>(FeatureKind::kFloat) || fs.count != f) {
     return Mismatch(vk, "float_list of length " + std::to_string(f), fs.kind, fs.count);
+  }
+  // Same rule as the text formats: a NaN/Inf feature value is bad input, not a
+  // number to train on (it would surface much later as a NaN loss).
+  for (int32_t i = 0; i < f; ++i) {
+    if (!std::isfinite(values[i])) [[unlikely]] {
+      return InvalidArgumentError("feature " + Quoted(vk) + ": value " + std::to_string(i) + " of " +
+                                  std::to_string(f) + " is " + FloatText(values[i]) + ", expected a finite number");
+    }
   }
   return Status::OK();
 }
