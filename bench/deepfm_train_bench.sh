@@ -4,7 +4,7 @@
 # Builds nothing: uses $BUILD_DIR/ctrain and $BUILD_DIR/bench/sgemm_roofline_bench
 # (BUILD_DIR defaults to build/). Steps:
 #   1. `ctrain synth` writes $ROWS rows of Criteo-shaped LibSVM (field_size 39).
-#   2. `ctrain train` on it: batch 1024, embedding 32, 400-400-400, all cores,
+#   2. `ctrain train --input-mode memory` on it (data in memory first, as the peers do): batch 1024, K 32, 400-400-400, all cores,
 #      1 epoch; examples/s read from --metrics-json. Repeated $REPEAT times.
 #   3. sgemm_roofline_bench: oneDNN GFLOP/s on the model's GEMM shapes -> roofline examples/s.
 #   4. bench/peers/deepfm_torch.py --best-of 1,2 and deepfm_tf.py (if present and
@@ -20,6 +20,7 @@ ROWS=${ROWS:-100000}
 REPEAT=${REPEAT:-3}
 THREADS=${THREADS:-$(nproc)}
 OUT_DIR=${OUT_DIR:-$(mktemp -d /tmp/deepfm_bench.XXXXXX)}
+mkdir -p "$OUT_DIR"
 CTRAIN="$BUILD_DIR/ctrain"
 ROOF="$BUILD_DIR/bench/sgemm_roofline_bench"
 FEATURES=117581
@@ -39,7 +40,7 @@ CT_RUNS=""
 for i in $(seq "$REPEAT"); do
   "$CTRAIN" train --train "$DATA" --field-size 39 --feature-size $FEATURES --embedding-size 32 \
     --deep-layers 400,400,400 --dropout 0.5 --batch-size 1024 --epochs 1 --learning-rate 0.0005 \
-    --intra-op-parallelism-threads "$THREADS" --progress none --metrics-json "$OUT_DIR/ct_$i.json" >&2
+    --intra-op-parallelism-threads "$THREADS" --input-mode memory --progress none --metrics-json "$OUT_DIR/ct_$i.json" >&2
   CT_RUNS="$CT_RUNS $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["examples_per_sec"])' "$OUT_DIR/ct_$i.json")"
 done
 CT=$(echo "$CT_RUNS" | stats)
@@ -52,7 +53,7 @@ if grep -q avx512_bf16 /proc/cpuinfo; then
   for i in $(seq "$REPEAT"); do
     "$CTRAIN" train --train "$DATA" --field-size 39 --feature-size $FEATURES --embedding-size 32 \
       --deep-layers 400,400,400 --dropout 0.5 --batch-size 1024 --epochs 1 --learning-rate 0.0005 \
-      --intra-op-parallelism-threads "$THREADS" --mixed-precision bf16 --progress none \
+      --intra-op-parallelism-threads "$THREADS" --mixed-precision bf16 --input-mode memory --progress none \
       --metrics-json "$OUT_DIR/ct16_$i.json" >&2
     CT16_RUNS="$CT16_RUNS $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["examples_per_sec"])' "$OUT_DIR/ct16_$i.json")"
   done

@@ -7,11 +7,12 @@
 # training steps (stream mode: steps + time blocked waiting for input).
 #
 # Usage: bench/train_input_bench.sh [BUILD_DIR] [ROWS] [MAX_STEPS]
-#   defaults: build 2000000 200
+#   defaults: build 2000000 200; REPEAT=3 alternating runs per mode, medians reported
 set -euo pipefail
 BUILD=${1:-build}
 ROWS=${2:-2000000}
 MAX_STEPS=${3:-200}
+REPEAT=${REPEAT:-3}
 BIN="$BUILD/ctrain"
 [ -x "$BIN" ] || { echo "no $BIN (build first)" >&2; exit 1; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/ctrain_train_input_bench.XXXXXX")
@@ -32,19 +33,26 @@ for spec in "tfrecord none" "tfrecord gzip" "libsvm none"; do
   synth_args=(synth --rows "$ROWS" --format "$fmt" -o "$file")
   [ "$comp" = gzip ] && synth_args+=(--compression gzip)
   "$BIN" "${synth_args[@]}" 2>/dev/null
-  "$BIN" train --train "$file" --input-mode memory $MODEL --metrics-json "$WORK/mem.json" 2>"$WORK/mem.err" ||
-    { cat "$WORK/mem.err" >&2; exit 1; }
-  "$BIN" train --train "$file" --input-mode stream $MODEL --metrics-json "$WORK/stream.json" 2>"$WORK/stream.err" ||
-    { cat "$WORK/stream.err" >&2; exit 1; }
-  mem=$(field "$WORK/mem.json" examples_per_sec)
-  str=$(field "$WORK/stream.json" examples_per_sec)
-  wait=$(field "$WORK/stream.json" input_wait_fraction)
-  prec=$(field "$WORK/stream.json" pipeline_records_per_sec)
-  python3 - "$fmt/$comp" "$mem" "$str" "$wait" "$prec" <<'PY'
-import sys
-name, mem, st, wait, prec = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-slow = 100.0 * (mem - st) / mem if mem > 0 else float("nan")
-print(f"{name:<16} {mem:14,.0f} {st:14,.0f} {slow:9.1f}% {wait:12.3f} {prec:14,.0f}")
+  # Alternate the two modes REPEAT times so machine noise hits both alike; report medians.
+  : > "$WORK/runs.txt"
+  for i in $(seq "$REPEAT"); do
+    for mode in memory stream; do
+      "$BIN" train --train "$file" --input-mode $mode $MODEL --metrics-json "$WORK/$mode.json" 2>"$WORK/$mode.err" ||
+        { cat "$WORK/$mode.err" >&2; exit 1; }
+      echo "$mode $(field "$WORK/$mode.json" examples_per_sec) $(field "$WORK/$mode.json" input_wait_fraction) $(field "$WORK/$mode.json" pipeline_records_per_sec)" >> "$WORK/runs.txt"
+    done
+  done
+  python3 - "$fmt/$comp" "$WORK/runs.txt" <<'PY'
+import statistics as st, sys
+name, rows = sys.argv[1], [l.split() for l in open(sys.argv[2])]
+mem = [float(r[1]) for r in rows if r[0] == "memory"]
+stream = [float(r[1]) for r in rows if r[0] == "stream"]
+wait = [float(r[2]) for r in rows if r[0] == "stream"]
+prec = [float(r[3]) for r in rows if r[0] == "stream"]
+m, s = st.median(mem), st.median(stream)
+slow = 100.0 * (m - s) / m if m > 0 else float("nan")
+print(f"{name:<16} {m:14,.0f} {s:14,.0f} {slow:9.1f}% {st.median(wait):12.3f} {st.median(prec):14,.0f}"
+      f"   (memory runs {[round(x) for x in mem]}, stream runs {[round(x) for x in stream]})")
 PY
   grep -h "input-bound" "$WORK/stream.err" || true
 done
