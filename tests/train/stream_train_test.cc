@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -234,6 +235,137 @@ TEST(StreamTrain, CliStdinMatchesFileAndReportsInputWait) {
   EXPECT_EQ(m["steps"], f["steps"]);
   EXPECT_EQ(m["input_wait_fraction"], 0.0);
   EXPECT_FALSE(m.contains("pipeline"));
+}
+
+// A resume must read the same training inputs as the checkpoint (memory mode
+// checks the row count): a different file, an added file or a file whose size
+// changed is refused with FailedPrecondition naming what changed.
+TEST(StreamTrain, ResumeRefusesDifferentInputs) {
+  const std::string dir = TempDir("inputs");
+  TrainOptions o = SmallOptions();
+  o.epochs = 1;
+  o.model_dir = dir + "/m";
+  RunStream(o, Input(0));
+  // The checkpoint records the expanded inputs with their sizes.
+  StatusOr<Checkpoint> ck = LoadLatestCheckpoint(o.model_dir);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  ASSERT_TRUE(ck->meta.contains("train_inputs")) << ck->meta.dump();
+  const nlohmann::json& files = ck->meta["train_inputs"]["files"];
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0]["bytes"].get<int64_t>(), static_cast<int64_t>(io::ReadFileToString(TrainData().path)->size()));
+
+  o.epochs = 2;
+  // A different file (the first 500 rows).
+  const std::string text = *io::ReadFileToString(TrainData().path);
+  size_t cut = 0;
+  for (int i = 0; i < 500; ++i) cut = text.find('\n', cut) + 1;
+  const std::string half = dir + "/half.libsvm";
+  ASSERT_TRUE(io::WriteStringToFileAtomic(half, text.substr(0, cut)).ok());
+  StreamInput other = Input(0);
+  other.files = {half};
+  Status st;
+  RunStream(o, other, &st);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("training inputs differ"), std::string::npos) << st.ToString();
+  EXPECT_NE(st.message().find("half.libsvm"), std::string::npos) << st.ToString();
+  // An added file.
+  StreamInput more = Input(0);
+  more.files.push_back(half);
+  RunStream(o, more, &st);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("adds input 2"), std::string::npos) << st.ToString();
+  // The same name with other contents (another size).
+  const std::string copy = dir + "/copy.libsvm";
+  ASSERT_TRUE(io::WriteStringToFileAtomic(copy, text).ok());
+  TrainOptions c = o;
+  c.model_dir = dir + "/c";
+  c.epochs = 1;
+  StreamInput cin = Input(0);
+  cin.files = {copy};
+  RunStream(c, cin);
+  ASSERT_TRUE(io::WriteStringToFileAtomic(copy, text.substr(0, cut)).ok());
+  c.epochs = 2;
+  RunStream(c, cin, &st);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("is " + std::to_string(cut) + " bytes, it was " + std::to_string(text.size()) + " bytes"),
+            std::string::npos)
+      << st.ToString();
+  // The same inputs resume.
+  RunStream(o, Input(0), &st);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+}
+
+// Every epoch end is checkpointed (keep-last-N), not only the end of training.
+TEST(StreamTrain, CheckpointsAtEveryEpochEnd) {
+  TrainOptions o = SmallOptions();
+  o.epochs = 3;
+  o.model_dir = TempDir("epoch_ckpt");
+  RunStream(o, Input(300));
+  for (int e = 1; e <= 3; ++e) {
+    StatusOr<Checkpoint> ck = LoadCheckpoint(o.model_dir + "/ckpt-" + std::to_string(16 * e) + ".bin");
+    ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+    EXPECT_EQ(ck->meta["epoch"], e);
+    EXPECT_EQ(ck->meta["batch_in_epoch"], 0);
+  }
+}
+
+// With eval_every_steps dividing max_steps, the last step is evaluated once.
+TEST(StreamTrain, EvaluatesAStepOnce) {
+  TrainOptions o = SmallOptions();
+  o.max_steps = 8;
+  o.eval_every_steps = 4;
+  auto t = Trainer::Create(o);
+  ASSERT_TRUE(t.ok());
+  std::vector<std::string> lines;
+  (*t)->set_log_sink([&](const std::string& l) { lines.push_back(l); });
+  TrainResult r;
+  ASSERT_TRUE((*t)->TrainStream(Input(0), &Valid(), &r).ok());
+  int at4 = 0, at8 = 0;
+  for (const std::string& l : lines) {
+    at4 += l.find("step 4: valid auc") != std::string::npos;
+    at8 += l.find("step 8: valid auc") != std::string::npos;
+  }
+  EXPECT_EQ(at4, 1);
+  EXPECT_EQ(at8, 1);
+  EXPECT_FALSE(r.epoch_size_known);  // stopped inside the first epoch
+}
+
+std::string RunCli(const std::string& cmd, int* rc) {
+  const std::string err = TempDir("stderr") + "/err.txt";
+  *rc = std::system((cmd + " 2>" + err).c_str());
+  StatusOr<std::string> s = io::ReadFileToString(err);
+  return s.ok() ? *s : std::string();
+}
+
+// An id >= --feature-size is the reader's error naming file and line, in both
+// input modes (one rule, one message).
+TEST(StreamTrain, CliIdOutOfRangeNamesTheLocation) {
+  const std::string bin = CTRAIN_BINARY;
+  if (::access(bin.c_str(), X_OK) != 0) GTEST_SKIP() << "ctrain binary not built at " << bin;
+  const std::string dir = TempDir("idrange");
+  // 5 rows of 39 fields, 1-based ids 1..39 (+ row); line 3, field 16 has id 118.
+  std::string text;
+  for (int r = 0; r < 5; ++r) {
+    text += r % 2 ? "1" : "0";
+    for (int f = 1; f <= 39; ++f) text += " " + std::to_string(r == 2 && f == 16 ? 118 : f + r) + ":1";
+    text += "\n";
+  }
+  const std::string data = dir + "/bad.libsvm";
+  ASSERT_TRUE(io::WriteStringToFileAtomic(data, text).ok());
+  for (const char* mode : {"stream", "memory"}) {
+    SCOPED_TRACE(mode);
+    int rc = 0;
+    const std::string err = RunCli(bin + " train --input-mode " + std::string(mode) + " --train " + data +
+                                       " --format libsvm --id-base 1 --feature-size 100 --embedding-size 4 "
+                                       "--deep-layers 8 --batch-size 2 --intra-op-parallelism-threads 1 --progress none",
+                                   &rc);
+    EXPECT_NE(rc, 0);
+    EXPECT_NE(err.find("InvalidArgument: " + data +
+                       ":3: field 16 of 39: feature id 118 (as written, id_base 1) is outside [1, 101): "
+                       "increase --feature-size"),
+              std::string::npos)
+        << err;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "ctrain/io/file.h"
 #include "ctrain/train/checkpoint.h"
@@ -263,6 +264,156 @@ TEST(Trainer, CliTrainEvalPredictRoundTrip) {
   StatusOr<std::string> err = io::ReadFileToString(dir + "/err.txt");
   ASSERT_TRUE(err.ok());
   EXPECT_NE(err->find("no_such_flag"), std::string::npos) << *err;
+}
+
+// Every epoch end is checkpointed, in memory mode too; the final checkpoint
+// is unchanged (ResumeIsExact compares it).
+TEST(Trainer, CheckpointsAtEveryEpochEnd) {
+  TrainOptions o = SmallOptions();
+  o.epochs = 3;
+  o.model_dir = TempDir("epoch_ckpt");
+  RunTraining(o, nullptr);
+  for (int e = 1; e <= 3; ++e) {
+    StatusOr<Checkpoint> ck = LoadCheckpoint(o.model_dir + "/ckpt-" + std::to_string(47 * e) + ".bin");
+    ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+    EXPECT_EQ(ck->meta["epoch"], e);
+    EXPECT_EQ(ck->meta["batch_in_epoch"], 0);
+  }
+}
+
+// A step that is both an eval_every_steps step and the last one is evaluated once.
+TEST(Trainer, EvaluatesAStepOnce) {
+  TrainOptions o = SmallOptions();
+  o.max_steps = 20;
+  o.eval_every_steps = 10;
+  auto t = Trainer::Create(o);
+  ASSERT_TRUE(t.ok());
+  std::vector<std::string> lines;
+  (*t)->set_log_sink([&](const std::string& l) { lines.push_back(l); });
+  TrainResult r;
+  ASSERT_TRUE((*t)->Train(Train(), &Valid(), &r).ok());
+  int at10 = 0, at20 = 0;
+  for (const std::string& l : lines) {
+    at10 += l.find("step 10: valid auc") != std::string::npos;
+    at20 += l.find("step 20: valid auc") != std::string::npos;
+  }
+  EXPECT_EQ(at10, 1);
+  EXPECT_EQ(at20, 1);
+}
+
+// Float config values in the mismatch error are printed with %g.
+TEST(Trainer, MismatchErrorPrintsFloatsShort) {
+  TrainOptions o = SmallOptions();
+  o.model.dropout = 0.5f;
+  o.max_steps = 1;
+  o.model_dir = TempDir("dropout");
+  RunTraining(o, nullptr);
+  o.model.dropout = 0.1f;
+  auto t = Trainer::Create(o);
+  ASSERT_TRUE(t.ok());
+  bool restored;
+  Status st = (*t)->Restore(&restored);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("dropout = 0.5, this run asks for 0.1 ("), std::string::npos) << st.ToString();
+}
+
+std::string RunCli(const std::string& cmd, const std::string& dir, int* rc) {
+  *rc = std::system((cmd + " 2>" + dir + "/err.txt").c_str());
+  StatusOr<std::string> s = io::ReadFileToString(dir + "/err.txt");
+  return s.ok() ? *s : std::string();
+}
+
+// Writes rows [0, n) of `d` as LibSVM with ids + id_base.
+void WriteLibSvm(const Dataset& d, int64_t n, int id_base, const std::string& path) {
+  std::string text;
+  char buf[64];
+  const int F = d.field_size();
+  for (int64_t r = 0; r < n; ++r) {
+    text += d.labels()[r] > 0.5f ? "1" : "0";
+    for (int f = 0; f < F; ++f) {
+      std::snprintf(buf, sizeof buf, " %lld:%.9g", static_cast<long long>(d.ids()[r * F + f] + id_base),
+                    d.values()[r * F + f]);
+      text += buf;
+    }
+    text += '\n';
+  }
+  ASSERT_TRUE(io::WriteStringToFileAtomic(path, text).ok());
+}
+
+// eval/predict default to the training run's data options (checkpoint meta
+// "data"); a contradicting --field-size is an error; the training-only thread
+// flags are refused; outputs are checked before any work.
+TEST(Trainer, CliInferUsesCheckpointDataOptions) {
+  const std::string bin = CTRAIN_BINARY;
+  if (::access(bin.c_str(), X_OK) != 0) GTEST_SKIP() << "ctrain binary not built at " << bin;
+  const std::string dir = TempDir("cli_data");
+  ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
+  const std::string data = dir + "/one_based.libsvm";
+  WriteLibSvm(Train(), 600, 1, data);
+  int rc = 0;
+  std::string err = RunCli(bin + " train --train " + data + " --format libsvm --id-base 1 --feature-size 2000 " +
+                               "--embedding-size 4 --deep-layers 8,8 --batch-size 50 --epochs 2 --learning-rate 0.01 "
+                               "--intra-op-parallelism-threads 1 --progress none --model-dir " + dir + "/m",
+                           dir, &rc);
+  ASSERT_EQ(rc, 0) << err;
+  StatusOr<Checkpoint> ck = LoadLatestCheckpoint(dir + "/m");
+  ASSERT_TRUE(ck.ok());
+  EXPECT_EQ(ck->meta["data"]["id_base"], 1) << ck->meta.dump();
+  EXPECT_EQ(ck->meta["data"]["format"], "libsvm");
+  EXPECT_EQ(ck->meta["data"]["field_size"], 39);
+  // Epoch ends are checkpointed: 12 and 24.
+  EXPECT_EQ(::access((dir + "/m/ckpt-12.bin").c_str(), F_OK), 0);
+  // Without --id-base: the recorded id base, the same metrics as with it.
+  const std::string eval = bin + " eval --model-dir " + dir + "/m --input " + data;
+  err = RunCli(eval + " --metrics-json " + dir + "/implicit.json > /dev/null", dir, &rc);
+  ASSERT_EQ(rc, 0) << err;
+  EXPECT_NE(err.find("--id-base 1"), std::string::npos) << err;
+  err = RunCli(eval + " --id-base 1 --format libsvm --metrics-json " + dir + "/explicit.json > /dev/null", dir, &rc);
+  ASSERT_EQ(rc, 0) << err;
+  const std::string implicit = *io::ReadFileToString(dir + "/implicit.json");
+  EXPECT_EQ(implicit, *io::ReadFileToString(dir + "/explicit.json"));
+  EXPECT_NE(implicit.find("\"examples\": 600"), std::string::npos) << implicit;
+  // The model's field_size is fixed.
+  err = RunCli(eval + " --field-size 38 > /dev/null", dir, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(err.find("--field-size 38 contradicts the model"), std::string::npos) << err;
+  // Training-only flags are refused, not ignored.
+  for (const char* flag : {"--towers 2", "--hogwild 2", "--affinity true", "--autotune"}) {
+    err = RunCli(bin + " predict --model-dir " + dir + "/m --input " + data + " -o " + dir + "/p.txt " + flag, dir, &rc);
+    EXPECT_NE(rc, 0) << flag;
+    EXPECT_NE(err.find(std::string(flag).substr(0, std::string(flag).find(' ')) + " is a training flag"),
+              std::string::npos)
+        << err;
+  }
+  // Unwritable outputs fail before any work, naming the path the user gave.
+  const std::string bad = dir + "/no_such_dir/out";
+  err = RunCli(bin + " predict --model-dir " + dir + "/m --input " + data + " -o " + bad, dir, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(err.find(bad + ": --output"), std::string::npos) << err;
+  EXPECT_EQ(err.find(".tmp."), std::string::npos) << err;
+  EXPECT_EQ(err.find("ctrain: input:"), std::string::npos) << "input was read before the check: " << err;
+  err = RunCli(bin + " train --train " + data + " --format libsvm --id-base 1 --feature-size 2000 --embedding-size 4 "
+                     "--deep-layers 8 --progress none --model-dir " + dir + "/m2 --metrics-json " + bad,
+               dir, &rc);
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(err.find(bad + ": --metrics-json"), std::string::npos) << err;
+  EXPECT_EQ(err.find(".tmp."), std::string::npos) << err;
+  EXPECT_NE(::access((dir + "/m2/checkpoint").c_str(), F_OK), 0) << "trained before failing: " << err;
+  // A finished job run again says so.
+  err = RunCli(bin + " train --train " + data + " --format libsvm --id-base 1 --feature-size 2000 " +
+                   "--embedding-size 4 --deep-layers 8,8 --batch-size 50 --epochs 2 --learning-rate 0.01 "
+                   "--intra-op-parallelism-threads 1 --progress none --model-dir " + dir + "/m",
+               dir, &rc);
+  EXPECT_EQ(rc, 0) << err;
+  EXPECT_NE(err.find("nothing to do: already at step 24"), std::string::npos) << err;
+  // Stopped inside the first stream epoch: no made-up fraction.
+  err = RunCli(bin + " train --train " + data + " --format libsvm --id-base 1 --feature-size 2000 " +
+                   "--embedding-size 4 --deep-layers 8 --batch-size 50 --max-steps 3 --progress none",
+               dir, &rc);
+  EXPECT_EQ(rc, 0) << err;
+  EXPECT_NE(err.find("150 examples (0 epochs completed; epoch size unknown until the first epoch ends)"),
+            std::string::npos)
+      << err;
 }
 
 }  // namespace

@@ -1,8 +1,14 @@
 // `ctrain train`, `ctrain eval`, `ctrain predict`: the DeepFM training job
 // (train/trainer.h). Flags and config files: docs/training.md.
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -32,6 +38,8 @@ struct ParallelFlags {
   train::ParallelOptions p;
   bool autotune = false;
   int64_t autotune_steps = 5;
+  // eval/predict: registered only to be refused (hidden options have no get_name()).
+  std::vector<std::pair<CLI::Option*, std::string>> train_only;
   void Register(CLI::App* sub) {
     sub->add_option("--intra-op-parallelism-threads,--intra_op_parallelism_threads,--intra-op-threads", p.intra_op_threads,
                     "OpenMP threads per replica (0 = cores / replicas)")
@@ -49,7 +57,70 @@ struct ParallelFlags {
     sub->add_option("--autotune-steps,--autotune_steps", autotune_steps, "Timed steps per autotune candidate")
         ->capture_default_str();
   }
+  // eval/predict run one replica: only --intra-op-parallelism-threads applies.
+  // The training-only thread flags are accepted by the parser (hidden) so that
+  // RejectTrainOnly can name them instead of ignoring them silently.
+  void RegisterInfer(CLI::App* sub) {
+    sub->add_option("--intra-op-parallelism-threads,--intra_op_parallelism_threads,--intra-op-threads",
+                    p.intra_op_threads, "OpenMP threads (0 = all allowed cores)")
+        ->capture_default_str();
+    auto hide = [&](CLI::Option* o) {
+      std::string name = o->get_name();
+      train_only.emplace_back(o->group(""), std::move(name));
+    };
+    hide(sub->add_option("--inter-op-parallelism-threads,--inter_op_parallelism_threads,--inter-op-threads",
+                         p.inter_op_threads));
+    hide(sub->add_option("--towers", p.towers));
+    hide(sub->add_option("--hogwild", p.hogwild));
+    hide(sub->add_option("--affinity", p.affinity));
+    hide(sub->add_flag("--autotune", autotune));
+    hide(sub->add_option("--autotune-steps,--autotune_steps", autotune_steps));
+  }
+  Status RejectTrainOnly(const char* command) const {
+    for (const auto& [o, name] : train_only)
+      if (o->count() > 0)
+        return InvalidArgumentError("ctrain " + std::string(command) + ": " + name +
+                                    " is a training flag; " + command +
+                                    " runs one replica (set its threads with --intra-op-parallelism-threads)");
+    return Status::OK();
+  }
 };
+
+// Fails now, before any data is read or trained on, when `path` (given with
+// `flag`) could not be written at the end: its directory must exist and be
+// writable, and `path` must not be a directory. "-" (stdout) is always fine.
+Status CheckOutputWritable(const char* flag, const std::string& path) {
+  if (path.empty() || path == "-") return Status::OK();
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return InvalidArgumentError(std::string(flag) + " " + path + ": is a directory, not a file");
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  if (::stat(dir.c_str(), &st) != 0)
+    return ErrnoError(path, std::string(flag) + ": its directory '" + dir + "' cannot be used", errno);
+  if (!S_ISDIR(st.st_mode))
+    return FailedPreconditionError(path + ": " + flag + ": '" + dir + "' is not a directory");
+  // A real probe (access() says yes to root on read-only file systems): the
+  // atomic write later creates a temporary file in the same directory.
+  const std::string probe = dir + "/.ctrain-write-check." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError(path, std::string(flag) + ": cannot create files in its directory '" + dir + "'", errno);
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return Status::OK();
+}
+
+// The data options recorded in checkpoints (train::DataSourceOptions).
+train::DataSourceOptions DataSourceOf(const DataFlags& d) {
+  train::DataSourceOptions s;
+  s.format = d.format;
+  s.id_base = d.id_base;
+  if (!d.feature_map.empty()) {
+    char abs[PATH_MAX];
+    s.feature_map = ::realpath(d.feature_map.c_str(), abs) != nullptr ? std::string(abs) : d.feature_map;
+  }
+  return s;
+}
 
 struct TrainFlags {
   std::vector<std::string> train, valid;
@@ -194,6 +265,7 @@ Status LoadData(const std::vector<std::string>& paths, DataFlags& data, int64_t 
                 const char* what) {
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, data.ReaderOptions());
   ro.feature_size = feature_size;
+  ro.id_limit = feature_size;  // the reader's located range error
   train::LoadStats stats;
   CTRAIN_ASSIGN_OR_RETURN(*out, train::LoadDataset(paths, ro, &stats));
   std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), CTR %.4f%s%s\n", what,
@@ -238,6 +310,15 @@ Status RunTrain(TrainFlags& fl) {
   if (mode == "stream" && fl.train.empty())
     return InvalidArgumentError("--input-mode stream needs --train (the built-in synthetic data is generated in memory)");
   const bool stream = mode == "stream";
+  if (!o.model_dir.empty()) {
+    // Created now (checkpoints would create it later) so that a --metrics-json
+    // inside it passes the up-front check, and an unusable directory fails early.
+    std::error_code ec;
+    std::filesystem::create_directories(o.model_dir, ec);
+    if (ec) return ErrnoError(o.model_dir, "--model-dir: cannot create the directory", ec.value());
+  }
+  CTRAIN_RETURN_IF_ERROR(CheckOutputWritable("--metrics-json", fl.metrics_json));
+  if (!fl.train.empty()) o.data = DataSourceOf(fl.data);
   if (!stream)
     for (CLI::Option* opt : fl.pipeline_opts)
       if (opt->count() > 0)
@@ -250,6 +331,7 @@ Status RunTrain(TrainFlags& fl) {
     si.files = fl.train;
     CTRAIN_ASSIGN_OR_RETURN(si.reader, fl.data.ReaderOptions());
     si.reader.feature_size = o.model.feature_size;
+    si.reader.id_limit = o.model.feature_size;
     si.pipeline = fl.pipe;
     if (fl.num_shards_opt->count() == 0 && fl.shard_index_opt->count() == 0) {
       CTRAIN_ASSIGN_OR_RETURN(data::ShardSpec shard, data::ShardFromEnvironment());
@@ -346,10 +428,21 @@ Status RunTrain(TrainFlags& fl) {
     CTRAIN_RETURN_IF_ERROR(trainer->TrainStream(si, have_valid ? &va : nullptr, &r));
   else
     CTRAIN_RETURN_IF_ERROR(trainer->Train(tr, have_valid ? &va : nullptr, &r));
-  std::fprintf(stderr, "ctrain: done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
-               static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
+  if (r.steps_this_run == 0) {
+    std::fprintf(stderr, "ctrain: nothing to do: already at step %lld (%lld examples, %.2f epochs)",
+                 static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs);
+  } else if (!r.epoch_size_known) {
+    std::fprintf(stderr,
+                 "ctrain: done: %lld steps, %lld examples (%lld epochs completed; epoch size unknown until the "
+                 "first epoch ends), %.0f examples/s",
+                 static_cast<long long>(r.steps), static_cast<long long>(r.examples),
+                 static_cast<long long>(r.epochs), r.examples_per_sec);
+  } else {
+    std::fprintf(stderr, "ctrain: done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
+                 static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
+  }
   if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
-  if (r.streamed)
+  if (r.streamed && r.steps_this_run > 0)
     std::fprintf(stderr, ", input wait %.1f%%, pipeline %.0f records/s", 100.0 * r.input_wait_fraction,
                  r.pipeline.records_per_second);
   std::fprintf(stderr, "\n");
@@ -389,14 +482,41 @@ struct InferFlags {
   std::string model_dir, output, metrics_json;
   DataFlags data;
   ParallelFlags par;
+  CLI::App* app = nullptr;
 };
 
+// eval/predict read their input as the training run read its files (checkpoint
+// meta "data"), unless a flag says otherwise. The model's field_size is fixed.
+Status ApplyCheckpointDataOptions(InferFlags& fl, const train::TrainOptions& to) {
+  CLI::Option* field_size = fl.app->get_option("--field-size");
+  if (field_size->count() > 0 && fl.data.field_size != to.model.field_size)
+    return InvalidArgumentError("--field-size " + std::to_string(fl.data.field_size) + " contradicts the model in " +
+                                fl.model_dir + ", which has field_size " + std::to_string(to.model.field_size) +
+                                " (fixed at training time; leave --field-size out)");
+  fl.data.field_size = to.model.field_size;
+  if (!to.data.recorded()) return Status::OK();
+  std::string used;
+  auto from_checkpoint = [&](const char* flag) {
+    if (fl.app->get_option(flag)->count() > 0) return false;
+    used += std::string(used.empty() ? "" : " ") + flag + " ";
+    return true;
+  };
+  if (from_checkpoint("--format")) used += fl.data.format = to.data.format;
+  if (from_checkpoint("--id-base")) used += std::to_string(fl.data.id_base = to.data.id_base);
+  if (!to.data.feature_map.empty() && from_checkpoint("--feature-map")) used += fl.data.feature_map = to.data.feature_map;
+  if (!used.empty()) std::fprintf(stderr, "ctrain: reading --input as the model's training data: %s\n", used.c_str());
+  return Status::OK();
+}
+
 Status RunInfer(InferFlags& fl, bool predict) {
-  CTRAIN_ASSIGN_OR_RETURN(model::DeepFMConfig mc, train::ReadCheckpointModelConfig(fl.model_dir));
-  fl.data.field_size = mc.field_size;
-  train::Dataset ds;
-  CTRAIN_RETURN_IF_ERROR(LoadData(fl.input, fl.data, mc.feature_size, &ds, "input"));
+  const char* command = predict ? "predict" : "eval";
+  CTRAIN_RETURN_IF_ERROR(fl.par.RejectTrainOnly(command));
+  CTRAIN_RETURN_IF_ERROR(CheckOutputWritable(predict ? "--output" : "--metrics-json",
+                                             predict ? fl.output : fl.metrics_json));
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> t, train::LoadTrainerFromCheckpoint(fl.model_dir, fl.par.p));
+  CTRAIN_RETURN_IF_ERROR(ApplyCheckpointDataOptions(fl, t->options()));
+  train::Dataset ds;
+  CTRAIN_RETURN_IF_ERROR(LoadData(fl.input, fl.data, t->options().model.feature_size, &ds, "input"));
   if (predict) {
     std::vector<float> probs;
     CTRAIN_RETURN_IF_ERROR(t->Predict(ds, &probs));
@@ -443,7 +563,8 @@ Command AddInferCommand(CLI::App& app, bool predict) {
   if (predict) sub->add_option("--output,-o", fl->output, "Output file, one probability per line ('-' = stdout)")->required();
   else sub->add_option("--metrics-json,--metrics_json", fl->metrics_json, "Also write the metrics as JSON here");
   fl->data.Register(sub, /*with_feature_size=*/false);
-  fl->par.Register(sub);
+  fl->par.RegisterInfer(sub);
+  fl->app = sub;
   return {sub, [fl, predict]() {
             Status s = RunInfer(*fl, predict);
             return s.ok() ? 0 : ReportError(s);

@@ -67,23 +67,6 @@ double Dataset::PositiveRate() const {
   return pos / static_cast<double>(labels_.size());
 }
 
-namespace {
-
-// Checks the row just appended (index `record` within `file`).
-Status CheckRowIds(const int64_t* ids, int32_t F, int64_t feature_size, const std::string& file,
-                   int64_t record) {
-  for (int32_t f = 0; f < F; ++f) {
-    if (ids[f] < 0 || ids[f] >= feature_size) {
-      return InvalidArgumentError(file + " record " + std::to_string(record) + " field " + std::to_string(f) +
-                                  ": id " + std::to_string(ids[f]) + " outside [0, " +
-                                  std::to_string(feature_size) + ")");
-    }
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
 StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const DataOptions& options,
                               LoadStats* stats) {
   data::ExampleReaderOptions ro;
@@ -95,8 +78,12 @@ StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const DataO
   return LoadDataset(paths, ro, stats);
 }
 
-StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data::ExampleReaderOptions& ro,
+StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data::ExampleReaderOptions& options,
                               LoadStats* stats) {
+  // The readers check the id range (data::CheckIdRange), so the error names
+  // the file and line or record; the default limit is feature_size.
+  data::ExampleReaderOptions ro = options;
+  if (ro.id_limit <= 0) ro.id_limit = ro.feature_size;
   if (paths.empty()) return InvalidArgumentError("no input files");
   if (ro.field_size <= 0) return InvalidArgumentError("field_size must be > 0, got " + std::to_string(ro.field_size));
   if (ro.feature_size <= 0)
@@ -113,7 +100,6 @@ StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data:
       float label = 0;
       CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&label, ids.data(), values.data()));
       if (!more) break;
-      CTRAIN_RETURN_IF_ERROR(CheckRowIds(ids.data(), F, ro.feature_size, reader->name(), record));
       ds.Append(label, ids.data(), values.data());
       ++record;
     }

@@ -10,9 +10,10 @@
 //
 // Loading (LoadDataset) reads every file in order through the format readers
 // (data/example_reader.h): LibSVM, TFRecord of tf.train.Example, Criteo TSV/CSV.
-// Every id is checked against feature_size; an id outside [0, feature_size) is
-// an InvalidArgument error naming the file, the record index (0-based within
-// the file) and the field. Nothing is skipped silently: readers count what they
+// Every id is checked by the reader against ExampleReaderOptions::id_limit
+// (default: feature_size); an id outside [0, limit) is the reader's
+// InvalidArgument error naming the file and line (or record and offset), the
+// field and the id as written (data::CheckIdRange). Nothing is skipped silently: readers count what they
 // skip (blank/comment lines) and LoadDataset reports that in `stats`.
 //
 // Thread safety: a const Dataset may be read from many threads.
@@ -93,7 +94,9 @@ struct LoadStats {
 
 // Reads all `paths` (in order) into one Dataset.
 // Errors: the readers' errors (they name file, record/line and byte offset);
-// InvalidArgument "<file> record <i> field <f>: id <id> outside [0, <feature_size>)";
+// InvalidArgument from data::CheckIdRange for an id outside [0, id_limit)
+// (id_limit 0 = feature_size), e.g. "<file>:<line>: field 16 of 39: feature id
+// 118 (as written, id_base 1) is outside [1, 101): increase --feature-size";
 // InvalidArgument "no input files" for an empty list; InvalidArgument
 // "<file>: no examples" for a file with zero rows.
 StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const DataOptions& options,

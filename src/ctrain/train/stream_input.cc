@@ -1,5 +1,9 @@
 #include "ctrain/train/stream_input.h"
 
+#include <limits.h>
+#include <stdlib.h>
+
+#include <algorithm>
 #include <utility>
 
 #include "ctrain/data/file_list.h"
@@ -25,7 +29,63 @@ std::string OrderWithoutPrefetch(const std::string& order) {
   return out;
 }
 
+std::string Quoted(const nlohmann::json& entry) { return "'" + entry.value("path", std::string("?")) + "'"; }
+
 }  // namespace
+
+StatusOr<nlohmann::json> DescribeStreamInputs(const StreamInput& input) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const std::string& f : input.files) {
+    if (f == "-" || IsChannel(f)) {
+      files.push_back({{"path", f}});
+      continue;
+    }
+    CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> expanded, data::ExpandFileList({f}));
+    for (const std::string& path : expanded) {
+      const int64_t bytes = data::IsStreamPath(path) ? -1 : data::RegularFileSize(path);
+      if (bytes < 0) {
+        files.push_back({{"path", path}});
+        continue;
+      }
+      char abs[PATH_MAX];
+      files.push_back({{"path", ::realpath(path.c_str(), abs) != nullptr ? std::string(abs) : path}, {"bytes", bytes}});
+    }
+  }
+  return nlohmann::json{{"files", std::move(files)},
+                        {"num_shards", input.pipeline.num_shards},
+                        {"shard_index", input.pipeline.shard_index}};
+}
+
+Status CheckSameStreamInputs(const nlohmann::json& have, const nlohmann::json& want, const std::string& checkpoint) {
+  if (have == want) return Status::OK();
+  std::string what;
+  const nlohmann::json empty = nlohmann::json::array();
+  const nlohmann::json& hf = have.contains("files") ? have["files"] : empty;
+  const nlohmann::json& wf = want.contains("files") ? want["files"] : empty;
+  for (size_t i = 0; what.empty() && i < std::max(hf.size(), wf.size()); ++i) {
+    if (i >= wf.size()) {
+      what = "input " + std::to_string(i + 1) + " of the checkpoint's " + std::to_string(hf.size()) + ", " +
+             Quoted(hf[i]) + ", is missing (this run has " + std::to_string(wf.size()) + " input(s))";
+    } else if (i >= hf.size()) {
+      what = "this run adds input " + std::to_string(i + 1) + ", " + Quoted(wf[i]) + " (the checkpoint had " +
+             std::to_string(hf.size()) + " input(s))";
+    } else if (hf[i].value("path", std::string()) != wf[i].value("path", std::string())) {
+      what = "input " + std::to_string(i + 1) + " is " + Quoted(wf[i]) + ", the checkpoint's was " + Quoted(hf[i]);
+    } else if (hf[i] != wf[i]) {
+      auto size = [](const nlohmann::json& e) {
+        return e.contains("bytes") ? std::to_string(e["bytes"].get<int64_t>()) + " bytes" : std::string("a stream");
+      };
+      what = Quoted(wf[i]) + " is " + size(wf[i]) + ", it was " + size(hf[i]) + " when the checkpoint was trained";
+    }
+  }
+  if (what.empty()) {
+    what = "shard " + std::to_string(want.value("shard_index", 0)) + " of " + std::to_string(want.value("num_shards", 1)) +
+           ", the checkpoint's was shard " + std::to_string(have.value("shard_index", 0)) + " of " +
+           std::to_string(have.value("num_shards", 1));
+  }
+  return FailedPreconditionError(checkpoint + ": this run's training inputs differ from the checkpoint's: " + what +
+                                 "; resuming needs the same training data (use a new --model-dir)");
+}
 
 StatusOr<std::unique_ptr<EpochBatchSource>> EpochBatchSource::Create(const StreamInput& input, int64_t batch_size,
                                                                      int32_t epochs, uint64_t seed, bool shuffle,

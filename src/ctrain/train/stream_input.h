@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "ctrain/base/status.h"
 #include "ctrain/data/batch.h"
 #include "ctrain/data/example_reader.h"
@@ -50,6 +52,21 @@ struct StreamInput {
   // TrainOptions::shuffle is false, shuffle_buffer_size = 0.
   data::PipelineOptions pipeline;
 };
+
+// What a stream run trains on, for checkpoint meta ("train_inputs"): the
+// expanded file list (data/file_list.h) with each regular file's absolute path
+// and byte size, or for stdin, a FIFO or a pipe: channel just its name as
+// given; plus num_shards and shard_index.
+//   {"files": [{"path": "/abs/a.libsvm", "bytes": 1234}, {"path": "-"}],
+//    "num_shards": 1, "shard_index": 0}
+// Errors: ExpandFileList's (NotFound for a missing file or empty glob).
+StatusOr<nlohmann::json> DescribeStreamInputs(const StreamInput& input);
+
+// Compares a checkpoint's description (`have`) with this run's (`want`).
+// Errors: FailedPrecondition "<checkpoint>: this run's training inputs differ
+// from the checkpoint's: <the first difference> ..." naming the file and its
+// old and new size, a file added or missing, or the shard.
+Status CheckSameStreamInputs(const nlohmann::json& have, const nlohmann::json& want, const std::string& checkpoint);
 
 class EpochBatchSource {
  public:

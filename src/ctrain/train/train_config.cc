@@ -123,6 +123,22 @@ StatusOr<optim::OptimizerConfig> OptimizerConfigFromJson(const nlohmann::json& j
   return c;
 }
 
+nlohmann::json DataSourceToJson(const DataSourceOptions& d, int32_t field_size) {
+  return nlohmann::json{{"format", d.format},
+                        {"id_base", d.id_base},
+                        {"field_size", field_size},
+                        {"feature_map", d.feature_map}};
+}
+
+StatusOr<DataSourceOptions> DataSourceFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return InvalidArgumentError("data options: expected a JSON object");
+  DataSourceOptions d;
+  CTRAIN_RETURN_IF_ERROR(Get(j, "format", &d.format));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "id_base", &d.id_base));
+  CTRAIN_RETURN_IF_ERROR(Get(j, "feature_map", &d.feature_map));
+  return d;
+}
+
 StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text) {
   std::vector<int32_t> out;
   size_t i = 0;

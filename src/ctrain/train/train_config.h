@@ -47,6 +47,23 @@ struct ParallelOptions {
   int32_t replicas() const { return hogwild > 0 ? hogwild : towers; }
 };
 
+// How the training files were read: stored in checkpoint meta ("data") so that
+// `ctrain eval` / `ctrain predict` read their inputs the same way by default
+// (docs/training.md#checkpoints-and-resume). Not recorded when `format` is
+// empty (the API user built the Dataset without files, or the built-in
+// synthetic data).
+struct DataSourceOptions {
+  std::string format;       // as given: auto|libsvm|tfrecord|criteo-tsv|criteo-csv; "" = not recorded
+  int32_t id_base = 0;      // ids in the files start at this value
+  std::string feature_map;  // Criteo feature map (absolute path), "" = hashing
+
+  bool recorded() const { return !format.empty(); }
+};
+
+nlohmann::json DataSourceToJson(const DataSourceOptions& d, int32_t field_size);
+// InvalidArgument naming the key for a value of the wrong type.
+StatusOr<DataSourceOptions> DataSourceFromJson(const nlohmann::json& j);
+
 enum class ProgressMode {
   kAuto,      // a live line when stderr is a terminal, else one line per epoch
   kTerminal,  // always the live line
@@ -67,6 +84,7 @@ struct TrainOptions {
   int64_t save_checkpoints_steps = 0;  // also checkpoint every N steps (0 = only at the end)
   int32_t keep_checkpoints = 5;   // newest checkpoints kept
   ParallelOptions parallel;
+  DataSourceOptions data;         // recorded in checkpoints; does not change training
   ProgressMode progress = ProgressMode::kAuto;
 
   // InvalidArgument naming the field (also validates model, optimizer, parallel).

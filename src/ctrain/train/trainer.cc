@@ -69,6 +69,18 @@ Status NonFiniteLoss(int64_t step, const model::LossTerms& loss) {
   return InvalidArgumentError(buf);
 }
 
+// A config value for an error message: floats with %g (the JSON form of a
+// float such as 0.1f reads 0.10000000149011612); %.9g when %g would make two
+// different values look the same.
+std::string ConfigText(const nlohmann::json& v, const nlohmann::json& other) {
+  if (!v.is_number_float()) return v.dump();
+  char a[32], b[32];
+  std::snprintf(a, sizeof a, "%g", v.get<double>());
+  std::snprintf(b, sizeof b, "%g", other.is_number() ? other.get<double>() : 0.0);
+  if (other.is_number() && std::strcmp(a, b) == 0) std::snprintf(a, sizeof a, "%.9g", v.get<double>());
+  return a;
+}
+
 }  // namespace
 
 struct Trainer::Impl {
@@ -84,6 +96,10 @@ struct Trainer::Impl {
   std::unique_ptr<WorkerPool> pool;
   int32_t intra = 1;
   TrainPosition pos;  // global step, epoch, batches done in the epoch, examples
+  // Stream mode: DescribeStreamInputs of the run (null in memory mode); saved
+  // as meta "train_inputs". restored_inputs: the checkpoint's (null if none).
+  nlohmann::json train_inputs, restored_inputs;
+  std::string restored_path;  // the checkpoint file Restore() loaded
   std::function<void(const std::string&)> sink;
   bool terminal = false;
 
@@ -227,6 +243,8 @@ struct Trainer::Impl {
     m["batch_in_epoch"] = pos.batch_in_epoch;
     m["examples"] = pos.examples;
     m["train_rows"] = pos.train_rows;
+    if (options.data.recorded()) m["data"] = DataSourceToJson(options.data, options.model.field_size);
+    if (!train_inputs.is_null()) m["train_inputs"] = train_inputs;
     return m;
   }
 
@@ -234,7 +252,21 @@ struct Trainer::Impl {
     if (options.model_dir.empty()) return Status::OK();
     if (!hog_master.empty()) SyncReplicas();
     CheckpointTensors t = Tensors();
-    return WriteTrainerCheckpoint(options.model_dir, pos.global_step, t, Meta(), options.keep_checkpoints);
+    CTRAIN_RETURN_IF_ERROR(
+        WriteTrainerCheckpoint(options.model_dir, pos.global_step, t, Meta(), options.keep_checkpoints));
+    saved_this_run = true;
+    saved_pos = pos;
+    return Status::OK();
+  }
+  // The position of the last checkpoint written by this Train/TrainStream call.
+  bool saved_this_run = false;
+  TrainPosition saved_pos;
+  // The end-of-training checkpoint, unless the last one already holds this position.
+  Status SaveFinal() {
+    if (saved_this_run && saved_pos.global_step == pos.global_step && saved_pos.epoch == pos.epoch &&
+        saved_pos.batch_in_epoch == pos.batch_in_epoch)
+      return Status::OK();
+    return Save();
   }
 
   // ---- epoch order ----
@@ -548,6 +580,8 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
                                    std::to_string(train.size()) +
                                    ": resuming needs the same training data (use a new --model-dir)");
   pos.train_rows = train.size();
+  train_inputs = nullptr;  // memory mode: the rows, not the files, are known (train_rows)
+  saved_this_run = false;
   result->restored = pos.global_step > 0;
   pool->ConfigureThread(0);
   const int64_t N = train.size();
@@ -566,12 +600,13 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   std::vector<int64_t> order;
   double epoch_loss_sum = 0;
   int64_t epoch_loss_n = 0;
-  int64_t last_saved = pos.global_step;
   bool stop = false;
+  int64_t eval_step = -1;  // evaluated at this global step already (no second identical evaluation)
   auto do_eval = [&](const char* when) -> Status {
-    if (valid == nullptr) return Status::OK();
+    if (valid == nullptr || (result->evaluated && eval_step == pos.global_step)) return Status::OK();
     CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
     result->evaluated = true;
+    eval_step = pos.global_step;
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
                   terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
@@ -632,10 +667,8 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
       train_seconds += Seconds(t0, Clock::now());
       PrintProgress(prog, false);
       if (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0 &&
-          pos.batch_in_epoch < steps_per_epoch) {
+          pos.batch_in_epoch < steps_per_epoch)
         CTRAIN_RETURN_IF_ERROR(Save());
-        last_saved = pos.global_step;
-      }
       if (options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0 &&
           pos.batch_in_epoch < steps_per_epoch)
         CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
@@ -662,19 +695,16 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
       epoch_loss_sum = 0;
       epoch_loss_n = 0;
       CTRAIN_RETURN_IF_ERROR(do_eval("epoch end"));
-      if (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0 &&
-          pos.epoch < options.epochs) {
+      // Every epoch end is checkpointed (the last one by the final save below).
+      if (pos.epoch < options.epochs && !(options.max_steps > 0 && pos.global_step >= options.max_steps))
         CTRAIN_RETURN_IF_ERROR(Save());
-        last_saved = pos.global_step;
-      }
     }
   }
   if (terminal) PrintProgress(prog, true), Log("");
   if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
   // A final evaluation when training stopped mid-epoch (max_steps).
   if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
-  if (!options.model_dir.empty() && (last_saved != pos.global_step || pos.global_step == 0 || true))
-    CTRAIN_RETURN_IF_ERROR(Save());
+  CTRAIN_RETURN_IF_ERROR(SaveFinal());
   result->steps = pos.global_step;
   result->steps_this_run = pos.global_step - prog.start_step;
   result->examples = pos.examples;
@@ -690,8 +720,18 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   *result = TrainResult();
   result->streamed = true;
   if (valid != nullptr) CTRAIN_RETURN_IF_ERROR(CheckData(*valid, "validation"));
+  // A resume must read the same inputs as the checkpoint (memory mode checks the row count).
+  CTRAIN_ASSIGN_OR_RETURN(nlohmann::json inputs, DescribeStreamInputs(input));
+  if (!restored_inputs.is_null())
+    CTRAIN_RETURN_IF_ERROR(CheckSameStreamInputs(restored_inputs, inputs, restored_path));
+  train_inputs = std::move(inputs);
+  saved_this_run = false;
+  // Ids are range-checked where they are parsed, so the error names the file and line/record.
+  StreamInput checked = input;
+  if (checked.reader.id_limit <= 0 || checked.reader.id_limit > options.model.feature_size)
+    checked.reader.id_limit = options.model.feature_size;
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<EpochBatchSource> src,
-                          EpochBatchSource::Create(input, options.batch_size, options.epochs, options.seed,
+                          EpochBatchSource::Create(checked, options.batch_size, options.epochs, options.seed,
                                                    options.shuffle, pos.epoch, pos.batch_in_epoch));
   result->restored = pos.global_step > 0;
   pool->ConfigureThread(0);
@@ -721,10 +761,12 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   bool stop = false;
   data::Batch staging;  // towers: the whole batch, sliced into the replicas
   std::mutex fetch_mu;  // hogwild: Pipeline::Next is called by one thread at a time
+  int64_t eval_step = -1;  // evaluated at this global step already (no second identical evaluation)
   auto do_eval = [&](const char* when) -> Status {
-    if (valid == nullptr) return Status::OK();
+    if (valid == nullptr || (result->evaluated && eval_step == pos.global_step)) return Status::OK();
     CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
     result->evaluated = true;
+    eval_step = pos.global_step;
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
                   terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
@@ -840,21 +882,21 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
       epoch_loss_sum = 0;
       epoch_loss_n = 0;
       CTRAIN_RETURN_IF_ERROR(do_eval("epoch end"));
-      if (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0 &&
-          pos.epoch < options.epochs)
-        CTRAIN_RETURN_IF_ERROR(Save());
+      // Every epoch end is checkpointed (the last one by the final save below).
+      if (pos.epoch < options.epochs && !max_reached()) CTRAIN_RETURN_IF_ERROR(Save());
     }
   }
   if (terminal) PrintProgress(prog, true), Log("");
   if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
   if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
-  CTRAIN_RETURN_IF_ERROR(Save());
+  CTRAIN_RETURN_IF_ERROR(SaveFinal());
   result->steps = pos.global_step;
   result->steps_this_run = pos.global_step - prog.start_step;
   result->examples = pos.examples;
   result->examples_this_run = pos.examples - start_examples;
   const int64_t spe = steps_per_epoch();
   result->epochs = pos.epoch + (spe > 0 ? static_cast<double>(pos.batch_in_epoch) / spe : 0.0);
+  result->epoch_size_known = spe > 0 || pos.batch_in_epoch == 0;
   result->input_wait_seconds = prog.wait;
   result->compute_seconds = prog.compute;
   result->seconds = prog.wait + prog.compute;
@@ -891,15 +933,35 @@ Status Trainer::Restore(bool* restored) {
   for (auto it = want.begin(); it != want.end(); ++it) {
     if (have[it.key()] != it.value())
       return FailedPreconditionError(ck->path + ": checkpoint model has " + it.key() + " = " +
-                                     have[it.key()].dump() + ", this run asks for " + it.value().dump() +
+                                     ConfigText(have[it.key()], it.value()) + ", this run asks for " +
+                                     ConfigText(it.value(), have[it.key()]) +
                                      " (use the same model flags or a new --model-dir)");
   }
   const std::string opt = meta.value("optimizer", nlohmann::json::object()).value("name", "");
   if (opt != m.options.optimizer.name)
     return FailedPreconditionError(ck->path + ": checkpoint optimizer is '" + opt + "', this run asks for '" +
                                    m.options.optimizer.name + "'");
+  // How the files were read: a different id base or feature map would shift every id.
+  if (meta.contains("data")) {
+    CTRAIN_ASSIGN_OR_RETURN(DataSourceOptions d, DataSourceFromJson(meta["data"]));
+    if (!m.options.data.recorded()) {
+      m.options.data = d;  // keep the description in later checkpoints
+    } else if (d.id_base != m.options.data.id_base) {
+      return FailedPreconditionError(ck->path + ": checkpoint was trained with --id-base " +
+                                     std::to_string(d.id_base) + ", this run has --id-base " +
+                                     std::to_string(m.options.data.id_base) +
+                                     " (every id would shift; use the same --id-base or a new --model-dir)");
+    } else if (d.feature_map != m.options.data.feature_map) {
+      return FailedPreconditionError(ck->path + ": checkpoint was trained with --feature-map '" + d.feature_map +
+                                     "', this run has '" + m.options.data.feature_map +
+                                     "' (use the same --feature-map or a new --model-dir)");
+    }
+  }
   CheckpointTensors t = m.Tensors();
   CTRAIN_RETURN_IF_ERROR(ck->CopyInto(t));
+  m.restored_inputs = meta.contains("train_inputs") ? meta["train_inputs"] : nlohmann::json();
+  m.train_inputs = m.restored_inputs;  // kept until a Train/TrainStream call replaces it
+  m.restored_path = ck->path;
   m.pos.global_step = meta.value("global_step", int64_t{0});
   m.pos.epoch = meta.value("epoch", int64_t{0});
   m.pos.batch_in_epoch = meta.value("batch_in_epoch", int64_t{0});
@@ -981,6 +1043,9 @@ StatusOr<std::unique_ptr<Trainer>> LoadTrainerFromCheckpoint(const std::string& 
   CTRAIN_ASSIGN_OR_RETURN(o.optimizer, OptimizerConfigFromJson(ck->meta.value("optimizer", nlohmann::json())));
   o.seed = ck->meta.value("seed", uint64_t{2017});
   o.batch_size = ck->meta.value("batch_size", int64_t{256});
+  if (ck->meta.contains("data")) {
+    CTRAIN_ASSIGN_OR_RETURN(o.data, DataSourceFromJson(ck->meta["data"]));
+  }
   o.model_dir = model_dir;
   o.parallel = parallel;
   o.parallel.towers = 1;

@@ -26,7 +26,10 @@
 // Checkpoints (model_dir): tensors w, V, every dense parameter and BN state,
 // and every optimizer slot; meta JSON with the model/optimizer config, the
 // global step, the epoch, the batches done in that epoch and the examples
-// consumed. Restore() puts all of that back, so an interrupted run continues
+// consumed, the data options (TrainOptions::data) and in stream mode the
+// inputs (DescribeStreamInputs). Written every save_checkpoints_steps steps,
+// at every epoch end and at the end of training. Restore() puts all of that
+// back, so an interrupted run continues
 // with exactly the bits an uninterrupted one would have (non-hogwild).
 //
 // Determinism: same seed, data, options and thread layout (intra_op_threads,
@@ -65,6 +68,9 @@ struct TrainResult {
   int64_t examples = 0;         // training examples consumed in total (includes restored)
   int64_t examples_this_run = 0;
   double epochs = 0;            // epochs completed in total (fractional)
+  // False in stream mode while the epoch size is unknown (the first epoch has
+  // not ended yet, so `epochs` counts completed epochs only, no fraction).
+  bool epoch_size_known = true;
   double seconds = 0;           // wall time of this call's training steps (no eval / checkpoint)
   double examples_per_sec = 0;  // examples_this_run / seconds
   double last_loss = 0;         // mean training loss over the last epoch's (or run's) steps
@@ -97,14 +103,17 @@ class Trainer {
   // If options.model_dir holds a checkpoint, loads it (tables, dense params,
   // optimizer slots, step, epoch position) and sets *restored = true.
   // Errors: FailedPrecondition when the checkpoint's model config or optimizer
-  // differs from the options (the message names the field); the checkpoint
-  // reader's DataLoss/NotFound errors.
+  // differs from the options (the message names the field), or its recorded
+  // data options (meta "data": id_base, feature_map) differ from options.data
+  // when both are recorded; the checkpoint reader's DataLoss/NotFound errors.
+  // When options.data is not recorded it is taken from the checkpoint.
   Status Restore(bool* restored);
 
   // Trains until options.epochs epochs are complete or the global step reaches
   // options.max_steps, evaluating on `valid` (may be null) at each epoch end
-  // and every eval_every_steps steps, checkpointing every
-  // save_checkpoints_steps steps and at the end.
+  // and every eval_every_steps steps (once per step: a step that is also an
+  // epoch end or the last one is evaluated once), checkpointing every
+  // save_checkpoints_steps steps, at every epoch end and at the end.
   // Errors: InvalidArgument "step S: loss is not finite (term: logloss|l2) ..."
   // (training stops, nothing after the bad step is applied); InvalidArgument
   // when the data's field_size differs from the model's; FailedPrecondition
@@ -115,11 +124,17 @@ class Trainer {
   // (train/stream_input.h): epoch ends are the ends of the pipeline's passes;
   // a restored run replays the epoch in progress and skips the batches the
   // checkpoint applied (bit-exact for files with deterministic = true).
-  // Errors: Train's; EpochBatchSource's (FailedPrecondition for stdin with
+  // The inputs (DescribeStreamInputs) are saved in checkpoint meta
+  // "train_inputs"; a restored run must read the same ones.
+  // Errors: Train's; FailedPrecondition from CheckSameStreamInputs when the
+  // restored checkpoint recorded different inputs (files, sizes, shard);
+  // EpochBatchSource's (FailedPrecondition for stdin with
   // several epochs and no cache, or a stream resumed mid-epoch); the
   // pipeline's read/parse errors (they name file, record and offset);
   // InvalidArgument for a batch whose field_size differs from the model's or
-  // with variable-length rows, and for an id outside [0, feature_size).
+  // with variable-length rows; the reader's InvalidArgument for an id outside
+  // [0, feature_size) (input.reader.id_limit is set to feature_size), naming
+  // the file and line or record.
   Status TrainStream(const StreamInput& train, const Dataset* valid, TrainResult* result);
 
   // Runs `steps` training steps (hogwild: steps * replicas batches) from the
