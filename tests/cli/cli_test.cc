@@ -185,6 +185,13 @@ TEST_F(CliTest, InspectReadsFifoAndStdinWithFormatDetection) {
     RunResult s = RunCtrain("inspect --json - < " + file);
     EXPECT_EQ(nlohmann::json::parse(s.out)["records"], records) << s.out;
   }
+  // A SageMaker channel: pipe:<dir>/<channel> reads the FIFO <channel>_0, created after the reader starts.
+  RunResult c = RunCtrain("inspect --json pipe:" + P("train") + " & sleep 0.3; mkfifo " + P("train_0") + "; cat " +
+                          P("s.tfr") + " > " + P("train_0") + "; wait");
+  EXPECT_EQ(nlohmann::json::parse(c.out.substr(0, c.out.find('\n')))["records"], 2000) << c.out;
+  ASSERT_EQ(RunCtrain("convert -o " + P("c.libsvm") + " --output-format libsvm -i pipe:" + P("train") + " & cat " +
+                      P("s.tfr") + " > " + P("train_0") + "; wait").exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(RunCtrain("inspect --json " + P("c.libsvm")).out)["records"], 2000);
 }
 
 TEST_F(CliTest, SynthIsDeterministic) {

@@ -9,6 +9,7 @@
 
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/data/pipe_mode.h"
 #include "ctrain/io/example_schema.h"
 #include "ctrain/io/libffm.h"
 #include "ctrain/io/libsvm.h"
@@ -154,7 +155,7 @@ StatusOr<json> InspectLibFfm(Stream f, json out) {
 StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   CTRAIN_ASSIGN_OR_RETURN(io::Compression c, io::ParseCompression(fl.compression));
   CTRAIN_ASSIGN_OR_RETURN(data::RecordFormat fmt, data::ParseRecordFormat(fl.format));
-  CTRAIN_ASSIGN_OR_RETURN(Stream raw, io::OpenSequentialFile(path));
+  CTRAIN_ASSIGN_OR_RETURN(Stream raw, data::OpenInputPass(path));
   CTRAIN_ASSIGN_OR_RETURN(data::SniffedStream in, data::SniffStream(std::move(raw), c, fmt));
   json out = {{"file", path},
               {"format", data::RecordFormatName(in.format)},
@@ -194,7 +195,7 @@ void PrintText(const json& j) {
 Command AddInspectCommand(CLI::App& app) {
   auto fl = std::make_shared<InspectFlags>();
   CLI::App* sub = app.add_subcommand("inspect", "Read every record of FILEs; print format, compression, count and schema");
-  sub->add_option("files", fl->files, "Files to inspect ('-' = stdin; FIFOs work too)")->required();
+  sub->add_option("files", fl->files, "Files to inspect ('-' = stdin; FIFOs; pipe:<dir>/<channel> reads the SageMaker FIFO <channel>_0)")->required();
   sub->add_option("--format", fl->format, "auto|libsvm|tfrecord|criteo-tsv|criteo-csv|libffm")->capture_default_str();
   sub->add_option("--compression", fl->compression, "auto|none|gzip|zlib")->capture_default_str();
   sub->add_option("--id-base,--id_base", fl->id_base, "LibSVM id base (ids are reported as written)");

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ctrain/data/pipe_mode.h"
 #include "ctrain/io/file.h"
 #include "ctrain/io/libsvm.h"
 #include "ctrain/io/tfrecord.h"
@@ -240,7 +241,7 @@ StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io:
 
 namespace {
 StatusOr<SniffedStream> OpenAndSniff(const std::string& path, io::Compression compression, RecordFormat requested) {
-  CTRAIN_ASSIGN_OR_RETURN(auto raw, io::OpenSequentialFile(path));
+  CTRAIN_ASSIGN_OR_RETURN(auto raw, OpenInputPass(path));
   return SniffStream(std::move(raw), compression, requested);
 }
 }  // namespace

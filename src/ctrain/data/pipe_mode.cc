@@ -90,4 +90,12 @@ StatusOr<std::unique_ptr<io::SequentialFile>> OpenInputStream(const std::string&
   return io::OpenSequentialFile(path);
 }
 
+StatusOr<std::unique_ptr<io::SequentialFile>> OpenInputPass(const std::string& path, int64_t pass,
+                                                            int64_t timeout_ms) {
+  if (!path.starts_with(kPipeChannelPrefix)) return OpenInputStream(path, nullptr);
+  const std::string fifo = ChannelFifoPath(path, pass);
+  CTRAIN_RETURN_IF_ERROR(WaitForPath(fifo, timeout_ms, nullptr));
+  return OpenInputStream(fifo, nullptr);
+}
+
 }  // namespace ctrain::data

@@ -46,4 +46,11 @@ Status WaitForPath(const std::string& path, int64_t timeout_ms, const std::atomi
 StatusOr<std::unique_ptr<io::SequentialFile>> OpenInputStream(const std::string& path,
                                                               const std::atomic<bool>* cancel);
 
+// One read pass of any input spelling the tools accept: a file, "-", a FIFO,
+// or a channel "pipe:<prefix>" (opens "<prefix>_<pass>" once it appears,
+// DeadlineExceeded after timeout_ms). Used by inspect, convert and loaders
+// that read an input once.
+StatusOr<std::unique_ptr<io::SequentialFile>> OpenInputPass(const std::string& path, int64_t pass = 0,
+                                                            int64_t timeout_ms = 60000);
+
 }  // namespace ctrain::data
