@@ -112,6 +112,21 @@ struct Trainer::Impl {
     std::fprintf(stderr, "%s\n", line.c_str());
   }
 
+  // Evaluates `valid` (if any) into result->eval and logs one line, at most
+  // once per global step (*eval_step remembers the last evaluated step).
+  Status EvaluateAndLog(const Dataset* valid, const char* when, int64_t* eval_step, TrainResult* result) {
+    if (valid == nullptr || (result->evaluated && *eval_step == pos.global_step)) return Status::OK();
+    CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
+    result->evaluated = true;
+    *eval_step = pos.global_step;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
+                  terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
+                  result->eval.logloss, static_cast<long long>(result->eval.examples));
+    Log(buf);
+    return Status::OK();
+  }
+
   // ---- setup ----
   Status Init() {
     CTRAIN_RETURN_IF_ERROR(options.Validate());
@@ -602,18 +617,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   int64_t epoch_loss_n = 0;
   bool stop = false;
   int64_t eval_step = -1;  // evaluated at this global step already (no second identical evaluation)
-  auto do_eval = [&](const char* when) -> Status {
-    if (valid == nullptr || (result->evaluated && eval_step == pos.global_step)) return Status::OK();
-    CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
-    result->evaluated = true;
-    eval_step = pos.global_step;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
-                  terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
-                  result->eval.logloss, static_cast<long long>(result->eval.examples));
-    Log(buf);
-    return Status::OK();
-  };
+  auto do_eval = [&](const char* when) { return EvaluateAndLog(valid, when, &eval_step, result); };
 
   while (!stop && pos.epoch < options.epochs && (options.max_steps == 0 || pos.global_step < options.max_steps)) {
     EpochOrder(N, pos.epoch, &order);
@@ -762,18 +766,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   data::Batch staging;  // towers: the whole batch, sliced into the replicas
   std::mutex fetch_mu;  // hogwild: Pipeline::Next is called by one thread at a time
   int64_t eval_step = -1;  // evaluated at this global step already (no second identical evaluation)
-  auto do_eval = [&](const char* when) -> Status {
-    if (valid == nullptr || (result->evaluated && eval_step == pos.global_step)) return Status::OK();
-    CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
-    result->evaluated = true;
-    eval_step = pos.global_step;
-    char buf[256];
-    std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
-                  terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
-                  result->eval.logloss, static_cast<long long>(result->eval.examples));
-    Log(buf);
-    return Status::OK();
-  };
+  auto do_eval = [&](const char* when) { return EvaluateAndLog(valid, when, &eval_step, result); };
   auto max_reached = [&] { return options.max_steps > 0 && pos.global_step >= options.max_steps; };
 
   while (!stop && pos.epoch < options.epochs && !max_reached()) {
