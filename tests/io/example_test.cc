@@ -381,7 +381,8 @@ TEST(ExampleWire, EntryWithoutKeyOrValue) {
   // A map entry with no key has key "", with no value an empty Feature.
   const std::string features = Len(1, Len(2, FloatFeature(PackedFloats({2})))) + Len(1, Len(1, "k"));
   ExampleView view;
-  ASSERT_TRUE(DecodeExample(Len(1, features), &view).ok());
+  const std::string record = Len(1, features);  // the view's keys point into the record
+  ASSERT_TRUE(DecodeExample(record, &view).ok());
   ASSERT_EQ(view.features.size(), 2u);
   EXPECT_EQ(view.features[0].key, "");
   EXPECT_EQ(view.features[0].count, 1);
