@@ -186,6 +186,21 @@ TEST(LibSvmLine, CapacityBelowFieldSizeIsCallerError) {
   EXPECT_EQ(s.ToString(), "InvalidArgument: ParseLibSvmLine: capacity 2 < field_size 3");
 }
 
+TEST(TextNumber, WidePathDefersFloatMidpointsToFromChars) {
+  // 2^24 + 1 and 2^24 + 3 are exactly halfway between two floats: ties go to even.
+  for (const char* s : {"16777217", "16777219", "1.6777217", "0.16777217", "33554434", "8388609.5", "4.0430512", "9007199.254740992"}) {
+    float a, b;
+    std::string_view v(s);
+    ASSERT_EQ(ParseFloat(v.data(), v.data() + v.size(), &a), NumParse::kOk) << s;
+    std::from_chars(v.data(), v.data() + v.size(), b);
+    EXPECT_EQ(std::memcmp(&a, &b, 4), 0) << s << " " << a << " vs " << b;
+  }
+  float t;
+  std::string_view mid = "16777217";
+  ASSERT_EQ(ParseFloat(mid.data(), mid.data() + mid.size(), &t), NumParse::kOk);
+  EXPECT_EQ(t, 16777216.0f);
+}
+
 TEST(TextNumber, FastPathMatchesFromChars) {
   std::mt19937_64 rng(7);
   char buf[64];

@@ -18,6 +18,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 namespace ctrain::io {
@@ -25,6 +26,7 @@ namespace ctrain::io {
 enum class NumParse { kOk, kSyntax, kOutOfRange, kNotFinite };
 
 namespace text_internal {
+inline constexpr double kPow10d[12] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11};
 inline constexpr float kPow10f[11] = {1e0f, 1e1f, 1e2f, 1e3f, 1e4f, 1e5f,
                                       1e6f, 1e7f, 1e8f, 1e9f, 1e10f};
 inline bool IsDigit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
@@ -69,6 +71,23 @@ inline NumParse ParseFloat(const char* p, const char* end, float* out) {
       if (frac) v /= text_internal::kPow10f[frac];
       *out = neg ? -v : v;
       return NumParse::kOk;
+    }
+    // Wider exact path (e.g. "4.0430512", 8+ significant digits): m and 10^frac
+    // are exact doubles, so d = m / 10^frac is the correctly rounded double of
+    // the decimal x (|x - d| <= 1/2 ulp_d). Rounding d to float gives the
+    // correctly rounded float of x unless d lies exactly on a float rounding
+    // midpoint (the 29 bits float drops == 1 << 28): then x may sit on either
+    // side, and from_chars decides. Values here are >= 1e-11, far from float
+    // subnormals, and < 2^53, inside float range.
+    if (simple && q == end && m <= (uint64_t{1} << 53)) {
+      const double d = static_cast<double>(m) / text_internal::kPow10d[frac];
+      uint64_t bits;
+      std::memcpy(&bits, &d, sizeof bits);
+      if ((bits & ((uint64_t{1} << 29) - 1)) != (uint64_t{1} << 28)) {
+        const float v = static_cast<float>(d);
+        *out = neg ? -v : v;
+        return NumParse::kOk;
+      }
     }
   }
   return text_internal::FromChars(p, end, out);
