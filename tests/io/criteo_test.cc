@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -73,29 +75,80 @@ TEST(CriteoLine, ParsesAllKinds) {
   EXPECT_EQ(row.categorical[25], "");
 }
 
-TEST(CriteoLine, StrippedTrailingCellsAreMissingAndCrDropped) {
+TEST(CriteoLine, EmptyCellsAreMissingAndCrDropped) {
   CriteoRow row;
-  ASSERT_TRUE(ParseCriteoLine("0\t5\t\t7\r", '\t', &row).ok());
+  ASSERT_TRUE(ParseCriteoLine(Line("0", {"5", "", "7"}, {}) + "\r", '\t', &row).ok());
   EXPECT_EQ(row.label, 0.0f);
   EXPECT_EQ(row.numeric_present, 0b101u);
   EXPECT_EQ(row.numeric[2], 7.0);
   EXPECT_EQ(row.categorical_present, 0u);
-  ASSERT_TRUE(ParseCriteoLine("1", ',', &row).ok());
-  EXPECT_EQ(row.numeric_present, 0u);
-  ASSERT_TRUE(ParseCriteoLine("1.0,,,", ',', &row).ok());
+  ASSERT_TRUE(ParseCriteoLine(Line("1.0", {}, {}, ','), ',', &row).ok());
   EXPECT_EQ(row.label, 1.0f);
+  EXPECT_EQ(row.numeric_present, 0u);
+}
+
+// B15: a row with the wrong number of cells is a located error (no column),
+// never a row with "missing" cells.
+TEST(CriteoLine, B15WrongCellCountIsLocatedError) {
+  EXPECT_EQ(ParseError("1\t5", '\t'),
+            "c.tsv:3: expected 40 cells, got 2 (a cut or short row; a missing value is an empty cell, the "
+            "separators stay)");
+  EXPECT_EQ(ParseError("1", ',').rfind("c.tsv:3: expected 40 cells, got 1 ", 0), 0u);
+  // 39 cells: Criteo's unlabelled test.txt layout, or one cell lost.
+  std::string no_label = Line("1", {}, {});
+  no_label.erase(0, 2);  // drop "1\t": 39 cells
+  EXPECT_EQ(ParseError(no_label, '\t'),
+            "c.tsv:3: expected 40 cells, got 39 (39 cells is the layout of Criteo's unlabelled test.txt; ctrain "
+            "needs the label column first)");
+  EXPECT_EQ(ParseError(Line("0", {}, {}) + "\tx", '\t'), "c.tsv:3: expected 40 cells, got 41");
+  EXPECT_EQ(ParseError(Line("0", {}, {}, ',') + ",", ','), "c.tsv:3: expected 40 cells, got 41");
+  // The count uses the file's separator: a TSV row read as CSV is one cell.
+  EXPECT_EQ(ParseError(Line("0", {}, {}), ',').rfind("c.tsv:3: expected 40 cells, got 1 ", 0), 0u);
+  // Without a file name: "line N: ...".
+  CriteoRow row;
+  Status s = ParseCriteoLine("1\t5", '\t', &row, TextLocation{"", 7});
+  EXPECT_EQ(s.message().substr(0, 35), "line 7: expected 40 cells, got 2 (a");
+}
+
+// No control byte (0x00-0x1f, 0x7f) ever becomes part of a category.
+TEST(CriteoLine, ControlBytesInCategoryAreErrors) {
+  for (int b : {0x00, 0x01, 0x09, 0x0b, 0x0d, 0x1f, 0x7f}) {
+    const char sep = b == '\t' ? ',' : '\t';
+    std::string cat = "ab";
+    cat += static_cast<char>(b);
+    cat += "c";
+    const std::string line = Line("1", {}, {"x", cat}, sep);
+    const size_t col = line.find(cat) + 3;
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02x", b);
+    EXPECT_EQ(ParseError(line, sep), "c.tsv:3:" + std::to_string(col) + ": C2: control byte '" + hex +
+                                         "' in category 'ab" + hex + "c'")
+        << b;
+  }
+  // Bytes >= 0x80 (UTF-8) are kept verbatim.
+  CriteoRow row;
+  const std::string utf8 = Line("1", {}, {"caf\xc3\xa9"});
+  ASSERT_TRUE(ParseCriteoLine(utf8, '\t', &row).ok());
+  EXPECT_EQ(row.categorical[0], "caf\xc3\xa9");
 }
 
 TEST(CriteoLine, Errors) {
-  EXPECT_EQ(ParseError("2\t1", '\t'), "c.tsv:3:1: bad label '2': expected 0 or 1");
-  EXPECT_EQ(ParseError("-1\t1", '\t'), "c.tsv:3:1: bad label '-1': expected 0 or 1");
-  EXPECT_EQ(ParseError("\t1", '\t'), "c.tsv:3:1: missing label");
-  EXPECT_EQ(ParseError("0\t1\tabc", '\t'), "c.tsv:3:5: I2: expected a number, found 'abc'");
-  EXPECT_EQ(ParseError("0,1,2, 3", ','), "c.tsv:3:7: I3: expected a number, found ' 3'");
-  EXPECT_EQ(ParseError("0,nan", ','), "c.tsv:3:3: I1: value 'nan' is not finite");
-  EXPECT_EQ(ParseError("0,1e999", ','), "c.tsv:3:3: I1: value '1e999' is not finite");
-  std::string too_many = Line("0", {}, {}) + "\tx";
-  EXPECT_EQ(ParseError(too_many, '\t'), "c.tsv:3:42: more than 40 cells");
+  auto L = [](std::string label, std::vector<std::string> num, char sep = '\t') { return Line(label, num, {}, sep); };
+  EXPECT_EQ(ParseError(L("2", {"1"}), '\t'), "c.tsv:3:1: bad label '2': expected 0 or 1");
+  EXPECT_EQ(ParseError(L("-1", {"1"}), '\t'), "c.tsv:3:1: bad label '-1': expected 0 or 1");
+  EXPECT_EQ(ParseError(L("", {"1"}), '\t'), "c.tsv:3:1: missing label");
+  EXPECT_EQ(ParseError(L("0", {"1", "abc"}), '\t'), "c.tsv:3:5: I2: expected a number, found 'abc'");
+  EXPECT_EQ(ParseError(L("0", {"1", "2", " 3"}, ','), ','), "c.tsv:3:7: I3: expected a number, found ' 3'");
+  EXPECT_EQ(ParseError(L("0", {"nan"}, ','), ','), "c.tsv:3:3: I1: value 'nan' is not finite");
+  EXPECT_EQ(ParseError(L("0", {"1e999"}, ','), ','), "c.tsv:3:3: I1: value '1e999' is not finite");
+  EXPECT_EQ(ParseError(L("0", {"0x10"}, ','), ','), "c.tsv:3:3: I1: expected a number, found '0x10'");
+  EXPECT_EQ(ParseError(L("0", {"++1"}, ','), ','), "c.tsv:3:3: I1: expected a number, found '++1'");
+  // A leading '+' and long mantissas read as strtod does.
+  CriteoRow row;
+  ASSERT_TRUE(ParseCriteoLine(L("+1", {"+5", "12345678901234567890123"}), '\t', &row).ok());
+  EXPECT_EQ(row.label, 1.0f);
+  EXPECT_EQ(row.numeric[0], 5.0);
+  EXPECT_EQ(row.numeric[1], std::strtod("12345678901234567890123", nullptr));
 }
 
 TEST(CriteoReader, HeaderBlankAndAutoFormat) {
@@ -117,7 +170,7 @@ TEST(CriteoReader, HeaderBlankAndAutoFormat) {
   EXPECT_EQ((*r)->counters().header_lines, 1u);
   EXPECT_EQ((*r)->counters().blank_lines, 1u);
 
-  auto bad = CriteoReader::Open(NewMemoryFile("b.tsv", Line("0", {}, {}) + "\n0\t1\tx\n"));
+  auto bad = CriteoReader::Open(NewMemoryFile("b.tsv", Line("0", {}, {}) + "\n" + Line("0", {"1", "x"}, {}) + "\n"));
   ASSERT_TRUE(bad.ok());
   ASSERT_TRUE(*(*bad)->Next(&row));
   more = (*bad)->Next(&row);
@@ -125,7 +178,7 @@ TEST(CriteoReader, HeaderBlankAndAutoFormat) {
   EXPECT_EQ((*bad)->Next(&row).status().message(), "b.tsv:2:5: I2: expected a number, found 'x'");  // sticky
 
   // A header line later in the file is an error (only the first line may be one).
-  auto late = CriteoReader::Open(NewMemoryFile("l.tsv", Line("0", {}, {}) + "\nlabel\tI1\n"));
+  auto late = CriteoReader::Open(NewMemoryFile("l.tsv", Line("0", {}, {}) + "\n" + Line("label", {"I1"}, {}) + "\n"));
   ASSERT_TRUE(*(*late)->Next(&row));
   EXPECT_EQ((*late)->Next(&row).status().message(), "l.tsv:2:1: bad label 'label': expected 0 or 1");
 }
@@ -392,7 +445,7 @@ TEST(CriteoRealData, LibSvmFileIsNotCriteo) {
   CriteoRow row;
   auto more = (*r)->Next(&row);
   ASSERT_FALSE(more.ok());
-  EXPECT_EQ(more.status().message().substr(0, path.size() + 20), path + ":1:1: bad label '1 1");
+  EXPECT_EQ(more.status().message().substr(0, path.size() + 30), path + ":1: expected 40 cells, got 1 (");
 }
 
 }  // namespace

@@ -159,7 +159,12 @@ TEST(LibSvmLine, BadPairs) {
   EXPECT_EQ(ErrorOf("1 3:-inf", Fixed(1)), "data.libsvm:17:5: value '-inf' for id 3 is not finite");
   EXPECT_EQ(ErrorOf("1 3:1e39", Fixed(1)), "data.libsvm:17:5: value '1e39' for id 3 is out of float range");
   EXPECT_EQ(ErrorOf("1 0:1:0.5", Fixed(1)),
-            "data.libsvm:17:3: found 'field:feature:value' triple '0:1:0.5'; this is libFFM, not LibSVM");
+            "data.libsvm:17:3: found 'field:feature:value' triple '0:1:0.5'; this is libFFM, not LibSVM (or two "
+            "pairs glued together: missing space?)");
+  // B27: two pairs glued together (a missing space) name the token, not libFFM.
+  EXPECT_EQ(ErrorOf("1 13:6.64e-0114:8.74", Fixed(1)),
+            "data.libsvm:17:3: bad value '6.64e-0114:8.74' for id 13: token holds two ':'; missing space between "
+            "two 'id:value' pairs? (libFFM 'field:feature:value' files need --format libffm)");
   // Binary garbage is quoted with escapes.
   EXPECT_EQ(ErrorOf(std::string("1 \x01\xff", 4), Fixed(1)),
             "data.libsvm:17:3: expected 'id:value', found '\\x01\\xff'");

@@ -1,5 +1,6 @@
 #include "ctrain/data/example_reader.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -49,6 +50,39 @@ bool LooksLikeText(std::string_view b) {
 
 bool PlainProbe(std::string_view b) { return io::LooksLikeTFRecordHeader(b) || LooksLikeText(b); }
 
+// Text with ':' tokens: LibSVM ("id:value") or libFFM ("field:feature:value").
+// Every token with a ':' on the (complete) lines of the peeked bytes votes by
+// its number of colons; libFFM needs a strict majority of two-colon tokens, so
+// one malformed token (two LibSVM pairs glued together, "13:0.5e-0114:1") does
+// not switch the whole file to libFFM: the LibSVM parser then names it with
+// its line and column.
+RecordFormat SniffPairs(std::string_view b) {
+  // Drop a cut last line unless it is the only one.
+  if (size_t nl = b.rfind('\n'); nl != std::string_view::npos) b = b.substr(0, nl);
+  uint64_t one = 0, two = 0;
+  size_t pos = 0;
+  while (pos < b.size()) {
+    size_t nl = b.find('\n', pos);
+    std::string_view line = b.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    pos = nl == std::string_view::npos ? b.size() : nl + 1;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    size_t t = 0;
+    while (t < line.size()) {
+      const size_t s = line.find_first_not_of(" \t\r\v\f", t);
+      if (s == std::string_view::npos) break;
+      size_t e = line.find_first_of(" \t\r\v\f", s);
+      if (e == std::string_view::npos) e = line.size();
+      const std::string_view tok = line.substr(s, e - s);
+      t = e;
+      if (tok.starts_with("qid:")) continue;
+      const size_t colons = static_cast<size_t>(std::count(tok.begin(), tok.end(), ':'));
+      if (colons == 1) ++one;
+      else if (colons >= 2) ++two;
+    }
+  }
+  return two > one ? RecordFormat::kLibFfm : RecordFormat::kLibSvm;
+}
+
 RecordFormat SniffText(std::string_view b) {
   // First line that is neither blank nor a comment.
   size_t pos = 0;
@@ -61,12 +95,7 @@ RecordFormat SniffText(std::string_view b) {
     if (line.substr(first).starts_with("label,")) return RecordFormat::kCriteoCsv;
     if (line.find('\t') != std::string_view::npos && line.find(':') == std::string_view::npos)
       return RecordFormat::kCriteoTsv;
-    if (size_t c = line.find(':'); c != std::string_view::npos) {
-      // The first pair token decides: two colons before the next blank -> libFFM.
-      size_t tok_end = line.find_first_of(" \t\r", c);
-      std::string_view tok = line.substr(c + 1, tok_end == std::string_view::npos ? std::string_view::npos : tok_end - c - 1);
-      return tok.find(':') != std::string_view::npos ? RecordFormat::kLibFfm : RecordFormat::kLibSvm;
-    }
+    if (line.find(':') != std::string_view::npos) return SniffPairs(b.substr(line.data() - b.data()));
     if (line.find(',') != std::string_view::npos) return RecordFormat::kCriteoCsv;
     return RecordFormat::kLibSvm;  // label-only line: let the LibSVM parser give its error
   }
@@ -215,25 +244,69 @@ std::string_view RecordFormatName(RecordFormat f) {
   return "unknown";
 }
 
+namespace {
+// Bytes read as uncompressed that start like a gzip member or a zlib stream
+// that did not inflate (so detection said "none"): name the compression and
+// zlib's complaint instead of letting the TFRecord framing report a "length
+// crc mismatch" on compressed bytes. OK when `head` is a TFRecord header.
+Status CheckNotCompressed(const std::string& name, std::string_view head) {
+  if (head.size() < 2 || io::LooksLikeTFRecordHeader(head)) return Status::OK();
+  const unsigned b0 = static_cast<uint8_t>(head[0]), b1 = static_cast<uint8_t>(head[1]);
+  io::Compression c = io::Compression::kNone;
+  if (b0 == 0x1f && b1 == 0x8b)
+    c = io::Compression::kGzip;
+  else if ((b0 & 0x0f) == 8 && (b0 >> 4) <= 7 && (b0 * 256 + b1) % 31 == 0 && (b1 & 0x20) == 0)
+    c = io::Compression::kZlib;
+  if (c == io::Compression::kNone) return Status::OK();
+  const std::string kind(io::CompressionName(c));
+  std::string why = "it does not inflate";
+  auto inflated = io::NewInflatingFile(io::NewMemoryFile(name, std::string(head)), c);
+  if (inflated.ok()) {
+    std::string buf(1 << 16, '\0');
+    for (;;) {
+      StatusOr<size_t> got = (*inflated)->Read(buf.data(), buf.size());
+      if (!got.ok()) {
+        why = got.status().message();
+        break;
+      }
+      if (*got == 0) break;
+    }
+  }
+  return InvalidArgumentError(name + ": not a TFRecord (no valid length crc in the first 12 bytes); the file starts "
+                              "like a " + kind + " stream, read as uncompressed: " + why +
+                              " (pass --compression " + kind + " to read it as " + kind + ")");
+}
+}  // namespace
+
 StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io::Compression compression,
                                     RecordFormat requested) {
   SniffedStream o;
   CTRAIN_ASSIGN_OR_RETURN(o.stream, io::WrapForRead(std::move(raw), compression, &o.compression, &PlainProbe));
   o.format = requested;
-  if (requested == RecordFormat::kAuto) {
+  if (requested == RecordFormat::kTFRecord && o.compression == io::Compression::kNone) {
     std::string head(io::kPeekBytes, '\0');
     CTRAIN_ASSIGN_OR_RETURN(size_t n, o.stream->Read(head.data(), head.size()));
     head.resize(n);
+    CTRAIN_RETURN_IF_ERROR(CheckNotCompressed(o.stream->name(), head));
+    o.empty = n == 0;
+    o.stream = std::make_unique<PrefixedFile>(std::move(head), std::move(o.stream));
+  } else if (requested == RecordFormat::kAuto) {
+    std::string head(io::kPeekBytes, '\0');
+    CTRAIN_ASSIGN_OR_RETURN(size_t n, o.stream->Read(head.data(), head.size()));
+    head.resize(n);
+    o.empty = n == 0;
     if (n == 0)
-      o.format = RecordFormat::kTFRecord;  // empty: any format reads zero records
+      o.format = RecordFormat::kTFRecord;  // any format reads zero records
     else if (io::LooksLikeTFRecordHeader(head))
       o.format = RecordFormat::kTFRecord;
     else if (LooksLikeText(head))
       o.format = SniffText(head);
-    else
+    else {
+      CTRAIN_RETURN_IF_ERROR(CheckNotCompressed(o.stream->name(), head));
       return InvalidArgumentError(o.stream->name() +
                                   ": cannot detect the record format: not a TFRecord (no valid length crc "
                                   "in the first 12 bytes) and not text; pass --format");
+    }
     o.stream = std::make_unique<PrefixedFile>(std::move(head), std::move(o.stream));
   }
   return o;

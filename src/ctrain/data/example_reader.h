@@ -83,10 +83,17 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
 // is kAuto, sniffs the record format from the first decompressed bytes with the
 // rule above. The returned stream starts at byte 0 (peeked bytes are replayed,
 // so pipes and FIFOs work). Shared by ExampleReader and the pipeline's raw readers.
+// A tfrecord read as uncompressed whose first bytes are not a TFRecord header
+// but a gzip/zlib signature is InvalidArgument "<file>: not a TFRecord ...; the
+// file starts like a zlib stream, read as uncompressed: <zlib error> (pass
+// --compression zlib ...)".
 struct SniffedStream {
   std::unique_ptr<io::SequentialFile> stream;  // decompressed
   io::Compression compression = io::Compression::kNone;  // of the raw bytes
   RecordFormat format = RecordFormat::kAuto;             // never kAuto on success
+  // The decompressed stream holds no byte at all (set when the format was
+  // sniffed or is tfrecord; `format` is then kTFRecord, which reads zero records).
+  bool empty = false;
 };
 StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io::Compression compression,
                                     RecordFormat requested);

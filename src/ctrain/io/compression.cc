@@ -26,14 +26,19 @@ bool HasZlibHeader(std::string_view b) {
 }
 
 // Inflates `prefix` as the start of a zlib stream; true if zlib finds no error
-// in it (running out of input is fine). Output is discarded, at most 4 MiB of
-// it is produced.
+// in its DEFLATE data (running out of input is fine). The 4-byte Adler-32
+// trailer is not checked here: a small file whose whole stream fits in the
+// prefix and only has a bad trailer is still zlib, and reading it then reports
+// zlib's own "incorrect data check" (B35). Output is discarded, at most 4 MiB
+// of it is produced.
 bool TrialInflateZlib(std::string_view prefix) {
+  if (prefix.size() < 2) return false;
   z_stream s{};
-  if (inflateInit2(&s, MAX_WBITS) != Z_OK) return false;
+  // Raw DEFLATE after the 2-byte header (the caller checked it): no trailer check.
+  if (inflateInit2(&s, -MAX_WBITS) != Z_OK) return false;
   std::vector<unsigned char> scratch(1 << 16);
-  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(prefix.data()));
-  s.avail_in = static_cast<uInt>(std::min<size_t>(prefix.size(), kPeekBytes));
+  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(prefix.data() + 2));
+  s.avail_in = static_cast<uInt>(std::min<size_t>(prefix.size(), kPeekBytes) - 2);
   bool ok = true;
   for (int rounds = 0; rounds < 64; ++rounds) {
     s.next_out = scratch.data();

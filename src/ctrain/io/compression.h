@@ -14,7 +14,10 @@
 //        with a valid length CRC", a 2^-32 false-positive test)
 //     3. bytes 1f 8b                                    -> gzip
 //     4. zlib header (CM == 8, CINFO <= 7, FDICT clear, (CMF*256+FLG) % 31 == 0)
-//        AND a trial inflate of the peeked prefix reports no error -> zlib
+//        AND a trial inflate of the peeked prefix's DEFLATE data reports no
+//        error -> zlib. The Adler-32 trailer is not part of the trial: a small
+//        stream with only a bad trailer is zlib, and reading it reports
+//        "corrupt zlib stream ...: incorrect data check".
 //     5. otherwise                                      -> none
 //   Step 4's trial inflate matters: the first two bytes of an uncompressed
 //   TFRecord are the low bytes of a little-endian uint64 length and pass the

@@ -23,6 +23,17 @@ std::string FieldName(char kind, int k) {
 std::string NumericName(int i) { return FieldName('I', i); }
 std::string CategoricalName(int j) { return FieldName('C', j); }
 
+// "<file>:<line>: expected 40 cells, got N" (N counts every cell of the line).
+Status CellCountError(const TextLocation& where, std::string_view line, char separator) {
+  const size_t cells = static_cast<size_t>(std::count(line.begin(), line.end(), separator)) + 1;
+  std::string what = "expected 40 cells, got " + std::to_string(cells);
+  if (cells == kCriteoColumns - 1)
+    what += " (39 cells is the layout of Criteo's unlabelled test.txt; ctrain needs the label column first)";
+  else if (cells < kCriteoColumns)
+    what += " (a cut or short row; a missing value is an empty cell, the separators stay)";
+  return TextError(where, 0, what);
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ parsing
@@ -33,13 +44,15 @@ Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, co
   const char* const end = begin + line.size();
   row->numeric_present = 0;
   row->categorical_present = 0;
+  // The cell count first: a 39-cell row (no label) would otherwise fail later
+  // with a misleading "I13: expected a number, found '68fd1e64'".
+  if (std::count(begin, end, separator) != kCriteoColumns - 1) return CellCountError(where, line, separator);
   const char* p = begin;
   int cell = 0;
   for (;;) {
     const char* e = static_cast<const char*>(std::memchr(p, separator, static_cast<size_t>(end - p)));
     if (e == nullptr) e = end;
     const size_t col = static_cast<size_t>(p - begin) + 1;
-    if (cell >= kCriteoColumns) return TextError(where, col, "more than 40 cells");
     if (cell == 0) {
       if (p == e) return TextError(where, col, "missing label");
       double v;
@@ -71,19 +84,20 @@ Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, co
       }
     } else {
       const int j = cell - 1 - kCriteoNumeric;
+      for (const char* q = p; q < e; ++q) {
+        const unsigned char c = static_cast<unsigned char>(*q);
+        if (c < 0x20 || c == 0x7f) {
+          return TextError(where, static_cast<size_t>(q - begin) + 1,
+                           CategoricalName(j) + ": control byte " + QuoteToken(std::string_view(q, 1)) +
+                               " in category " + QuoteToken(std::string_view(p, static_cast<size_t>(e - p))));
+        }
+      }
       row->categorical[j] = std::string_view(p, static_cast<size_t>(e - p));
       if (p != e) row->categorical_present |= 1u << j;
     }
     ++cell;
     if (e == end) break;
     p = e + 1;
-  }
-  for (int c = cell; c < kCriteoColumns; ++c) {  // stripped trailing cells: missing
-    if (c <= kCriteoNumeric) {
-      row->numeric[c - 1] = 0;
-    } else {
-      row->categorical[c - 1 - kCriteoNumeric] = std::string_view();
-    }
   }
   return Status::OK();
 }

@@ -4,14 +4,16 @@
 //
 // Row syntax: 40 cells "label I1..I13 C1..C26", separated by '\t' (TSV, the
 // original) or ',' (CSV, e.g. DeepCTR's criteo_sample.txt). One trailing '\r'
-// is dropped. An empty cell is a missing value. Rows whose trailing empty
-// cells were stripped (fewer than 40 cells) are accepted, the absent cells
-// being missing; more than 40 cells is an error.
+// is dropped. An empty cell is a missing value. A row must have exactly 40
+// cells (39 separators): a short row (stripped trailing cells, Criteo's
+// unlabelled 39-column test.txt, a file cut mid-row) or a long one is the
+// error "<file>:<line>: expected 40 cells, got N".
 //   label: a number whose value is exactly 0 or 1 ("0", "1", "1.0").
 //   I1..I13: integer counts, possibly negative (-1) and possibly written as
 //            floats ("260.0"); parsed as double, must be finite.
-//   C1..C26: any byte string without the separator (8 lowercase hex digits in
-//            Criteo); used verbatim.
+//   C1..C26: any byte string without the separator and without control bytes
+//            (0x00-0x1f, 0x7f: an error naming the byte); 8 lowercase hex
+//            digits in Criteo; used verbatim.
 // Header: if the first cell of the file's first non-blank line is exactly
 // "label", that line is a header (CSV files have one) and is skipped and
 // counted. Blank lines are skipped and counted.
@@ -60,7 +62,8 @@ struct CriteoRow {
 // except to build an error. Errors: InvalidArgument "<where>:<column>: ...":
 //   "bad label 'x': expected 0 or 1"   "missing label"
 //   "I3: expected a number, found 'abc'"   "I3: value 'inf' is not finite"
-//   "more than 40 cells"
+//   "C2: control byte '\x00' in category 'ab\x00c'"
+//   "<file>:<line>: expected 40 cells, got 39 (...)" (no column)
 Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row,
                        const TextLocation& where = {});
 

@@ -63,9 +63,21 @@ Status PairError(const TextLocation& where, const char* line, const char* ts, co
   }
   const size_t vcol = col + colon + 1;
   if (value_text.find(':') != std::string_view::npos) {
+    // Two pairs glued together ("13:0.5e-0114:1", a missing space) or a libFFM
+    // triple. The rest of the file decided the format; name the token. An
+    // integer between the colons reads as a libFFM triple, anything else as
+    // a value glued to the next pair.
+    const std::string_view middle = value_text.substr(0, value_text.find(':'));
+    int64_t feature;
+    if (ParseNonNegativeInt64(middle.data(), middle.data() + middle.size(), &feature) == NumParse::kOk) {
+      return TextError(where, col,
+                       "found 'field:feature:value' triple " + QuoteToken(tok) +
+                           "; this is libFFM, not LibSVM (or two pairs glued together: missing space?)");
+    }
     return TextError(where, col,
-                     "found 'field:feature:value' triple " + QuoteToken(tok) +
-                         "; this is libFFM, not LibSVM");
+                     "bad value " + QuoteToken(value_text) + " for id " + std::string(id_text) +
+                         ": token holds two ':'; missing space between two 'id:value' pairs? (libFFM "
+                         "'field:feature:value' files need --format libffm)");
   }
   float v;
   switch (ParseFloat(value_text.data(), value_text.data() + value_text.size(), &v)) {

@@ -10,14 +10,16 @@ Status TextError(const TextLocation& where, size_t column, std::string_view what
     msg += ':';
     if (where.line != 0) {
       msg += std::to_string(where.line);
-      msg += ':';
+      if (column != 0) msg += ':';
     }
-    msg += std::to_string(column);
+    if (column != 0 || where.line == 0) msg += std::to_string(column);
   } else if (where.line != 0) {
     msg += "line ";
     msg += std::to_string(where.line);
-    msg += ", column ";
-    msg += std::to_string(column);
+    if (column != 0) {
+      msg += ", column ";
+      msg += std::to_string(column);
+    }
   } else {
     msg += "column ";
     msg += std::to_string(column);

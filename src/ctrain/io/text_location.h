@@ -25,6 +25,7 @@ struct TextLocation {
 };
 
 // InvalidArgument error "<where>:<column>: <what>" (see the header comment).
+// column 0 means "the whole line": "<file>:<line>: <what>" / "line 17: <what>".
 Status TextError(const TextLocation& where, size_t column, std::string_view what);
 
 // A token quoted for an error message: at most 40 bytes (then "..."), bytes
