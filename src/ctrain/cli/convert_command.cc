@@ -73,7 +73,22 @@ Status Convert(ConvertFlags& fl) {
     for (;;) {
       CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&label, ids.data(), vals.data()));
       if (!more) break;
-      CTRAIN_RETURN_IF_ERROR(writer->Write(label, ids, vals));
+      // The writer refuses what its reader could not read back (B37); name the input record.
+      Status w = writer->Write(label, ids, vals);
+      if (!w.ok()) {
+        return w.code() == StatusCode::kInvalidArgument
+                   ? w.WithContext(reader->location())
+                   : w;
+      }
+    }
+    if (reader->records() == 0) {
+      // Nothing to convert is a mistake (a wrong path, a cut download), not an empty output.
+      const std::string what = reader->empty_input()
+                                   ? "empty input: no bytes"
+                                   : "empty input: no records (" +
+                                         std::string(data::RecordFormatName(reader->format())) +
+                                         "; skipped: " + reader->SkippedSummary() + ")";
+      return InvalidArgumentError(path + ": " + what + "; nothing written to " + fl.output);
     }
     std::fprintf(stderr, "ctrain convert: %s: %llu records (%s, %s; skipped: %s)\n", path.c_str(),
                  static_cast<unsigned long long>(reader->records()),

@@ -1,7 +1,10 @@
 #include "ctrain/data/example_reader.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "ctrain/data/pipe_mode.h"
@@ -117,6 +120,7 @@ class LibSvmExampleReader final : public ExampleReader {
   io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return r_->counters().records; }
+  std::string location() const override { return r_->name() + ":" + std::to_string(r_->line_number()); }
   std::string SkippedSummary() const override {
     const auto& c = r_->counters();
     return "blank_lines=" + std::to_string(c.blank_lines) + " comment_lines=" + std::to_string(c.comment_lines) +
@@ -151,6 +155,10 @@ class TFRecordExampleReader final : public ExampleReader {
   io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return records_; }
+  std::string location() const override {
+    return r_->name() + ": record " + std::to_string(r_->record_index()) + " at offset " +
+           std::to_string(r_->record_offset());
+  }
   std::string SkippedSummary() const override {
     auto c = r_->counters();
     return "skipped_records=" + std::to_string(c.skipped_records) + " skipped_bytes=" + std::to_string(c.skipped_bytes);
@@ -186,6 +194,7 @@ class CriteoExampleReader final : public ExampleReader {
   io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return r_->counters().records; }
+  std::string location() const override { return r_->name() + ":" + std::to_string(r_->line_number()); }
   std::string SkippedSummary() const override {
     const auto& c = r_->counters();
     return "header_lines=" + std::to_string(c.header_lines) + " blank_lines=" + std::to_string(c.blank_lines);
@@ -324,10 +333,24 @@ StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compres
   return SniffResult{o.format, o.compression};
 }
 
+namespace {
+StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, const ExampleReaderOptions& options,
+                                                     SniffedStream o);
+}  // namespace
+
 StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
                                                            const ExampleReaderOptions& options) {
   if (options.field_size <= 0) return InvalidArgumentError("field_size must be positive");
   CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, options.compression, options.format));
+  const bool empty = o.empty;
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ExampleReader> r, OpenSniffed(path, options, std::move(o)));
+  r->empty_input_ = empty;
+  return r;
+}
+
+namespace {
+StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, const ExampleReaderOptions& options,
+                                                     SniffedStream o) {
   switch (o.format) {
     case RecordFormat::kLibSvm: {
       io::LibSvmOptions lo;
@@ -367,6 +390,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
   }
   return InternalError("unreachable format");
 }
+}  // namespace
 
 namespace {
 
@@ -374,6 +398,7 @@ class LibSvmExampleWriter final : public ExampleWriter {
  public:
   LibSvmExampleWriter(std::unique_ptr<io::WritableFile> f, int32_t id_base) : f_(std::move(f)), id_base_(id_base) {}
   Status Write(float label, std::span<const int64_t> ids, std::span<const float> values) override {
+    CTRAIN_RETURN_IF_ERROR(CheckWritable(RecordFormat::kLibSvm, label, ids, values, id_base_));
     io::AppendLibSvmLine(label, ids, values, id_base_, &buf_);
     ++records_;
     if (buf_.size() > (1 << 20)) {
@@ -400,6 +425,7 @@ class TFRecordExampleWriter final : public ExampleWriter {
  public:
   TFRecordExampleWriter(std::unique_ptr<io::TFRecordWriter> w, io::SeedSchema s) : w_(std::move(w)), schema_(std::move(s)) {}
   Status Write(float label, std::span<const int64_t> ids, std::span<const float> values) override {
+    CTRAIN_RETURN_IF_ERROR(CheckWritable(RecordFormat::kTFRecord, label, ids, values, 0));
     rec_.clear();
     io::EncodeSeedExample(label, ids, values, schema_, &rec_);
     return w_->Write(rec_);
@@ -415,10 +441,49 @@ class TFRecordExampleWriter final : public ExampleWriter {
 
 }  // namespace
 
+Status CheckWritable(RecordFormat format, float label, std::span<const int64_t> ids,
+                     std::span<const float> values, int32_t id_base) {
+  if (label != 0.0f && label != 1.0f) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(label));
+    return InvalidArgumentError(std::string("label ") + buf + " is not 0 or 1");
+  }
+  if (ids.size() != values.size())
+    return InvalidArgumentError(std::to_string(ids.size()) + " ids but " + std::to_string(values.size()) + " values");
+  if (ids.empty()) return InvalidArgumentError("no fields: a record needs at least one");
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!std::isfinite(values[i])) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", static_cast<double>(values[i]));
+      return InvalidArgumentError("field " + std::to_string(i + 1) + ": value " + buf + " is not finite");
+    }
+  }
+  if (format == RecordFormat::kLibSvm) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0)
+        return InvalidArgumentError("field " + std::to_string(i + 1) + ": id " + std::to_string(ids[i]) +
+                                    " is negative");
+      if (ids[i] > std::numeric_limits<int64_t>::max() - id_base)
+        return InvalidArgumentError("field " + std::to_string(i + 1) + ": id " + std::to_string(ids[i]) +
+                                    " + output id base " + std::to_string(id_base) + " does not fit in int64");
+    }
+  }
+  return Status::OK();
+}
+
 StatusOr<std::unique_ptr<ExampleWriter>> OpenExampleWriter(const std::string& path,
                                                            const ExampleWriterOptions& options) {
   if (options.compression == io::Compression::kAuto)
     return InvalidArgumentError("output compression must be none, gzip or zlib (not auto)");
+  if (options.id_base < 0)
+    return InvalidArgumentError("output id base " + std::to_string(options.id_base) + " is negative");
+  if (options.format == RecordFormat::kTFRecord) {
+    const io::SeedSchema& k = options.schema;
+    if (k.label_key.empty() || k.ids_key.empty() || k.values_key.empty() || k.label_key == k.ids_key ||
+        k.label_key == k.values_key || k.ids_key == k.values_key)
+      return InvalidArgumentError("tfrecord output keys must be distinct and non-empty: label '" + k.label_key +
+                                  "', ids '" + k.ids_key + "', values '" + k.values_key + "'");
+  }
   io::WriteOptions wo;
   wo.atomic = options.atomic && path != "-";
   switch (options.format) {

@@ -70,6 +70,15 @@ class ExampleReader {
   virtual uint64_t records() const = 0;
   // Items skipped on purpose (blank/comment lines, CSV header, corrupt records), by kind.
   virtual std::string SkippedSummary() const = 0;
+  // Where the example last returned by Next came from, for messages about it:
+  // text "<file>:<line>", TFRecord "<file>: record <i> at offset <o>".
+  virtual std::string location() const = 0;
+  // The (decompressed) input holds no byte at all; format() then says tfrecord.
+  bool empty_input() const { return empty_input_; }
+
+ private:
+  friend StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string&, const ExampleReaderOptions&);
+  bool empty_input_ = false;
 };
 
 // Opens `path` ("-" = stdin). With format kAuto the first decompressed bytes decide:
@@ -113,9 +122,25 @@ struct ExampleWriterOptions {
   bool atomic = true;       // write to a temporary file and rename on Close()
 };
 
+// Writers never write what their readers reject: Write checks the example
+// against the rules of the reader of its format (OpenExampleReader with the
+// same id_base and field_size = ids.size()) and refuses, writing nothing, with
+// InvalidArgument naming the field:
+//   "label 0.5 is not 0 or 1"                      (both formats)
+//   "field 2: value nan is not finite"             (both formats)
+//   "no fields: a record needs at least one"       (both formats)
+//   "3 ids but 2 values"                           (both formats)
+//   "field 1: id -1 is negative"                   (libsvm: no sign in the syntax)
+//   "field 1: id 9223372036854775807 + output id base 1 does not fit in int64" (libsvm)
+// A TFRecord keeps any int64 id (negative ones too) exactly. Callers add the
+// input's location (ExampleReader::location()).
+Status CheckWritable(RecordFormat format, float label, std::span<const int64_t> ids,
+                     std::span<const float> values, int32_t id_base);
+
 class ExampleWriter {
  public:
   virtual ~ExampleWriter() = default;
+  // Errors: CheckWritable's (nothing is written then), the file's.
   virtual Status Write(float label, std::span<const int64_t> ids, std::span<const float> values) = 0;
   virtual Status Close() = 0;
   virtual uint64_t records() const = 0;
