@@ -272,6 +272,47 @@ TEST(Compression, Detection) {
   EXPECT_EQ(DetectCompression("\x1f\x8b\x08", yes), Compression::kNone);
 }
 
+// B35: a small stream (all of it inside the detection prefix) whose only
+// fault is its trailer is still detected as that compression, so reading it
+// names the zlib/gzip fault instead of blaming the record format or framing.
+TEST(Compression, B35BadTrailerOnSmallStreamIsDetectedAndNamed) {
+  const std::string data = RandomData(300, 9, true);
+  struct Case {
+    Compression c;
+    size_t from_end;  // trailer byte to flip, counted from the end
+    const char* zlib_msg;
+    size_t at_from_end;  // where zlib notices, counted from the end
+  };
+  for (const Case& k : {Case{Compression::kZlib, 1, "incorrect data check", 0},   // Adler-32
+                        Case{Compression::kZlib, 4, "incorrect data check", 0},
+                        Case{Compression::kGzip, 8, "incorrect data check", 4},   // CRC-32
+                        Case{Compression::kGzip, 1, "incorrect length check", 0}}) {  // ISIZE
+    std::string z = Compress(data, k.c);
+    ASSERT_LT(z.size(), kPeekBytes);
+    z[z.size() - k.from_end] ^= 0x5a;
+    EXPECT_EQ(DetectCompression(z), k.c) << CompressionName(k.c) << " flip " << k.from_end;
+    Compression d = Compression::kAuto;
+    auto f = WrapForRead(NewMemoryFile("small.zz", z), Compression::kAuto, &d);
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+    EXPECT_EQ(d, k.c);
+    auto back = ReadAll(f->get(), 1 << 16);
+    ASSERT_FALSE(back.ok());
+    EXPECT_EQ(back.status().code(), StatusCode::kDataLoss);
+    EXPECT_EQ(std::string(back.status().message()),
+              "small.zz: corrupt " + std::string(CompressionName(k.c)) + " stream near compressed byte offset " +
+                  std::to_string(z.size() - k.at_from_end) + ": " + k.zlib_msg);
+  }
+  // The case file itself (tests/cases/B35, a 92-byte ZLIB TFRecord with a bad Adler-32).
+  auto f = OpenForRead(std::string(CTRAIN_SOURCE_DIR) + "/tests/cases/B35/bad_adler.tfrecord.zz", Compression::kAuto,
+                       nullptr);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  auto back = ReadAll(f->get(), 1 << 16);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.status().message().find("corrupt zlib stream near compressed byte offset 92: incorrect data check"),
+            std::string::npos)
+      << back.status().ToString();
+}
+
 // The first 2 bytes of an uncompressed TFRecord are the low bytes of its
 // length. Every length below 2^17 whose low bytes pass the 2-byte zlib header
 // check must still be detected as "none" thanks to the trial inflate (here
