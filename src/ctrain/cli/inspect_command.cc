@@ -1,7 +1,14 @@
-// `ctrain inspect`: per file, the format, compression, record count and a schema
-// summary. Reads every record, so a zero exit status means every file is intact.
+// `ctrain inspect`: per file, the format, compression, record count, a schema
+// summary and per-field value ranges / distinct-id counts (data/field_stats.h).
+// Reads every record, so a zero exit status means every file is intact.
+// Arguments expand like `train --train` (data/file_list.h: directories, globs);
+// a checkpoint file (ckpt-*.bin) or a model directory shows the checkpoint's
+// step, meta and tensors instead; an input with no byte is "empty".
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
 #include <limits>
 #include <vector>
 
@@ -9,7 +16,12 @@
 
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/data/field_stats.h"
+#include "ctrain/data/file_list.h"
 #include "ctrain/data/pipe_mode.h"
+#include "ctrain/io/example.h"
+#include "ctrain/io/feature_hash.h"
+#include "ctrain/train/checkpoint.h"
 #include "ctrain/io/example_schema.h"
 #include "ctrain/io/libffm.h"
 #include "ctrain/io/libsvm.h"
@@ -32,20 +44,79 @@ struct InspectFlags {
 // stdin work with format detection).
 using Stream = std::unique_ptr<io::SequentialFile>;
 
+// Per-field value ranges and distinct-id counts, and the warnings they raise.
+// warn = false for raw Criteo columns: ctrain applies log1p to them itself.
+void AddFieldStats(const data::FieldStats& st, json* out, bool warn = true) {
+  json fields = json::array();
+  for (const data::FieldStat& f : st.fields()) {
+    json j = {{"field", f.name}, {"count", f.count}};
+    if (f.count > 0) {
+      j["value_min"] = f.min;
+      j["value_max"] = f.max;
+      j["distinct_values"] = f.values.Count();
+      j["integral_values"] = f.all_integral;
+    }
+    if (f.id_observations > 0) {
+      j["distinct_ids"] = f.ids.Count();
+      j["distinct_ids_exact"] = f.ids.exact();
+    }
+    fields.push_back(std::move(j));
+  }
+  (*out)["fields"] = std::move(fields);
+  (*out)["distinct_method"] = std::string(data::FieldStats::Method());
+  (*out)["warnings"] = warn ? st.Warnings() : std::vector<std::string>{};
+}
+
 StatusOr<json> InspectTFRecord(Stream f, json out) {
   io::TFRecordReaderOptions o;
   o.compression = io::Compression::kNone;
   CTRAIN_ASSIGN_OR_RETURN(auto r, io::TFRecordReader::FromFile(std::move(f), o));
   const std::string path = r->name();
   io::ExampleSchemaSummary summary;
+  io::ExampleView view;
+  std::vector<io::FeatureSpec> specs;
+  data::FieldStats st;           // per feature key, or per position of the seed schema
+  std::map<std::string, size_t> slot;  // feature key -> field index
+  const io::SeedSchema seed;     // "ids" int64_list[F] + "values" float_list[F]
+  bool seed_layout = true;
   std::string_view rec;
   for (;;) {
     CTRAIN_ASSIGN_OR_RETURN(bool more, r->Next(&rec));
     if (!more) break;
     Status s = summary.Add(rec);
+    if (s.ok()) s = io::DecodeExample(rec, &view);
+    std::vector<io::ParsedFeature> parsed;
+    if (s.ok()) {
+      specs.clear();
+      for (const auto& e : view.features)
+        if (e.kind) specs.push_back({std::string(e.key), *e.kind, /*var_len=*/true, 0, std::nullopt});
+      auto p = io::ParseExample(rec, specs);
+      if (p.ok()) parsed = std::move(*p);
+      else s = p.status();
+    }
     if (!s.ok())
       return s.WithContext(path + ": record " + std::to_string(r->record_index()) + " at offset " +
                            std::to_string(r->record_offset()));
+    const io::ParsedFeature* ids = nullptr;
+    const io::ParsedFeature* values = nullptr;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].key == seed.ids_key && parsed[i].kind == io::FeatureKind::kInt64) ids = &parsed[i];
+      if (specs[i].key == seed.values_key && parsed[i].kind == io::FeatureKind::kFloat) values = &parsed[i];
+    }
+    if (seed_layout && ids != nullptr && values != nullptr && ids->int64s.size() == values->floats.size()) {
+      for (size_t k = 0; k < ids->int64s.size(); ++k) st.Add(k, ids->int64s[k], values->floats[k]);
+      continue;
+    }
+    if (seed_layout && st.fields().empty()) seed_layout = false;
+    if (seed_layout) continue;  // mixed layouts: the per-position stats stay as they are
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (specs[i].key == seed.label_key) continue;
+      auto [it, fresh] = slot.emplace(specs[i].key, slot.size());
+      st.At(it->second, specs[i].key);
+      for (float v : parsed[i].floats) st.AddValue(it->second, v);
+      for (int64_t v : parsed[i].int64s) st.Add(it->second, v, static_cast<double>(v));
+      for (const auto& b : parsed[i].bytes) st.AddIdHash(it->second, io::Hash64(b, 0));
+    }
   }
   out["records"] = r->counters().records;
   json feats = json::array();
@@ -60,6 +131,8 @@ StatusOr<json> InspectTFRecord(Stream f, json out) {
   out["features"] = feats;
   out["duplicate_keys"] = summary.duplicate_keys();
   out["unknown_fields"] = summary.unknown_fields();
+  out["field_layout"] = seed_layout && !st.fields().empty() ? "seed ids/values, per position" : "per feature key";
+  AddFieldStats(st, &out);
   return out;
 }
 
@@ -76,6 +149,7 @@ StatusOr<json> InspectLibSvm(Stream f, int32_t id_base, json out) {
   int64_t min_fields = std::numeric_limits<int64_t>::max(), max_fields = 0;
   int64_t min_id = std::numeric_limits<int64_t>::max(), max_id = -1;
   uint64_t labels[2] = {0, 0};
+  data::FieldStats st;  // field i = the i-th pair of a line; ids as written
   for (;;) {
     CTRAIN_ASSIGN_OR_RETURN(bool more, r->Next(&label, ids.data(), vals.data(), &n));
     if (!more) break;
@@ -84,6 +158,7 @@ StatusOr<json> InspectLibSvm(Stream f, int32_t id_base, json out) {
     for (int32_t i = 0; i < n; ++i) {
       min_id = std::min(min_id, ids[i]);
       max_id = std::max(max_id, ids[i]);
+      st.Add(static_cast<size_t>(i), ids[i] + id_base, vals[i]);
     }
     ++labels[label > 0.5f];
   }
@@ -96,6 +171,7 @@ StatusOr<json> InspectLibSvm(Stream f, int32_t id_base, json out) {
   out["labels"] = {{"0", labels[0]}, {"1", labels[1]}};
   out["skipped"] = {{"blank_lines", k.blank_lines}, {"comment_lines", k.comment_lines},
                     {"qid_tokens", k.qid_tokens}, {"trailing_comments", k.trailing_comments}};
+  AddFieldStats(st, &out);
   return out;
 }
 
@@ -105,15 +181,25 @@ StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, json out) {
   CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(f), o));
   io::CriteoRow row;
   uint64_t labels[2] = {0, 0}, missing_num = 0, missing_cat = 0, negative = 0;
+  data::FieldStats st;  // I1..I13: raw values; C1..C26: distinct categories
   for (;;) {
     CTRAIN_ASSIGN_OR_RETURN(bool more, r->Next(&row));
     if (!more) break;
     ++labels[row.label > 0.5f];
     for (int i = 0; i < io::kCriteoNumeric; ++i) {
+      st.At(static_cast<size_t>(i), "I" + std::to_string(i + 1));
       if (!row.has_numeric(i)) ++missing_num;
-      else if (row.numeric[i] < 0) ++negative;
+      else {
+        if (row.numeric[i] < 0) ++negative;
+        st.AddValue(static_cast<size_t>(i), row.numeric[i]);  // as written, before the log transform
+      }
     }
-    for (int j = 0; j < io::kCriteoCategorical; ++j) missing_cat += !row.has_categorical(j);
+    for (int j = 0; j < io::kCriteoCategorical; ++j) {
+      missing_cat += !row.has_categorical(j);
+      const size_t f = static_cast<size_t>(io::kCriteoNumeric + j);
+      st.At(f, "C" + std::to_string(j + 1));
+      st.AddIdHash(f, io::Hash64(row.categorical[j], 0));  // "" (missing) counts as one category
+    }
   }
   const auto& k = r->counters();
   out["records"] = k.records;
@@ -122,6 +208,8 @@ StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, json out) {
   out["missing_categorical_cells"] = missing_cat;
   out["negative_integer_cells"] = negative;
   out["skipped"] = {{"header_lines", k.header_lines}, {"blank_lines", k.blank_lines}};
+  out["field_layout"] = "I1..I13 raw values (before ctrain's log1p), C1..C26 distinct categories";
+  AddFieldStats(st, &out, /*warn=*/false);
   return out;
 }
 
@@ -130,6 +218,7 @@ StatusOr<json> InspectLibFfm(Stream f, json out) {
   float label;
   const std::vector<io::FfmTriple>* t;
   int64_t min_n = std::numeric_limits<int64_t>::max(), max_n = 0, max_field = -1, max_feature = -1;
+  data::FieldStats st;  // field i = libFFM field id i (0-based, so named i + 1)
   uint64_t labels[2] = {0, 0};
   for (;;) {
     CTRAIN_ASSIGN_OR_RETURN(bool more, r->Next(&label, &t));
@@ -139,6 +228,7 @@ StatusOr<json> InspectLibFfm(Stream f, json out) {
     for (const auto& x : *t) {
       max_field = std::max(max_field, x.field);
       max_feature = std::max(max_feature, x.feature);
+      if (x.field >= 0 && x.field < (1 << 16)) st.Add(static_cast<size_t>(x.field), x.feature, x.value);
     }
     ++labels[label > 0.5f];
   }
@@ -149,17 +239,43 @@ StatusOr<json> InspectLibFfm(Stream f, json out) {
   out["max_feature"] = max_feature;
   out["labels"] = {{"0", labels[0]}, {"1", labels[1]}};
   out["skipped"] = {{"blank_or_comment_lines", k.skipped_lines}};
+  AddFieldStats(st, &out);
   return out;
+}
+
+// True when `path` is a regular file that starts with the checkpoint magic.
+bool IsCheckpointFile(const std::string& path) {
+  if (data::IsStreamPath(path) || path.starts_with("pipe:")) return false;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  char magic[8] = {};
+  const size_t n = std::fread(magic, 1, sizeof magic, f);
+  std::fclose(f);
+  return n == sizeof magic && std::memcmp(magic, "CTRNCKPT", 8) == 0;
+}
+
+StatusOr<json> InspectCheckpoint(const std::string& path) {
+  CTRAIN_ASSIGN_OR_RETURN(train::Checkpoint ck, train::LoadCheckpoint(path));
+  json tensors = json::array();
+  for (const auto& t : ck.tensors)
+    tensors.push_back({{"name", t.name}, {"dtype", t.dtype == train::DType::kF32 ? "f32" : "i64"}, {"shape", t.shape}});
+  return json{{"file", path}, {"format", "checkpoint"}, {"step", ck.step}, {"meta", ck.meta}, {"tensors", tensors}};
 }
 
 StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   CTRAIN_ASSIGN_OR_RETURN(io::Compression c, io::ParseCompression(fl.compression));
   CTRAIN_ASSIGN_OR_RETURN(data::RecordFormat fmt, data::ParseRecordFormat(fl.format));
+  if (fmt == data::RecordFormat::kAuto && IsCheckpointFile(path)) return InspectCheckpoint(path);
   CTRAIN_ASSIGN_OR_RETURN(Stream raw, data::OpenInputPass(path));
   CTRAIN_ASSIGN_OR_RETURN(data::SniffedStream in, data::SniffStream(std::move(raw), c, fmt));
   json out = {{"file", path},
               {"format", data::RecordFormatName(in.format)},
               {"compression", io::CompressionName(in.compression)}};
+  if (in.empty) {  // no byte at all (after decompression): not a TFRecord with 0 records
+    out["format"] = "empty";
+    out["records"] = 0;
+    return out;
+  }
   switch (in.format) {
     case data::RecordFormat::kTFRecord: return InspectTFRecord(std::move(in.stream), std::move(out));
     case data::RecordFormat::kLibSvm: return InspectLibSvm(std::move(in.stream), fl.id_base, std::move(out));
@@ -168,7 +284,37 @@ StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   }
 }
 
+void PrintCheckpoint(const json& j) {
+  std::printf("%s: format=checkpoint step=%lld tensors=%zu\n", j["file"].get<std::string>().c_str(),
+              j["step"].get<long long>(), j["tensors"].size());
+  std::printf("  meta: %s\n", j["meta"].dump().c_str());
+  for (const auto& t : j["tensors"])
+    std::printf("  %-32s %s %s\n", t["name"].get<std::string>().c_str(), t["dtype"].get<std::string>().c_str(),
+                t["shape"].dump().c_str());
+}
+
+void PrintFields(const json& j) {
+  if (!j.contains("fields") || j["fields"].empty()) return;
+  std::printf("  %-12s %10s %14s %14s %10s %12s\n", "field", "count", "value_min", "value_max", "distinct_v",
+              "distinct_ids");
+  size_t shown = 0;
+  for (const auto& f : j["fields"]) {
+    if (++shown > 64) {
+      std::printf("  ... %zu more fields (see --json)\n", j["fields"].size() - 64);
+      break;
+    }
+    auto num = [&](const char* k) { return f.contains(k) ? f[k].dump() : std::string("-"); };
+    std::string ids = num("distinct_ids");
+    if (f.contains("distinct_ids_exact") && !f["distinct_ids_exact"].get<bool>()) ids = "~" + ids;
+    std::printf("  %-12s %10s %14s %14s %10s %12s\n", f["field"].get<std::string>().c_str(), num("count").c_str(),
+                num("value_min").c_str(), num("value_max").c_str(), num("distinct_values").c_str(), ids.c_str());
+  }
+  std::printf("  distinct counts: %s\n", j["distinct_method"].get<std::string>().c_str());
+  for (const auto& w : j["warnings"]) std::printf("  warning: %s\n", w.get<std::string>().c_str());
+}
+
 void PrintText(const json& j) {
+  if (j["format"] == "checkpoint") return PrintCheckpoint(j);
   std::printf("%s: format=%s compression=%s records=%llu\n", j["file"].get<std::string>().c_str(),
               j["format"].get<std::string>().c_str(), j["compression"].get<std::string>().c_str(),
               static_cast<unsigned long long>(j["records"].get<uint64_t>()));
@@ -188,6 +334,27 @@ void PrintText(const json& j) {
   }
   for (const char* key : {"missing_integer_cells", "missing_categorical_cells", "negative_integer_cells"})
     if (j.contains(key)) std::printf("  %s: %s\n", key, j[key].dump().c_str());
+  if (j.contains("field_layout")) std::printf("  field_layout: %s\n", j["field_layout"].get<std::string>().c_str());
+  PrintFields(j);
+}
+
+// The inputs of the arguments, expanded as `train --train` expands them
+// (data/file_list.h); a model directory (holding a `checkpoint` index) stands
+// for its latest checkpoint file.
+StatusOr<std::vector<std::string>> ExpandInspectArgs(const std::vector<std::string>& args) {
+  std::vector<std::string> out;
+  for (const std::string& a : args) {
+    std::error_code ec;
+    if (a != "-" && !a.starts_with("pipe:") && std::filesystem::is_directory(a, ec) &&
+        std::filesystem::exists(std::filesystem::path(a) / "checkpoint", ec)) {
+      CTRAIN_ASSIGN_OR_RETURN(std::string latest, train::LatestCheckpointPath(a));
+      out.push_back(std::move(latest));
+      continue;
+    }
+    CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, data::ExpandFileList({a}));
+    for (auto& f : files) out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace
@@ -195,14 +362,19 @@ void PrintText(const json& j) {
 Command AddInspectCommand(CLI::App& app) {
   auto fl = std::make_shared<InspectFlags>();
   CLI::App* sub = app.add_subcommand("inspect", "Read every record of FILEs; print format, compression, count and schema");
-  sub->add_option("files", fl->files, "Files to inspect ('-' = stdin; FIFOs; pipe:<dir>/<channel> reads the SageMaker FIFO <channel>_0)")->required();
+  sub->add_option("files", fl->files,
+                  "Files, directories or globs to inspect, as for train ('-' = stdin; FIFOs; pipe:<dir>/<channel> "
+                  "reads the SageMaker FIFO <channel>_0); a checkpoint file or model dir shows step, meta and tensors")
+      ->required();
   sub->add_option("--format", fl->format, "auto|libsvm|tfrecord|criteo-tsv|criteo-csv|libffm")->capture_default_str();
   sub->add_option("--compression", fl->compression, "auto|none|gzip|zlib")->capture_default_str();
   sub->add_option("--id-base,--id_base", fl->id_base, "LibSVM id base (ids are reported as written)");
   sub->add_flag("--json", fl->json_out, "One JSON object per file (file, format, compression, records, ...)");
   return {sub, [fl]() {
             int rc = 0;
-            for (const auto& path : fl->files) {
+            auto expanded = ExpandInspectArgs(fl->files);
+            if (!expanded.ok()) return ReportError(expanded.status());
+            for (const auto& path : *expanded) {
               auto r = InspectOne(path, *fl);
               if (!r.ok()) {
                 rc = ReportError(r.status());

@@ -1,0 +1,85 @@
+// FieldStats: per-field value ranges and distinct-id counts of a dataset, for
+// `ctrain inspect` and for checks that name inputs a model cannot learn from
+// (issue #7 item 4): unscaled values (raw counts up to 4.7e8 saturate DeepFM,
+// B34) and fields whose id never varies while the value does (category codes
+// stored as values: DeepFM then scales one embedding instead of picking one).
+//
+// A field is a position in the fixed layout (LibSVM pair i, Criteo column,
+// TFRecord feature). Per field it keeps: the number of observations, the
+// min/max value, whether every value is an integer, and the number of
+// distinct ids and of distinct values.
+//
+// Distinct counts (DistinctCounter): exact up to kExactLimit distinct keys per
+// counter; beyond that a KMV sketch (the k = 1024 smallest 64-bit hashes;
+// estimate (k - 1) / (k-th smallest hash / 2^64), relative standard error
+// about 1 / sqrt(k - 2) ~ 3%). Memory per counter: at most kExactLimit keys.
+//
+// Thread safety: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+namespace ctrain::data {
+
+class DistinctCounter {
+ public:
+  static constexpr size_t kExactLimit = 1 << 16;
+  static constexpr size_t kSketchSize = 1024;
+
+  // Adds a key by its 64-bit hash (io::Mix64(id), io::Hash64(bytes, 0), ...).
+  void Add(uint64_t hash);
+  // Exact count, or the KMV estimate once more than kExactLimit keys were seen.
+  uint64_t Count() const;
+  bool exact() const { return exact_; }
+
+ private:
+  bool exact_ = true;
+  std::unordered_set<uint64_t> set_;  // exact mode
+  std::set<uint64_t> kmv_;            // sketch mode: the kSketchSize smallest hashes
+};
+
+struct FieldStat {
+  std::string name;        // "1", "I3", "C7", a feature key...
+  uint64_t count = 0;      // observations with a value
+  double min = 0, max = 0; // of the values (valid when count > 0)
+  bool all_integral = true;
+  DistinctCounter ids;     // distinct ids (or categories); empty for value-only fields
+  DistinctCounter values;  // distinct values
+  uint64_t id_observations = 0;
+  int64_t first_id = 0;    // an id seen (the only one when ids.Count() == 1)
+};
+
+class FieldStats {
+ public:
+  // Thresholds of Warnings().
+  static constexpr double kUnscaledAbs = 1e3;  // |value| above this: unscaled input
+
+  // Field `i` (0-based), created on first use; `name` is used when creating it.
+  FieldStat& At(size_t i, std::string_view name = {});
+  // Field `i` saw id `id` with value `value`.
+  void Add(size_t i, int64_t id, double value);
+  // Value-only field (Criteo I1..I13, TFRecord float lists).
+  void AddValue(size_t i, double value);
+  // Id-only field by hash (Criteo categories, bytes features).
+  void AddIdHash(size_t i, uint64_t hash);
+
+  const std::vector<FieldStat>& fields() const { return fields_; }
+
+  // One sentence per suspicious field, naming it and the fix:
+  //   unscaled: max |value| > kUnscaledAbs ("field 3: values up to 4.7e+08 ...: scale them (log1p...)")
+  //   constant id, varying integer values (>= 3 distinct): codes stored as values.
+  std::vector<std::string> Warnings() const;
+
+  // How distinct counts are computed (for reports).
+  static std::string_view Method();
+
+ private:
+  std::vector<FieldStat> fields_;
+};
+
+}  // namespace ctrain::data
