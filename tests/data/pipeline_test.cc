@@ -532,10 +532,7 @@ TEST(ErrorTest, ParseErrorNamesFileAndLine) {
   o.num_parallel_calls = 2;
   auto p = Pipeline::Create({d / "bad.libsvm"}, SmallReader(), o);
   ASSERT_TRUE(p.ok());
-  Batch b;
-  auto r = (*p)->Next(&b);
-  ASSERT_TRUE(r.ok());
-  r = (*p)->Next(&b);
+  auto r = Drain(p->get());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(r.status().message().find(d / "bad.libsvm:5:"), std::string_view::npos) << r.status().ToString();
@@ -553,6 +550,65 @@ TEST(ErrorTest, ParseErrorNamesFileAndLine) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+// trial/10: with shuffling, the reported parse error is the first bad line in
+// file order, whatever the seed, the number of parse threads or the input kind.
+TEST(ErrorTest, FirstBadLineInFileOrderWhateverTheShuffle) {
+  TempDir d;
+  // Bad lines at 600, 900 and 1700: past the reader's in-order probe of the
+  // first records, so the shuffled parse meets them in random order.
+  std::string bytes;
+  for (int64_t line = 1; line <= 2000; ++line)
+    bytes += (line == 600 || line == 900 || line == 1700) ? "1 5:1 abc 2:1\n" : LibSvmLines(line, 1);
+  WriteFile(d / "late.libsvm", bytes);
+  // Every line bad (a wrong field size).
+  std::string all_bad;
+  for (int i = 0; i < 3000; ++i) all_bad += "1 1:1 2:1\n";
+  WriteFile(d / "all_bad.libsvm", all_bad);
+  for (uint64_t seed : {1u, 5u, 991u}) {
+    for (int32_t calls : {1, 3}) {
+      PipelineOptions o = Quiet();
+      o.shuffle_buffer_size = 10000;
+      o.shuffle_seed = seed;
+      o.batch_size = 64;
+      o.num_parallel_calls = calls;
+      auto p = Pipeline::Create({d / "late.libsvm"}, SmallReader(), o);
+      ASSERT_TRUE(p.ok());
+      auto e = Drain(p->get());
+      ASSERT_FALSE(e.ok());
+      EXPECT_EQ(std::string(e.status().message()), d / "late.libsvm:600:7: expected 'id:value', found 'abc'")
+          << "seed " << seed << " calls " << calls;
+      auto q = Pipeline::Create({d / "all_bad.libsvm"}, SmallReader(), o);
+      ASSERT_TRUE(q.ok());
+      auto f = Drain(q->get());
+      ASSERT_FALSE(f.ok());
+      EXPECT_EQ(std::string(f.status().message()), d / "all_bad.libsvm:1:10: expected 3 'id:value' pairs, found 2")
+          << "seed " << seed << " calls " << calls;
+    }
+  }
+  // Two files read in parallel: the earlier file in the list wins, even when
+  // its bad line comes later than the other file's.
+  std::string a, b;
+  for (int64_t line = 1; line <= 1000; ++line) {
+    a += line == 800 ? "1 x:1 1:1 2:1\n" : LibSvmLines(line, 1);
+    b += line == 400 ? "1 y:1 1:1 2:1\n" : LibSvmLines(line, 1);
+  }
+  WriteFile(d / "a.libsvm", a);
+  WriteFile(d / "b.libsvm", b);
+  for (uint64_t seed : {2u, 3u}) {
+    PipelineOptions o = Quiet();
+    o.num_parallel_reads = 2;
+    o.shuffle_buffer_size = 5000;
+    o.shuffle_seed = seed;
+    o.batch_size = 32;
+    auto p = Pipeline::Create({d / "a.libsvm", d / "b.libsvm"}, SmallReader(), o);
+    ASSERT_TRUE(p.ok());
+    auto e = Drain(p->get());
+    ASSERT_FALSE(e.ok());
+    EXPECT_EQ(e.status().message().substr(0, (d / "a.libsvm:800:3:").size()), d / "a.libsvm:800:3:")
+        << e.status().ToString();
+  }
+}
+
 // A writer thread that writes `bytes` into a FIFO (opening blocks until the reader opens).
 std::thread FifoWriter(const std::string& path, std::string bytes) {
   return std::thread([path, bytes] {
@@ -567,6 +623,28 @@ std::thread FifoWriter(const std::string& path, std::string bytes) {
     close(fd);
   });
 }
+
+// The same through a FIFO (a stream: cannot be re-read, the in-order probe of
+// the first records still names line 1).
+TEST(ErrorTest, AllBadLinesThroughFifoNameLineOne) {
+  TempDir d;
+  const std::string fifo = d / "in.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string all_bad;
+  for (int i = 0; i < 3000; ++i) all_bad += "1 1:1 2:1\n";
+  std::thread w = FifoWriter(fifo, all_bad);
+  PipelineOptions o = Quiet();
+  o.shuffle_buffer_size = 10000;
+  o.shuffle_seed = 5;
+  auto p = Pipeline::Create({fifo}, SmallReader(), o);
+  ASSERT_TRUE(p.ok());
+  auto e = Drain(p->get());
+  p->reset();
+  w.join();
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(std::string(e.status().message()), fifo + ":1:10: expected 3 'id:value' pairs, found 2");
+}
+
 
 TEST(PipeModeTest, FifoGivesTheSameRecordsAsTheFile) {
   TempDir d;

@@ -98,9 +98,23 @@ Status BatchParser::Parse(const RawBatch& raw, Batch* out) {
   out->labels.resize(b);
   out->ids.resize(b * f);
   out->values.resize(b * f);
-  for (size_t i = 0; i < b; ++i)
-    CTRAIN_RETURN_IF_ERROR(
-        ParseChecked(raw.record(i), raw.sources[i], &out->labels[i], &out->ids[i * f], &out->values[i * f]));
+  for (size_t i = 0; i < b; ++i) {
+    Status s = ParseChecked(raw.record(i), raw.sources[i], &out->labels[i], &out->ids[i * f], &out->values[i * f]);
+    if (s.ok()) [[likely]]
+      continue;
+    // Error path: the earliest bad record in file order among the rest of the batch.
+    size_t first = i;
+    for (size_t j = i + 1; j < b; ++j) {
+      if (!EarlierInFileOrder(raw.sources[j], raw.sources[first])) continue;
+      Status t = ParseChecked(raw.record(j), raw.sources[j], &out->labels[j], &out->ids[j * f], &out->values[j * f]);
+      if (!t.ok()) {
+        first = j;
+        s = std::move(t);
+      }
+    }
+    if (observer_) observer_(raw.sources[first], s);
+    return s;
+  }
   return Status::OK();
 }
 

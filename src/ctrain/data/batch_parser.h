@@ -28,6 +28,13 @@
 
 namespace ctrain::data {
 
+// File order of records: (pass, file, index).
+inline bool EarlierInFileOrder(const RecordSource& a, const RecordSource& b) {
+  if (a.pass != b.pass) return a.pass < b.pass;
+  if (a.file != b.file) return a.file < b.file;
+  return a.index < b.index;
+}
+
 // The display name of (file, pass), for error messages only.
 using SourceNameFn = std::function<std::string(uint32_t file, uint32_t pass)>;
 
@@ -38,7 +45,16 @@ class BatchParser {
   static StatusOr<BatchParser> Create(const ExampleReaderOptions& options, SourceNameFn names);
 
   // Replaces *out's rows with the parse of `raw` (capacity is kept).
+  // When several records of the batch are bad, the error is the one of the
+  // earliest record in file order (pass, file, index), not in batch order, so
+  // a shuffled batch reports the same record whatever the shuffle seed.
   Status Parse(const RawBatch& raw, Batch* out);
+
+  // Called (from the parsing thread) with the source and error of the record
+  // Parse reports, before Parse returns. Used by Pipeline to find the first bad
+  // record in file order.
+  using ErrorObserver = std::function<void(const RecordSource&, const Status&)>;
+  void set_error_observer(ErrorObserver observer) { observer_ = std::move(observer); }
 
  private:
   BatchParser() = default;
@@ -51,6 +67,7 @@ class BatchParser {
   io::SeedSchema schema_;
   io::CriteoHashOptions hash_;
   SourceNameFn names_;
+  ErrorObserver observer_;
   io::CriteoRow row_;
 };
 

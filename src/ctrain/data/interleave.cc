@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 
+#include "ctrain/data/batch_parser.h"
 #include "ctrain/data/bounded_queue.h"
 #include "ctrain/data/file_list.h"
 #include "ctrain/data/pipe_mode.h"
@@ -169,6 +170,24 @@ class InterleaveSource final : public RecordStage {
     src.pass = pass;
     src.format = reader->format();
     Status st;
+    // The first kProbeRecords records of each input are parsed here, in file
+    // order, before any shuffle: a file whose lines are all bad (wrong id
+    // base, field size or format) fails on its first bad line, the same for
+    // every seed and for streams too (they cannot be re-read later).
+    constexpr size_t kProbeRecords = 256;
+    RawBatch probe;
+    bool probed = pass > 0;
+    auto check_probe = [&]() -> Status {
+      probed = true;
+      if (probe.empty()) return Status::OK();
+      const std::vector<std::string>& files = o_.files;
+      SourceNameFn names = [&files](uint32_t file, uint32_t p) { return InputName(files, file, p); };
+      CTRAIN_ASSIGN_OR_RETURN(BatchParser parser, BatchParser::Create(o_.reader_options, names));
+      Batch scratch;
+      Status ps = parser.Parse(probe, &scratch);
+      probe = RawBatch();
+      return ps;
+    };
     while (true) {
       StatusOr<bool> r = reader->Next(&rec, &index, &offset);
       if (!r.ok()) {
@@ -182,6 +201,13 @@ class InterleaveSource final : public RecordStage {
       }
       src.index = index;
       src.offset = offset;
+      if (!probed) {
+        probe.Append(rec, src);
+        if (probe.size() >= kProbeRecords) {
+          st = check_probe();
+          if (!st.ok()) break;
+        }
+      }
       chunk->records.Append(rec, src);
       kept_bytes += rec.size();
       if (chunk->records.size() >= static_cast<size_t>(o_.chunk_records) ||
@@ -191,6 +217,7 @@ class InterleaveSource final : public RecordStage {
         *chunk = Chunk();
       }
     }
+    if (st.ok() && !probed) st = check_probe();
     const RawRecordReader::Counters rc = reader->counters();
     c_->records_read.fetch_add(rc.records, std::memory_order_relaxed);
     c_->bytes_read.fetch_add(rc.bytes, std::memory_order_relaxed);

@@ -9,6 +9,7 @@
 #include "ctrain/data/interleave.h"
 #include "ctrain/data/pipe_mode.h"
 #include "ctrain/data/pipeline_stages.h"
+#include "ctrain/data/raw_record_reader.h"
 
 namespace ctrain::data {
 
@@ -165,6 +166,15 @@ std::vector<std::string> PipelineOrderWarnings(const PipelineOptions& o) {
 
 // ----------------------------------------------------------------- Impl
 struct Pipeline::Impl {
+  // The earliest (file order) bad record the parse threads reported.
+  struct ParseErrors {
+    std::mutex mu;
+    bool any = false;
+    RecordSource first;
+    Status status;
+  };
+  ParseErrors parse_errors;
+  ExampleReaderOptions reader_options;
   PipelineCounters counters;
   std::vector<std::unique_ptr<StageBase>> stages;  // creation (upstream-first) order
   BatchStage* top = nullptr;
@@ -227,8 +237,17 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const std::vector<std::stri
   const std::vector<std::string> files_copy = p->files_;
   SourceNameFn names = [files_copy](uint32_t f, uint32_t pass) { return InputName(files_copy, f, pass); };
   std::vector<BatchParser> parsers;
+  impl->reader_options = reader_options;
+  Impl::ParseErrors* errors = &impl->parse_errors;
   for (int32_t i = 0; i < options.num_parallel_calls; ++i) {
     CTRAIN_ASSIGN_OR_RETURN(BatchParser bp, BatchParser::Create(reader_options, names));
+    bp.set_error_observer([errors](const RecordSource& src, const Status& s) {
+      std::lock_guard<std::mutex> lock(errors->mu);
+      if (errors->any && !EarlierInFileOrder(src, errors->first)) return;
+      errors->any = true;
+      errors->first = src;
+      errors->status = s;
+    });
     parsers.push_back(std::move(bp));
   }
 
@@ -275,6 +294,63 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const std::vector<std::stri
 
 Pipeline::~Pipeline() = default;
 
+namespace {
+// Parses the inputs again in file order (input list order, then record order,
+// with the shard's record filter) up to and including file `last`, and returns
+// the first parse error: the earliest bad record whatever the shuffle. Streams
+// (stdin, FIFOs, channels) cannot be read again and are skipped. OK when no
+// bad record is found.
+Status RescanForFirstParseError(const std::vector<std::string>& files, const ShardPlan& plan,
+                                const ExampleReaderOptions& ro, uint32_t last) {
+  SourceNameFn names = [&files](uint32_t f, uint32_t pass) { return InputName(files, f, pass); };
+  CTRAIN_ASSIGN_OR_RETURN(BatchParser parser, BatchParser::Create(ro, names));
+  RawBatch raw;
+  Batch out;
+  for (uint32_t f : plan.files) {
+    if (f > last) break;
+    const std::string& path = files[f];
+    if (path == "-" || path.starts_with(kPipeChannelPrefix) || IsStreamPath(path)) continue;
+    CTRAIN_ASSIGN_OR_RETURN(auto reader, RawRecordReader::Open(path, ro));
+    std::string_view rec;
+    uint64_t index = 0, offset = 0, n = 0;
+    RecordSource src;
+    src.file = f;
+    src.format = reader->format();
+    for (;;) {
+      CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&rec, &index, &offset));
+      if (more) {
+        if (!plan.Keeps(f, n++)) continue;
+        src.index = index;
+        src.offset = offset;
+        raw.Append(rec, src);
+      }
+      if (raw.size() >= 256 || (!more && !raw.empty())) {
+        CTRAIN_RETURN_IF_ERROR(parser.Parse(raw, &out));
+        raw.Clear();
+      }
+      if (!more) break;
+    }
+  }
+  return Status::OK();
+}
+}  // namespace
+
+Status Pipeline::FirstParseError(const Status& surfaced) {
+  RecordSource first;
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(impl_->parse_errors.mu);
+    if (!impl_->parse_errors.any) return surfaced;  // not a parse error
+    first = impl_->parse_errors.first;
+    status = impl_->parse_errors.status;
+  }
+  // The earliest of the errors seen so far depends on how far the shuffled
+  // stream got; re-reading the regular files in order up to that record's file
+  // does not (cost: at most one more read of those files, on the error path only).
+  Status rescan = RescanForFirstParseError(files_, shard_plan_, impl_->reader_options, first.file);
+  return rescan.ok() ? status : rescan;
+}
+
 StatusOr<bool> Pipeline::Next(Batch* batch) {
   if (!error_.ok()) return error_;
   if (done_) return false;
@@ -285,7 +361,7 @@ StatusOr<bool> Pipeline::Next(Batch* batch) {
   std::lock_guard<std::mutex> lock(stats_mu_);
   meter_snapshot_ = meter_;
   if (!r.ok()) {
-    error_ = r.status();
+    error_ = FirstParseError(r.status());
     return error_;
   }
   if (!*r) {

@@ -141,6 +141,11 @@ class Pipeline {
 
   // The next batch (moved into *batch; its old buffers are recycled). Returns
   // false after the last batch of the last epoch. Errors are sticky.
+  // A parse error names the earliest bad record in file order (input list
+  // order, then line / record index), independent of shuffling and of the
+  // number of parse threads: on the first error the regular files up to the
+  // bad record's file are parsed again in order (streams cannot be, and give
+  // the earliest bad record seen so far).
   // Times the call for input_wait_fraction (InputWaitMeter).
   StatusOr<bool> Next(Batch* batch);
 
@@ -154,6 +159,7 @@ class Pipeline {
 
  private:
   Pipeline() = default;
+  Status FirstParseError(const Status& surfaced);
 
   PipelineOptions options_;
   std::vector<std::string> files_;
