@@ -1,0 +1,255 @@
+// End-to-end regression tests of issue #7's reader cases on the real binary
+// (build/ctrain): B15, B27, B35, B37, trial/10's inspect findings, convert of
+// an empty input, inspect of directories/globs/checkpoints and per-field stats.
+// Inputs: tests/cases/<case>/ (small synthetic files), files written by the
+// tests, and ../shared/cases for the Criteo-derived B15 truncated_tail.tsv.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct RunResult {
+  int exit_code;
+  std::string out;  // stdout + stderr
+};
+
+RunResult Ctrain(const std::string& args) {
+  const std::string cmd = std::string(CTRAIN_BINARY) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  RunResult r{-1, {}};
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  const int st = ::pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+const std::string kCases = std::string(CTRAIN_SOURCE_DIR) + "/tests/cases";
+const std::string kSharedCases = std::string(CTRAIN_SOURCE_DIR) + "/../shared/cases";
+
+class ReadersCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ctrain_readers_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string P(const std::string& name) const { return (dir_ / name).string(); }
+  void Write(const std::string& name, const std::string& bytes) const {
+    std::ofstream(P(name), std::ios::binary) << bytes;
+  }
+  fs::path dir_;
+};
+
+// A Criteo row of `cells` tab-separated cells ("1", then "1"s and hex).
+std::string CriteoRow(int cells) {
+  std::string s = "1";
+  for (int c = 1; c < cells; ++c) s += c <= 13 ? "\t1" : "\t68fd1e64";
+  return s;
+}
+
+// B15: rows with the wrong number of cells are located errors, in inspect,
+// convert and train, TSV and CSV.
+TEST_F(ReadersCli, B15ShortCriteoRowsAreLocatedErrors) {
+  Write("short39.tsv", CriteoRow(39) + "\n");
+  Write("two_cells.tsv", "1\t5\n");
+  Write("ok_then_short.csv", "label,I1\n" + [] {
+    std::string r = CriteoRow(40);
+    for (char& c : r) c = c == '\t' ? ',' : c;
+    return r;
+  }() + "\n1,2,3\n");
+  RunResult r = Ctrain("inspect --json " + P("short39.tsv"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(P("short39.tsv") + ":1: expected 40 cells, got 39 (39 cells is the layout of Criteo's "
+                                          "unlabelled test.txt"),
+            std::string::npos)
+      << r.out;
+  r = Ctrain("inspect " + P("two_cells.tsv"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(P("two_cells.tsv") + ":1: expected 40 cells, got 2 "), std::string::npos) << r.out;
+  r = Ctrain("convert -i " + P("ok_then_short.csv") + " -o " + P("out.tfr"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(P("ok_then_short.csv") + ":3: expected 40 cells, got 3 "), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(P("out.tfr")));
+  r = Ctrain("train --train " + P("two_cells.tsv") + " --progress none --model-dir " + P("m"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(P("two_cells.tsv") + ":1: expected 40 cells, got 2 "), std::string::npos) << r.out;
+
+  // The Criteo-derived torn tail is read from ../shared (never copied here).
+  const std::string torn = kSharedCases + "/B15/truncated_tail.tsv";
+  if (!fs::exists(torn)) GTEST_SKIP() << "shared case " << torn << " is absent";
+  r = Ctrain("inspect --json " + torn);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(torn + ":50: expected 40 cells, got 28 "), std::string::npos) << r.out;
+}
+
+// B27: a glued token is a located LibSVM error in convert and train, not libFFM.
+TEST_F(ReadersCli, B27GluedPairsAreALocatedLibSvmError) {
+  const std::string in = kCases + "/B27/glued.libsvm";
+  const std::string want = in + ":1:3: bad value '6.646450757980346680e-0114:8.74606966972...' for id 13: token "
+                                "holds two ':'; missing space between two 'id:value' pairs?";
+  RunResult r = Ctrain("convert -i " + in + " -o - --output-format libsvm --field-size 3");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libFFM (field:feature:value) has no fixed"), std::string::npos) << r.out;
+  r = Ctrain("train --train " + in + " --field-size 3 --feature-size 100 --progress none --model-dir " + P("m"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+  r = Ctrain("inspect " + in);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+}
+
+// B35: a small zlib TFRecord with a bad Adler-32 names the zlib fault under
+// auto and under --format tfrecord.
+TEST_F(ReadersCli, B35BadAdlerIsNamedAsZlibFault) {
+  const std::string in = kCases + "/B35/bad_adler.tfrecord.zz";
+  const std::string want = in + ": corrupt zlib stream near compressed byte offset 92: incorrect data check";
+  for (const char* flags : {"", "--format tfrecord", "--compression zlib", "--format tfrecord --compression zlib"}) {
+    RunResult r = Ctrain(std::string("inspect ") + flags + " " + in);
+    EXPECT_NE(r.exit_code, 0) << flags;
+    EXPECT_NE(r.out.find(want), std::string::npos) << flags << ": " << r.out;
+    EXPECT_EQ(r.out.find("length crc mismatch"), std::string::npos) << flags << ": " << r.out;
+  }
+  RunResult r = Ctrain("inspect --compression none " + in);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("compression mismatch: requested none, file looks like zlib"), std::string::npos) << r.out;
+}
+
+// B37: convert refuses ids its LibSVM reader cannot represent, names the
+// input record, and leaves no output; TFRecord output keeps them.
+TEST_F(ReadersCli, B37NegativeIdIsRefusedByTheLibSvmWriter) {
+  const std::string in = kCases + "/B37/neg_id.tfr";
+  RunResult r = Ctrain("convert -i " + in + " -o " + P("b37.libsvm") + " --output-format libsvm --field-size 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("InvalidArgument: " + in + ": record 1 at offset 71: field 1: id -1 is negative"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(P("b37.libsvm")));
+  r = Ctrain("convert -i " + in + " -o " + P("b37.libsvm") + " --output-format libsvm --field-size 1 --output-id-base 1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("field 1: id -1 is negative"), std::string::npos) << r.out;
+  r = Ctrain("convert -i " + in + " -o " + P("b37.tfr") + " --field-size 1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = Ctrain("inspect --json " + P("b37.tfr"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(json::parse(r.out)["records"], 3);
+}
+
+// trial/10 and item 6: empty inputs.
+TEST_F(ReadersCli, EmptyInputs) {
+  Write("empty.libsvm", "");
+  RunResult r = Ctrain("inspect " + P("empty.libsvm"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, P("empty.libsvm") + ": format=empty compression=none records=0\n");
+  r = Ctrain("inspect --json - < /dev/null");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["format"], "empty");
+  EXPECT_EQ(j["records"], 0);
+  r = Ctrain("convert -i " + P("empty.libsvm") + " -o " + P("e.tfr"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(P("empty.libsvm") + ": empty input: no bytes; nothing written to " + P("e.tfr")),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(P("e.tfr")));
+  Write("comments.libsvm", "# only a comment\n\n");
+  r = Ctrain("convert -i - -o " + P("e.tfr") + " < " + P("comments.libsvm"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("-: empty input: no records (libsvm; skipped: blank_lines=1 comment_lines=1"),
+            std::string::npos)
+      << r.out;
+}
+
+// inspect expands directories and globs as train does, and reads checkpoints.
+TEST_F(ReadersCli, InspectDirectoriesGlobsAndCheckpoints) {
+  fs::create_directories(P("d"));
+  Write("d/a.libsvm", "1 1:1 2:0.5\n0 3:1 2:0.25\n");
+  Write("d/b.libsvm", "1 1:1 4:1\n");
+  RunResult r = Ctrain("inspect " + P("d"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(P("d/a.libsvm") + ": format=libsvm compression=none records=2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(P("d/b.libsvm") + ": format=libsvm compression=none records=1"), std::string::npos) << r.out;
+  r = Ctrain("inspect '" + P("d/*.libsvm") + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(P("d/b.libsvm") + ": format=libsvm"), std::string::npos) << r.out;
+  r = Ctrain("inspect '" + P("d/*.nothing") + "'");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("glob matched no files"), std::string::npos) << r.out;
+
+  r = Ctrain("train --train " + P("d/a.libsvm") + " --field-size 2 --feature-size 8 --deep-layers 4 --embedding-size 2 "
+          "--progress none --model-dir " + P("m"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const std::string& target : {P("m"), P("m") + "/ckpt-1.bin"}) {
+    r = Ctrain("inspect --json " + target);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    json c = json::parse(r.out);
+    EXPECT_EQ(c["format"], "checkpoint");
+    EXPECT_EQ(c["file"], P("m") + "/ckpt-1.bin");
+    EXPECT_EQ(c["step"], 1);
+    EXPECT_TRUE(c["meta"].is_object());
+    bool found = false;
+    for (const auto& t : c["tensors"]) {
+      if (t["name"] == "embeddings/V") {
+        found = true;
+        EXPECT_EQ(t["dtype"], "f32");
+        EXPECT_EQ(t["shape"], json::array({8, 2}));
+      }
+    }
+    EXPECT_TRUE(found) << r.out;
+  }
+  r = Ctrain("inspect " + P("m") + "/ckpt-1.bin");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind(P("m") + "/ckpt-1.bin: format=checkpoint step=1 tensors=", 0), 0u) << r.out;
+}
+
+// B34 / item 4: inspect reports per-field value ranges and distinct ids, and
+// names unscaled values and constant-id fields carrying codes.
+TEST_F(ReadersCli, InspectFieldRangesDistinctIdsAndWarnings) {
+  std::string s;
+  for (int i = 0; i < 50; ++i) {
+    // field 1: one-hot ids 10..14, value 1; field 2: raw counts up to 4.7e8 on id 2;
+    // field 3: id 3 always, small integer codes 0..6 as values; field 4: scaled floats.
+    s += std::to_string(i % 2) + " " + std::to_string(10 + i % 5) + ":1 2:" + std::to_string(i * 9400000) +
+         " 3:" + std::to_string(i % 7) + " 4:0." + std::to_string(i % 9 + 1) + "\n";
+  }
+  Write("b34.libsvm", s);
+  RunResult r = Ctrain("inspect --json " + P("b34.libsvm"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  json j = json::parse(r.out);
+  ASSERT_EQ(j["fields"].size(), 4u);
+  EXPECT_EQ(j["fields"][0]["distinct_ids"], 5);
+  EXPECT_EQ(j["fields"][0]["value_min"], 1.0);
+  EXPECT_EQ(j["fields"][0]["value_max"], 1.0);
+  EXPECT_EQ(j["fields"][1]["value_max"], 460600000.0);
+  EXPECT_EQ(j["fields"][1]["distinct_ids"], 1);
+  EXPECT_EQ(j["fields"][2]["distinct_values"], 7);
+  EXPECT_TRUE(j["fields"][2]["distinct_ids_exact"].get<bool>());
+  EXPECT_NEAR(j["fields"][3]["value_max"].get<double>(), 0.9, 1e-6);
+  ASSERT_EQ(j["warnings"].size(), 2u) << r.out;
+  EXPECT_EQ(j["warnings"][0].get<std::string>().rfind("field 2: values range 0..4.606e+08: unscaled?", 0), 0u)
+      << r.out;
+  EXPECT_EQ(j["warnings"][1].get<std::string>().rfind(
+                "field 3: the id never varies (always 3) while the value does (7 distinct integers, 0..6)", 0),
+            0u)
+      << r.out;
+  r = Ctrain("inspect " + P("b34.libsvm"));
+  EXPECT_NE(r.out.find("  warning: field 2: values range 0..4.606e+08: unscaled?"), std::string::npos) << r.out;
+}
+
+}  // namespace
