@@ -2,7 +2,8 @@
 // vocabulary counting, and a feature-map text round trip.
 // Byte 0 picks the format (auto / TSV / CSV); the rest is the file.
 // Checks: no crash/UB, errors are InvalidArgument naming the file, hashed ids
-// in [0, feature_size), vocabulary ids in [0, size), and
+// in [0, feature_size), no control byte in a category, vocabulary ids in
+// [0, size), and
 // ParseFeatureMap(FeatureMapText()) reproduces the same map.
 #include <cmath>
 #include <cstdint>
@@ -36,6 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (!*more) break;
     if (row.label != 0.0f && row.label != 1.0f) std::abort();
+    // No control byte ever becomes part of a category (issue #7 item 6).
+    for (int j = 0; j < io::kCriteoCategorical; ++j) {
+      for (char c : row.categorical[j]) {
+        const unsigned char u = static_cast<unsigned char>(c);
+        if (u < 0x20 || u == 0x7f) std::abort();
+      }
+    }
     io::HashCriteoRow(row, hash, ids, values);
     for (int f = 0; f < 39; ++f) {
       if (ids[f] < 0 || ids[f] >= hash.feature_size || std::isnan(values[f])) std::abort();

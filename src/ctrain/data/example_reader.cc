@@ -385,7 +385,8 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
     case RecordFormat::kLibFfm:
       return InvalidArgumentError(path + ": libFFM (field:feature:value) has no fixed " +
                                   std::to_string(options.field_size) +
-                                  "-field layout to train on; `ctrain inspect` reads it, convert/train do not");
+                                  "-field layout to train on; `ctrain inspect` reads it, convert/train do not (detected from the "
+                                  "first lines; if it is LibSVM, pass --format libsvm to see the bad token)");
     case RecordFormat::kAuto: break;
   }
   return InternalError("unreachable format");

@@ -83,8 +83,10 @@ class ExampleReader {
 
 // Opens `path` ("-" = stdin). With format kAuto the first decompressed bytes decide:
 // a valid TFRecord header -> tfrecord; "label," header -> criteo-csv; a first
-// data line with "id:value" tokens -> libsvm ("field:feature:value" -> libffm,
-// which this reader refuses with InvalidArgument); tab-separated -> criteo-tsv.
+// data line with "id:value" tokens -> libsvm, unless most ':' tokens of the
+// first lines are "field:feature:value" -> libffm (which this reader refuses
+// with InvalidArgument; one malformed token does not make a file libFFM);
+// tab-separated -> criteo-tsv. An empty input reads zero records.
 StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
                                                            const ExampleReaderOptions& options);
 
