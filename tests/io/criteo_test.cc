@@ -103,7 +103,10 @@ TEST(CriteoLine, B15WrongCellCountIsLocatedError) {
   EXPECT_EQ(ParseError(Line("0", {}, {}) + "\tx", '\t'), "c.tsv:3: expected 40 cells, got 41");
   EXPECT_EQ(ParseError(Line("0", {}, {}, ',') + ",", ','), "c.tsv:3: expected 40 cells, got 41");
   // The count uses the file's separator: a TSV row read as CSV is one cell.
-  EXPECT_EQ(ParseError(Line("0", {}, {}), ',').rfind("c.tsv:3: expected 40 cells, got 1 ", 0), 0u);
+  EXPECT_EQ(ParseError(Line("0", {}, {}), ','),
+            "c.tsv:3: expected 40 cells, got 1 (no comma in the line but tabs: pass --format criteo-tsv)");
+  EXPECT_EQ(ParseError(Line("0", {}, {}, ','), '\t'),
+            "c.tsv:3: expected 40 cells, got 1 (no tab in the line but commas: pass --format criteo-csv)");
   // Without a file name: "line N: ...".
   CriteoRow row;
   Status s = ParseCriteoLine("1\t5", '\t', &row, TextLocation{"", 7});

@@ -27,7 +27,12 @@ std::string CategoricalName(int j) { return FieldName('C', j); }
 Status CellCountError(const TextLocation& where, std::string_view line, char separator) {
   const size_t cells = static_cast<size_t>(std::count(line.begin(), line.end(), separator)) + 1;
   std::string what = "expected 40 cells, got " + std::to_string(cells);
-  if (cells == kCriteoColumns - 1)
+  const char other = separator == '\t' ? ',' : '\t';
+  if (cells == 1 && std::count(line.begin(), line.end(), other) >= kCriteoColumns - 1)
+    what += std::string(" (no ") + (separator == '\t' ? "tab" : "comma") + " in the line but " +
+            (separator == '\t' ? "commas" : "tabs") + ": pass --format " +
+            (separator == '\t' ? "criteo-csv" : "criteo-tsv") + ")";
+  else if (cells == kCriteoColumns - 1)
     what += " (39 cells is the layout of Criteo's unlabelled test.txt; ctrain needs the label column first)";
   else if (cells < kCriteoColumns)
     what += " (a cut or short row; a missing value is an empty cell, the separators stay)";
