@@ -151,6 +151,28 @@ TEST_F(ReadersCli, B37NegativeIdIsRefusedByTheLibSvmWriter) {
   EXPECT_EQ(json::parse(r.out)["records"], 3);
 }
 
+// A torn tail (no final newline) is visible in inspect and convert.
+TEST_F(ReadersCli, TornTailIsVisible) {
+  Write("torn.libsvm", "1 1:1 2:0.5\n0 1:1 2:0.2");
+  RunResult r = Ctrain("inspect --json " + P("torn.libsvm"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  json j = json::parse(r.out);
+  EXPECT_TRUE(j["last_line_unterminated"].get<bool>());
+  EXPECT_EQ(j["warnings"].back(),
+            "the last line has no final newline: the file may be cut (a torn tail); its last record was read as "
+            "written");
+  r = Ctrain("convert -i " + P("torn.libsvm") + " -o " + P("t.tfr") + " --field-size 2");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("unterminated_last_line=1"), std::string::npos) << r.out;
+  Write("torn2.libsvm", "1 1:1 2:0.5\n0 1:1 2:");
+  r = Ctrain("inspect " + P("torn2.libsvm"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find(P("torn2.libsvm") + ":2:9: bad value '' for id 2; it is the last line and has no final "
+                                           "newline: the file looks cut (a torn tail)"),
+            std::string::npos)
+      << r.out;
+}
+
 // trial/10 and item 6: empty inputs.
 TEST_F(ReadersCli, EmptyInputs) {
   Write("empty.libsvm", "");

@@ -154,6 +154,29 @@ TEST(CriteoLine, Errors) {
   EXPECT_EQ(row.numeric[1], std::strtod("12345678901234567890123", nullptr));
 }
 
+// A torn tail: the last line has no '\n'. A short one is named as cut; a
+// full-length one (cut inside C26) is read as written and counted.
+TEST(CriteoReader, TornTailIsVisible) {
+  const std::string full = Line("1", {"1"}, {"aa"});
+  auto r = CriteoReader::Open(NewMemoryFile("t.tsv", full + "\n" + full.substr(0, 30)));
+  ASSERT_TRUE(r.ok());
+  CriteoRow row;
+  ASSERT_TRUE(*(*r)->Next(&row));
+  EXPECT_EQ((*r)->counters().unterminated_last_line, 0u);
+  auto more = (*r)->Next(&row);
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.status().message().substr(0, 36), "t.tsv:2: expected 40 cells, got 27 (");
+  EXPECT_NE(more.status().message().find("; it is the last line and has no final newline: the file looks cut"),
+            std::string_view::npos)
+      << more.status().ToString();
+  auto cut_in_last_cell = CriteoReader::Open(NewMemoryFile("u.tsv", full + "\n" + Line("0", {}, {}) + "b2"));
+  ASSERT_TRUE(cut_in_last_cell.ok());
+  ASSERT_TRUE(*(*cut_in_last_cell)->Next(&row));
+  ASSERT_TRUE(*(*cut_in_last_cell)->Next(&row));
+  EXPECT_EQ(row.categorical[25], "b2");
+  EXPECT_EQ((*cut_in_last_cell)->counters().unterminated_last_line, 1u);
+}
+
 TEST(CriteoReader, HeaderBlankAndAutoFormat) {
   const std::string csv = "label,I1,I2\n" + Line("1", {"5"}, {"aa"}, ',') + "\n\n" + Line("0", {}, {}, ',') + "\n";
   auto r = CriteoReader::Open(NewMemoryFile("s.csv", csv));

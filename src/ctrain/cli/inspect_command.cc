@@ -45,6 +45,15 @@ struct InspectFlags {
 using Stream = std::unique_ptr<io::SequentialFile>;
 
 // Per-field value ranges and distinct-id counts, and the warnings they raise.
+// A last line without '\n' is how a cut file (torn tail) looks: say so.
+void AddTornTail(uint64_t unterminated, json* out) {
+  (*out)["last_line_unterminated"] = unterminated != 0;
+  if (unterminated != 0)
+    (*out)["warnings"].push_back(
+        "the last line has no final newline: the file may be cut (a torn tail); its last record was read as "
+        "written");
+}
+
 // warn = false for raw Criteo columns: ctrain applies log1p to them itself.
 void AddFieldStats(const data::FieldStats& st, json* out, bool warn = true) {
   json fields = json::array();
@@ -172,6 +181,7 @@ StatusOr<json> InspectLibSvm(Stream f, int32_t id_base, json out) {
   out["skipped"] = {{"blank_lines", k.blank_lines}, {"comment_lines", k.comment_lines},
                     {"qid_tokens", k.qid_tokens}, {"trailing_comments", k.trailing_comments}};
   AddFieldStats(st, &out);
+  AddTornTail(k.unterminated_last_line, &out);
   return out;
 }
 
@@ -210,6 +220,7 @@ StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, json out) {
   out["skipped"] = {{"header_lines", k.header_lines}, {"blank_lines", k.blank_lines}};
   out["field_layout"] = "I1..I13 raw values (before ctrain's log1p), C1..C26 distinct categories";
   AddFieldStats(st, &out, /*warn=*/false);
+  AddTornTail(k.unterminated_last_line, &out);
   return out;
 }
 
@@ -303,13 +314,23 @@ void PrintFields(const json& j) {
       std::printf("  ... %zu more fields (see --json)\n", j["fields"].size() - 64);
       break;
     }
-    auto num = [&](const char* k) { return f.contains(k) ? f[k].dump() : std::string("-"); };
+    auto num = [&](const char* k) {
+      if (!f.contains(k)) return std::string("-");
+      if (!f[k].is_number_float()) return f[k].dump();
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.7g", f[k].get<double>());
+      return std::string(buf);
+    };
     std::string ids = num("distinct_ids");
     if (f.contains("distinct_ids_exact") && !f["distinct_ids_exact"].get<bool>()) ids = "~" + ids;
     std::printf("  %-12s %10s %14s %14s %10s %12s\n", f["field"].get<std::string>().c_str(), num("count").c_str(),
                 num("value_min").c_str(), num("value_max").c_str(), num("distinct_values").c_str(), ids.c_str());
   }
   std::printf("  distinct counts: %s\n", j["distinct_method"].get<std::string>().c_str());
+}
+
+void PrintWarnings(const json& j) {
+  if (!j.contains("warnings")) return;
   for (const auto& w : j["warnings"]) std::printf("  warning: %s\n", w.get<std::string>().c_str());
 }
 
@@ -336,6 +357,7 @@ void PrintText(const json& j) {
     if (j.contains(key)) std::printf("  %s: %s\n", key, j[key].dump().c_str());
   if (j.contains("field_layout")) std::printf("  field_layout: %s\n", j["field_layout"].get<std::string>().c_str());
   PrintFields(j);
+  PrintWarnings(j);
 }
 
 // The inputs of the arguments, expanded as `train --train` expands them

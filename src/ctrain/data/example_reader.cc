@@ -124,7 +124,8 @@ class LibSvmExampleReader final : public ExampleReader {
   std::string SkippedSummary() const override {
     const auto& c = r_->counters();
     return "blank_lines=" + std::to_string(c.blank_lines) + " comment_lines=" + std::to_string(c.comment_lines) +
-           " qid_tokens=" + std::to_string(c.qid_tokens) + " trailing_comments=" + std::to_string(c.trailing_comments);
+           " qid_tokens=" + std::to_string(c.qid_tokens) + " trailing_comments=" + std::to_string(c.trailing_comments) +
+           " unterminated_last_line=" + std::to_string(c.unterminated_last_line);
   }
 
  private:
@@ -197,7 +198,8 @@ class CriteoExampleReader final : public ExampleReader {
   std::string location() const override { return r_->name() + ":" + std::to_string(r_->line_number()); }
   std::string SkippedSummary() const override {
     const auto& c = r_->counters();
-    return "header_lines=" + std::to_string(c.header_lines) + " blank_lines=" + std::to_string(c.blank_lines);
+    return "header_lines=" + std::to_string(c.header_lines) + " blank_lines=" + std::to_string(c.blank_lines) +
+           " unterminated_last_line=" + std::to_string(c.unterminated_last_line);
   }
 
  private:

@@ -224,6 +224,7 @@ class InterleaveSource final : public RecordStage {
     c_->blank_lines.fetch_add(rc.blank_lines, std::memory_order_relaxed);
     c_->comment_lines.fetch_add(rc.comment_lines, std::memory_order_relaxed);
     c_->header_lines.fetch_add(rc.header_lines, std::memory_order_relaxed);
+    c_->unterminated_last_lines.fetch_add(rc.unterminated_last_lines, std::memory_order_relaxed);
     c_->corrupt_records.fetch_add(rc.corrupt_records, std::memory_order_relaxed);
     return st;
   }

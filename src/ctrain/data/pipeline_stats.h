@@ -29,6 +29,9 @@ struct PipelineStats {
   uint64_t bytes_read = 0;         // their payload bytes
   uint64_t records_sharded_out = 0;  // record-level shard: records left to other shards
   uint64_t blank_lines = 0, comment_lines = 0, header_lines = 0, corrupt_records = 0;  // skipped on purpose
+  // Text inputs (per pass) whose last line has no final '\n': a cut file (torn
+  // tail) reads its last line as written, so this makes the cut visible.
+  uint64_t unterminated_last_lines = 0;
   uint64_t dropped_remainder_records = 0;  // batch(drop_remainder): records of dropped partial batches
   uint64_t epochs_completed = 0;   // repeat passes finished
   uint64_t cache_records = 0, cache_bytes = 0;  // what the cache holds

@@ -46,6 +46,7 @@ class TextRawReader final : public RawRecordReader {
     while (true) {
       CTRAIN_ASSIGN_OR_RETURN(bool more, lines_.Next(&line));
       if (!more) return false;
+      if (lines_.last_line_unterminated()) counters_.unterminated_last_lines = 1;
       size_t first = line.find_first_not_of(" \t\r\v\f");
       if (first == std::string_view::npos) {
         ++counters_.blank_lines;

@@ -40,6 +40,7 @@ class RawRecordReader {
     uint64_t comment_lines = 0;  // libsvm: skipped '#' lines
     uint64_t header_lines = 0;   // criteo: skipped "label,..." header
     uint64_t corrupt_records = 0;  // tfrecord with skip_corrupt_records: skipped
+    uint64_t unterminated_last_lines = 0;  // text: 1 when the last line has no '\n' (a cut file?)
   };
 
   // `path` as in pipe_mode.h's OpenInputStream (regular file, FIFO, "-").

@@ -136,6 +136,7 @@ StatusOr<bool> CriteoReader::Next(CriteoRow* row) {
     }
     if (!*more) return false;
     ++counters_.lines;
+    if (lines_.last_line_unterminated()) counters_.unterminated_last_line = 1;
     if (line.empty() || line == "\r") {
       ++counters_.blank_lines;
       continue;
@@ -157,6 +158,10 @@ StatusOr<bool> CriteoReader::Next(CriteoRow* row) {
     }
     const char sep = format_ == CriteoFormat::kCsv ? ',' : '\t';
     Status s = ParseCriteoLine(line, sep, row, TextLocation{file_->name(), lines_.line_number()});
+    if (!s.ok() && lines_.last_line_unterminated()) {
+      s = InvalidArgumentError(std::string(s.message()) +
+                               "; it is the last line and has no final newline: the file looks cut (a torn tail)");
+    }
     if (!s.ok()) {
       status_ = std::move(s);
       return status_;

@@ -86,6 +86,7 @@ class CriteoReader {
     uint64_t records = 0;       // rows returned
     uint64_t header_lines = 0;  // skipped header ("label,I1,...")
     uint64_t blank_lines = 0;   // skipped
+    uint64_t unterminated_last_line = 0;  // 1: the last line has no '\n' (a cut file?)
   };
   // Errors: those of OpenSequentialFile.
   static StatusOr<std::unique_ptr<CriteoReader>> Open(const std::string& path,

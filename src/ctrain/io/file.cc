@@ -187,6 +187,7 @@ StatusOr<bool> LineReader::Next(std::string_view* line) {
       line_offset_ = consumed_ + begin_;
       begin_ = end_;
       ++line_number_;
+      unterminated_ = true;
       return true;
     }
     // Compact, grow if a single line fills the buffer, then refill.

@@ -76,6 +76,9 @@ class LineReader {
   uint64_t line_number() const { return line_number_; }
   // Byte offset (in the stream) of the first byte of the line last returned.
   uint64_t line_offset() const { return line_offset_; }
+  // True when the line last returned ended at EOF without '\n': the file may
+  // have been cut mid-line (a torn tail), so readers count it.
+  bool last_line_unterminated() const { return unterminated_; }
 
  private:
   SequentialFile* file_;
@@ -85,6 +88,7 @@ class LineReader {
   uint64_t line_number_ = 0;
   uint64_t line_offset_ = 0;
   uint64_t consumed_ = 0;  // stream offset of buf_[0]
+  bool unterminated_ = false;
 };
 
 }  // namespace ctrain::io

@@ -242,8 +242,13 @@ StatusOr<bool> LibSvmReader::Next(float* label, int64_t* ids, float* values, int
     }
     if (!*more) return false;
     ++counters_.lines;
+    if (lines_.last_line_unterminated()) counters_.unterminated_last_line = 1;
     Status s = ParseLibSvmLine(line, options_, label, ids, values, num_fields, options_.field_size,
                                &info, TextLocation{file_->name(), lines_.line_number()});
+    if (!s.ok() && lines_.last_line_unterminated()) {
+      s = InvalidArgumentError(std::string(s.message()) +
+                               "; it is the last line and has no final newline: the file looks cut (a torn tail)");
+    }
     if (!s.ok()) {
       status_ = std::move(s);
       return status_;

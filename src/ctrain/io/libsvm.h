@@ -98,6 +98,7 @@ class LibSvmReader {
     uint64_t comment_lines = 0;      // skipped
     uint64_t qid_tokens = 0;         // "qid:N" tokens ignored
     uint64_t trailing_comments = 0;  // data lines that ended in a '#' comment (ignored)
+    uint64_t unterminated_last_line = 0;  // 1: the last line has no '\n' (a cut file?); read as written
   };
 
   // Errors: those of OpenSequentialFile; InvalidArgument for bad options.
