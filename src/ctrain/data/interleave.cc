@@ -138,8 +138,9 @@ class InterleaveSource final : public RecordStage {
     for (int64_t pass = 0; o_.passes < 0 || pass < o_.passes; ++pass) {
       if (!WaitForPass(pass)) return;
       Chunk chunk;
+      size_t probe_budget = pass == 0 ? kProbeRecords : 0;
       for (uint32_t f : slots_[s].files) {
-        Status st = ReadFile(f, static_cast<uint32_t>(pass), &chunk, q);
+        Status st = ReadFile(f, static_cast<uint32_t>(pass), &chunk, q, &probe_budget);
         if (!st.ok()) {
           if (cancel_.load()) return;
           q.Push(Chunk{RawBatch(), st, false});
@@ -152,7 +153,15 @@ class InterleaveSource final : public RecordStage {
     }
   }
 
-  Status ReadFile(uint32_t f, uint32_t pass, Chunk* chunk, BoundedQueue<Chunk>& q) {
+  // The first kProbeRecords records a reader thread reads in pass 0 are parsed
+  // in file order before any shuffle (ReadFile): a file whose lines are all
+  // bad (wrong id base, field size or format) fails on its first bad line,
+  // the same for every seed, streams included (they cannot be re-read later,
+  // see Pipeline::Next). The budget is per thread, so many small files do not
+  // get parsed twice.
+  static constexpr size_t kProbeRecords = 256;
+
+  Status ReadFile(uint32_t f, uint32_t pass, Chunk* chunk, BoundedQueue<Chunk>& q, size_t* probe_budget) {
     const std::string& spec = o_.files[f];
     std::string path = spec;
     if (spec.starts_with(kPipeChannelPrefix)) {
@@ -170,13 +179,8 @@ class InterleaveSource final : public RecordStage {
     src.pass = pass;
     src.format = reader->format();
     Status st;
-    // The first kProbeRecords records of each input are parsed here, in file
-    // order, before any shuffle: a file whose lines are all bad (wrong id
-    // base, field size or format) fails on its first bad line, the same for
-    // every seed and for streams too (they cannot be re-read later).
-    constexpr size_t kProbeRecords = 256;
     RawBatch probe;
-    bool probed = pass > 0;
+    bool probed = *probe_budget == 0;
     auto check_probe = [&]() -> Status {
       probed = true;
       if (probe.empty()) return Status::OK();
@@ -203,7 +207,8 @@ class InterleaveSource final : public RecordStage {
       src.offset = offset;
       if (!probed) {
         probe.Append(rec, src);
-        if (probe.size() >= kProbeRecords) {
+        --*probe_budget;
+        if (*probe_budget == 0) {
           st = check_probe();
           if (!st.ok()) break;
         }
