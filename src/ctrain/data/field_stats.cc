@@ -12,7 +12,7 @@ namespace ctrain::data {
 void DistinctCounter::Add(uint64_t hash) {
   if (exact_) {
     set_.insert(hash);
-    if (set_.size() <= kExactLimit) return;
+    if (set_.size() <= limit_) return;
     // Switch to the sketch: keep the kSketchSize smallest hashes.
     exact_ = false;
     for (uint64_t h : set_) {
@@ -39,6 +39,13 @@ FieldStat& FieldStats::At(size_t i, std::string_view name) {
     const size_t old = fields_.size();
     fields_.resize(i + 1);
     for (size_t k = old; k <= i; ++k) fields_[k].name = std::to_string(k + 1);
+    // Two counters per field share the budget.
+    const size_t limit =
+        std::clamp<size_t>(kExactBudget / (2 * fields_.size()), 4096, DistinctCounter::kExactLimit);
+    for (FieldStat& f : fields_) {
+      f.ids.set_limit(limit);
+      f.values.set_limit(limit);
+    }
   }
   if (!name.empty() && fields_[i].count == 0 && fields_[i].id_observations == 0) fields_[i].name = std::string(name);
   return fields_[i];
@@ -110,7 +117,8 @@ std::vector<std::string> FieldStats::Warnings() const {
 }
 
 std::string_view FieldStats::Method() {
-  return "exact up to 65536 distinct per field, then a KMV sketch (1024 smallest 64-bit hashes, ~3% error)";
+  return "exact up to 65536 distinct per field (fewer with more than 32 fields: 4M keys in all, at least 4096 per "
+         "field), then a KMV sketch (1024 smallest 64-bit hashes, ~3% error)";
 }
 
 }  // namespace ctrain::data

@@ -9,10 +9,11 @@
 // min/max value, whether every value is an integer, and the number of
 // distinct ids and of distinct values.
 //
-// Distinct counts (DistinctCounter): exact up to kExactLimit distinct keys per
-// counter; beyond that a KMV sketch (the k = 1024 smallest 64-bit hashes;
-// estimate (k - 1) / (k-th smallest hash / 2^64), relative standard error
-// about 1 / sqrt(k - 2) ~ 3%). Memory per counter: at most kExactLimit keys.
+// Distinct counts (DistinctCounter): exact up to a limit of distinct keys per
+// counter (kExactLimit = 65536, lowered so that all counters of a FieldStats
+// hold at most kExactBudget keys together, but never below 4096); beyond it a
+// KMV sketch (the k = 1024 smallest 64-bit hashes; estimate (k - 1) / (k-th
+// smallest hash / 2^64), relative standard error about 1 / sqrt(k - 2) ~ 3%).
 //
 // Thread safety: one thread at a time.
 #pragma once
@@ -33,12 +34,15 @@ class DistinctCounter {
 
   // Adds a key by its 64-bit hash (io::Mix64(id), io::Hash64(bytes, 0), ...).
   void Add(uint64_t hash);
+  // Exact mode ends once more than `limit` keys were seen (applies from the next Add).
+  void set_limit(size_t limit) { limit_ = limit; }
   // Exact count, or the KMV estimate once more than kExactLimit keys were seen.
   uint64_t Count() const;
   bool exact() const { return exact_; }
 
  private:
   bool exact_ = true;
+  size_t limit_ = kExactLimit;
   std::unordered_set<uint64_t> set_;  // exact mode
   std::set<uint64_t> kmv_;            // sketch mode: the kSketchSize smallest hashes
 };
@@ -58,6 +62,8 @@ class FieldStats {
  public:
   // Thresholds of Warnings().
   static constexpr double kUnscaledAbs = 1e3;  // |value| above this: unscaled input
+  // Exact distinct keys kept by all counters together (about 40 bytes each).
+  static constexpr size_t kExactBudget = size_t{1} << 22;
 
   // Field `i` (0-based), created on first use; `name` is used when creating it.
   FieldStat& At(size_t i, std::string_view name = {});
