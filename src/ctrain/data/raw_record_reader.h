@@ -6,8 +6,10 @@
 // unless given); format as ExampleReaderOptions::format, or with kAuto sniffed
 // from the first decompressed bytes exactly like OpenExampleReader (a valid
 // TFRecord header -> tfrecord; text: "label," -> criteo-csv, "id:value" tokens
-// -> libsvm, tabs without ':' -> criteo-tsv). Sniffing replays the peeked bytes,
-// so pipes work.
+// -> libsvm unless most ':' tokens are libFFM triples, tabs without ':' ->
+// criteo-tsv). Sniffing replays the peeked bytes, so pipes work.
+// Text inputs count a last line without '\n' (unterminated_last_lines: a cut
+// file); the line itself is returned as written.
 //
 // Text lines that are not examples are skipped and counted, never returned:
 // blank lines (all formats), lines whose first non-blank byte is '#' (LibSVM),
