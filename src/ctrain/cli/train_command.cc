@@ -267,7 +267,10 @@ Status LoadData(const std::vector<std::string>& paths, DataFlags& data, int64_t 
   ro.feature_size = feature_size;
   ro.id_limit = feature_size;  // the reader's located range error
   train::LoadStats stats;
-  CTRAIN_ASSIGN_OR_RETURN(*out, train::LoadDataset(paths, ro, &stats));
+  StatusOr<train::Dataset> loaded = train::LoadDataset(paths, ro, &stats);
+  // --valid / --input errors say which flag; --train errors read as in stream mode.
+  if (!loaded.ok()) return std::string(what) == "train" ? loaded.status() : loaded.status().WithContext(std::string("--") + what);
+  *out = std::move(loaded).value();
   std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), CTR %.4f%s%s\n", what,
                static_cast<long long>(out->size()), static_cast<long long>(stats.files), out->PositiveRate(),
                stats.skipped.empty() ? "" : "; skipped: ", stats.skipped.c_str());

@@ -88,6 +88,7 @@ class LibSvmExampleReader final : public ExampleReader {
   io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return r_->counters().records; }
+  std::string Location() const override { return r_->name() + ":" + std::to_string(r_->line_number()); }
   std::string SkippedSummary() const override {
     const auto& c = r_->counters();
     return "blank_lines=" + std::to_string(c.blank_lines) + " comment_lines=" + std::to_string(c.comment_lines) +
@@ -108,8 +109,12 @@ class TFRecordExampleReader final : public ExampleReader {
       : r_(std::move(r)), c_(c), schema_(std::move(schema)), id_limit_(id_limit) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     std::string_view rec;
+    const io::TFRecordReader::Counters before = r_->counters();
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(&rec));
+    NoteDropped(before, more);
     if (!more) return false;
+    last_end_ = r_->record_offset() + io::kTFRecordHeaderBytes + rec.size() + io::kTFRecordFooterBytes;
+    next_index_ = r_->record_index() + 1;
     Status s = io::ParseSeedExample(rec, schema_, label, ids, values);
     if (s.ok() && id_limit_ > 0) s = CheckIdRange(ids, schema_.field_size, id_limit_, 0, "");
     if (!s.ok())
@@ -122,6 +127,11 @@ class TFRecordExampleReader final : public ExampleReader {
   io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return records_; }
+  std::string Location() const override {
+    return r_->name() + ": record " + std::to_string(r_->record_index()) + " at offset " +
+           std::to_string(r_->record_offset());
+  }
+  std::vector<Dropped> TakeDropped() override { return std::move(dropped_); }
   std::string SkippedSummary() const override {
     auto c = r_->counters();
     return "skipped_records=" + std::to_string(c.skipped_records) + " skipped_bytes=" + std::to_string(c.skipped_bytes);
@@ -133,6 +143,23 @@ class TFRecordExampleReader final : public ExampleReader {
   io::SeedSchema schema_;
   int64_t id_limit_;
   uint64_t records_ = 0;
+  uint64_t last_end_ = 0, next_index_ = 0;  // end offset / index after the last returned record
+  std::vector<Dropped> dropped_;
+
+  // Records what one r_->Next() call skipped: the region between the last
+  // returned record and the next one (or the end of the stream).
+  void NoteDropped(const io::TFRecordReader::Counters& before, bool more) {
+    const io::TFRecordReader::Counters after = r_->counters();
+    if (after.skipped_records == before.skipped_records) return;
+    Dropped d;
+    d.records_before = records_;
+    d.index = next_index_;
+    d.offset = last_end_;
+    d.records = after.skipped_records - before.skipped_records;
+    d.bytes = more ? r_->record_offset() - last_end_ : after.skipped_bytes - before.skipped_bytes;
+    d.exact = after.resyncs == before.resyncs;
+    dropped_.push_back(d);
+  }
 };
 
 class CriteoExampleReader final : public ExampleReader {
@@ -157,6 +184,7 @@ class CriteoExampleReader final : public ExampleReader {
   io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return r_->counters().records; }
+  std::string Location() const override { return r_->name() + ":" + std::to_string(r_->line_number()); }
   std::string SkippedSummary() const override {
     const auto& c = r_->counters();
     return "header_lines=" + std::to_string(c.header_lines) + " blank_lines=" + std::to_string(c.blank_lines);

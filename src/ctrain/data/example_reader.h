@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ctrain/base/status.h"
 #include "ctrain/io/compression.h"
@@ -70,6 +71,24 @@ class ExampleReader {
   virtual uint64_t records() const = 0;
   // Items skipped on purpose (blank/comment lines, CSV header, corrupt records), by kind.
   virtual std::string SkippedSummary() const = 0;
+  // Where the example last returned by Next() came from: "file:line" (text
+  // formats) or "file: record i at offset o" (TFRecord). Default: the name and
+  // the 1-based example number.
+  virtual std::string Location() const { return name() + ": example " + std::to_string(records()); }
+
+  // Records dropped on purpose (TFRecord skip_corrupt_records) since the last
+  // call, in stream order. `records_before` = examples returned before the
+  // drop (where it sits among them); `index`/`offset` = 0-based record index
+  // and offset (uncompressed stream) where the dropped region starts; `bytes`
+  // its length. `records` is the count the reader skipped; `exact` is false
+  // when the region began at a corrupt length header, so it may have held
+  // more records than counted.
+  struct Dropped {
+    uint64_t records_before = 0;
+    uint64_t index = 0, offset = 0, bytes = 0, records = 0;
+    bool exact = true;
+  };
+  virtual std::vector<Dropped> TakeDropped() { return {}; }
 };
 
 // Opens `path` ("-" = stdin). With format kAuto the first decompressed bytes decide:

@@ -24,7 +24,10 @@ Status TrainOptions::Validate() const {
   CTRAIN_RETURN_IF_ERROR(model.Validate());
   CTRAIN_RETURN_IF_ERROR(parallel.Validate());
   if (batch_size < 1) return InvalidArgumentError("batch_size must be >= 1, got " + std::to_string(batch_size));
-  if (epochs < 0) return InvalidArgumentError("epochs must be >= 0, got " + std::to_string(epochs));
+  // 0 epochs would train nothing and still write an untrained checkpoint.
+  if (epochs < 1)
+    return InvalidArgumentError("--epochs must be >= 1, got " + std::to_string(epochs) +
+                                " (0 epochs trains nothing; to evaluate a model use `ctrain eval`)");
   if (max_steps < 0) return InvalidArgumentError("max_steps must be >= 0, got " + std::to_string(max_steps));
   if (eval_every_steps < 0)
     return InvalidArgumentError("eval_every_steps must be >= 0, got " + std::to_string(eval_every_steps));

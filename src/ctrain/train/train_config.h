@@ -75,7 +75,7 @@ struct TrainOptions {
   model::DeepFMConfig model;
   optim::OptimizerConfig optimizer;
   int64_t batch_size = 256;       // examples per step (the last batch of an epoch may be smaller)
-  int32_t epochs = 1;             // passes over the training data
+  int32_t epochs = 1;             // passes over the training data (>= 1)
   int64_t max_steps = 0;          // stop after this global step (0 = no limit)
   int64_t eval_every_steps = 0;   // also evaluate every N steps (0 = only at epoch ends)
   bool shuffle = true;            // shuffle each epoch (permutation from (seed, epoch))

@@ -434,6 +434,13 @@ struct Trainer::Impl {
     double wait = 0, compute = 0;
   };
 
+  // The epoch the progress line names (1-based): at an epoch's end the
+  // position already points at the next epoch, but the line still reports
+  // the one just finished (never "epoch 2/1").
+  static int64_t ShownEpoch(const TrainPosition& p) {
+    return p.batch_in_epoch == 0 && p.epoch > 0 ? p.epoch : p.epoch + 1;
+  }
+
   void PrintProgress(Progress& p, bool force) {
     if (!terminal) return;
     const auto now = Clock::now();
@@ -449,8 +456,9 @@ struct Trainer::Impl {
     char wait[48] = "";
     if (p.stream && p.wait + p.compute > 0)
       std::snprintf(wait, sizeof wait, " | input wait %.1f%%", 100.0 * p.wait / (p.wait + p.compute));
-    std::snprintf(buf, sizeof buf, "\r\033[Kstep %lld/%s | epoch %lld | %.0f ex/s | loss %.4f%s | ETA %s",
-                  static_cast<long long>(pos.global_step), total, static_cast<long long>(pos.epoch + 1), eps,
+    std::snprintf(buf, sizeof buf, "\r\033[Kstep %lld/%s | epoch %lld/%d | %.0f ex/s | loss %.4f%s | ETA %s",
+                  static_cast<long long>(pos.global_step), total, static_cast<long long>(ShownEpoch(pos)),
+                  options.epochs, eps,
                   p.loss_n ? p.loss_sum / p.loss_n : 0.0, wait,
                   p.total_steps > 0 ? FormatDuration(eta).c_str() : "?");
     if (sink)
@@ -728,6 +736,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   CTRAIN_ASSIGN_OR_RETURN(nlohmann::json inputs, DescribeStreamInputs(input));
   if (!restored_inputs.is_null())
     CTRAIN_RETURN_IF_ERROR(CheckSameStreamInputs(restored_inputs, inputs, restored_path));
+  CTRAIN_RETURN_IF_ERROR(CheckNoEmptyFiles(inputs));
   train_inputs = std::move(inputs);
   saved_this_run = false;
   // Ids are range-checked where they are parsed, so the error names the file and line/record.
@@ -853,6 +862,9 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
         CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
     }
     if (epoch_done) {
+      // An empty pass (empty input, stdin or FIFO that gave 0 bytes, every
+      // record dropped by drop_remainder) is an error, never a 0-step run.
+      if (src->epoch_records() == 0) return EmptyEpochError(input, pos.epoch, B, src->stats());
       const int64_t finished = pos.epoch + 1;
       pos.train_rows = src->epoch_records();
       ++pos.epoch;
@@ -896,9 +908,12 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   result->input_wait_fraction = result->seconds > 0 ? prog.wait / result->seconds : 0;
   result->examples_per_sec = result->seconds > 0 ? result->examples_this_run / result->seconds : 0;
   result->pipeline = src->stats();
-  result->input_suggestion =
-      data::InputBoundSuggestion(result->input_wait_fraction, input.pipeline.num_parallel_calls,
-                                 input.pipeline.prefetch_buffer_size);
+  // Too few steps or seconds measure start-up (thread start, first reads,
+  // oneDNN primitive creation), not the steady state: no advice from them.
+  if (result->steps_this_run >= kMinStepsForInputAdvice && result->seconds >= kMinSecondsForInputAdvice)
+    result->input_suggestion =
+        data::InputBoundSuggestion(result->input_wait_fraction, input.pipeline.num_parallel_calls,
+                                   input.pipeline.prefetch_buffer_size);
   return Status::OK();
 }
 // ---------------------------------------------------------------------------

@@ -62,6 +62,10 @@ struct EvalResult {
   double prediction_mean = 0;
 };
 
+// The input-bound advice needs a steady state to speak about.
+inline constexpr int64_t kMinStepsForInputAdvice = 50;
+inline constexpr double kMinSecondsForInputAdvice = 2.0;
+
 struct TrainResult {
   int64_t steps = 0;            // global step at the end (includes restored steps)
   int64_t steps_this_run = 0;   // steps run by this call
@@ -86,7 +90,9 @@ struct TrainResult {
   double input_wait_seconds = 0;
   double compute_seconds = 0;
   double input_wait_fraction = 0;  // wait / (wait + compute), in [0, 1]
-  std::string input_suggestion;    // data::InputBoundSuggestion when the fraction >= 0.1
+  // data::InputBoundSuggestion when the fraction >= 0.1 over at least
+  // kMinStepsForInputAdvice steps and kMinSecondsForInputAdvice seconds ("" otherwise).
+  std::string input_suggestion;
   data::PipelineStats pipeline;    // stream mode: the last epoch's pipeline (all epochs with a cache)
 };
 
