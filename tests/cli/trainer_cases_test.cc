@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/train/checkpoint.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -166,6 +168,192 @@ TEST_F(TrainerCasesTest, Trial01DropRemainderLeavingNoBatchAndZeroEpochsFail) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--epochs must be >= 1, got 0"), std::string::npos) << r.out;
   EXPECT_FALSE(HasCheckpoint("m"));
+}
+
+// ---- trial/03: eval/predict refuse data encoded differently from training ----
+
+class Trial03Test : public TrainerCasesTest {
+ protected:
+  void SetUp() override {
+    TrainerCasesTest::SetUp();
+    if (!fs::exists(kData)) GTEST_SKIP() << "shared data folder " << kData << " is absent";
+    // 300 LibSVM rows (1-based ids up to 921) and 100 more for eval: a fast model.
+    ASSERT_EQ(Sh("head -300 " + kData + "/criteo_deepfm_va10k.libsvm > tr.libsvm && sed -n 301,400p " + kData +
+                 "/criteo_deepfm_va10k.libsvm > va.libsvm")
+                  .exit_code,
+              0);
+  }
+  const std::string tsv_ = kData + "/criteo_raw_paddlerec_part-0.tsv";
+};
+
+TEST_F(Trial03Test, CheckpointRecordsTheDetectedFormatAndEvalRefusesCriteoTsvOnALibsvmModel) {
+  ASSERT_EQ(Run("train --train tr.libsvm --id-base 1 --feature-size 921 --batch-size 100 --model-dir a" + kTiny).exit_code,
+            0);
+  // The checkpoint meta names the format read (never auto), the id base and sizes.
+  const std::string ckpt = Slurp(dir_ / "a" / "ckpt-3.bin");
+  EXPECT_NE(ckpt.find(R"("data":{"compression":"none","feature_map":"","feature_size":921,"field_size":39,)"
+                      R"("format":"libsvm","id_base":1})"),
+            std::string::npos);
+  RunResult r = Run("eval --model-dir a --input " + tsv_);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("FailedPrecondition: --input " + tsv_ +
+                       " is criteo-tsv (hashed ids, 921 buckets, seed 0); the model in a was trained on libsvm "
+                       "with id base 1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("auc"), std::string::npos) << r.out;
+  r = Run("predict --model-dir a --input " + tsv_ + " -o p.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_FALSE(fs::exists(P("p.txt")));
+}
+
+TEST_F(Trial03Test, DataFlagsThatAgreeWithTheCheckpointAreAcceptedOthersRefusedNamingBothSides) {
+  ASSERT_EQ(Run("train --train tr.libsvm --id-base 1 --feature-size 921 --batch-size 100 --model-dir a" + kTiny).exit_code,
+            0);
+  RunResult r =
+      Run("predict --model-dir a --input va.libsvm --format libsvm --field-size 39 --feature-size 921 --id-base 1 -o p.txt");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(Lines(Slurp(P("p.txt"))).size(), 100u);
+  r = Run("eval --model-dir a --input va.libsvm --id-base 0");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--input va.libsvm is libsvm with id base 0; the model in a was trained on libsvm with id "
+                       "base 1: every id would shift by -1"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("increase --feature-size"), std::string::npos) << r.out;  // trial/10
+  r = Run("eval --model-dir a --input va.libsvm --feature-size 1000");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--feature-size 1000 contradicts the model in a, which has feature_size 921"), std::string::npos)
+      << r.out;
+  r = Run("eval --model-dir a --input va.libsvm --format criteo-tsv");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("is criteo-tsv"), std::string::npos) << r.out;
+}
+
+TEST_F(Trial03Test, VocabularyTfrecordModelRefusesRawTsvAndHashedModelRefusesAnotherHashing) {
+  ASSERT_EQ(Run("convert -i " + tsv_ + " -o tsv.tfrecord --vocab-min-count 2").exit_code, 0);
+  ASSERT_EQ(Run("train --train tsv.tfrecord --feature-size 268 --batch-size 50 --model-dir v" + kTiny).exit_code, 0);
+  RunResult r = Run("eval --model-dir v --input " + tsv_);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("is criteo-tsv (hashed ids, 268 buckets, seed 0); the model in v was trained on tfrecord (ids "
+                       "as stored)"),
+            std::string::npos)
+      << r.out;
+  // A model trained on the TSV itself (hashing) evaluates the TSV, from a file or stdin.
+  ASSERT_EQ(Run("train --train " + tsv_ + " --feature-size 5000 --batch-size 50 --model-dir h" + kTiny).exit_code, 0);
+  EXPECT_NE(Slurp(dir_ / "h" / "ckpt-2.bin").find(R"("criteo":{"encoding":"hash","hash_buckets":5000,"hash_seed":0})"),
+            std::string::npos);
+  r = Run("eval --model-dir h --input " + tsv_);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("examples 100"), std::string::npos) << r.out;
+  r = Sh("cat " + tsv_ + " | " + kBin + " eval --model-dir h --input -");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  // ... but not LibSVM ids, even from stdin (checked once read).
+  r = Sh("cat va.libsvm | " + kBin + " eval --model-dir h --input - --format libsvm");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("the model in h was trained on criteo-tsv (hashed ids, 5000 buckets, seed 0)"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(TrainerCasesTest, OldCheckpointWithoutRecordedFormatStillEvaluatesAndSaysWhatCannotBeChecked) {
+  Write("a.libsvm", "1 1:1 2:1 3:1\n0 1:1 2:2 3:1\n1 1:3 2:1 3:1\n");
+  ASSERT_EQ(Run("train --train a.libsvm --field-size 3 --feature-size 10 --id-base 1 --model-dir m" + kTiny).exit_code, 0);
+  // Rewrite the meta as ctrain wrote it before formats were recorded.
+  auto ck = ctrain::train::LoadLatestCheckpoint(P("m"));
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  ck->meta["data"] = {{"format", "auto"}, {"id_base", 1}, {"field_size", 3}, {"feature_map", ""}};
+  ASSERT_TRUE(ctrain::train::SaveCheckpoint(P("m"), ck->step, ck->tensors, ck->meta).ok());
+  RunResult r = Run("eval --model-dir m --input a.libsvm");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: the checkpoint in m does not record the training data's format"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("examples 3"), std::string::npos) << r.out;
+  r = Run("eval --model-dir m --input a.libsvm --id-base 0");  // the recorded id base is still checked
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("trained on data with id base 1"), std::string::npos) << r.out;
+}
+
+// ---- B33: predict output aligns 1:1 with the input records ----
+
+TEST_F(TrainerCasesTest, B33PredictKeepsOneLinePerRecordWithNanForTheDroppedOne) {
+  ASSERT_EQ(Run("train --train " + kCases + "/B33/train.libsvm --field-size 1 --feature-size 10 --model-dir m" + kTiny)
+                .exit_code,
+            0);
+  const std::string tfr = kCases + "/B33/corrupt_record2.tfr";
+  RunResult r = Run("predict --model-dir m --input " + tfr + " -o p.txt --skip-corrupt-records");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::vector<std::string> lines = Lines(Slurp(P("p.txt")));
+  ASSERT_EQ(lines.size(), 6u);  // 6 records in, 6 lines out
+  EXPECT_EQ(lines[2], "nan");
+  for (int i : {0, 1, 3, 4, 5}) EXPECT_NE(lines[i], "nan") << i;
+  EXPECT_NE(r.out.find("record 2 at offset 142 (71 bytes) dropped as corrupt; output line 3 is nan"), std::string::npos)
+      << r.out;
+  // --output-columns passes the record index and label through.
+  r = Run("predict --model-dir m --input " + tfr + " -o q.txt --skip-corrupt-records --output-columns index,label,prediction");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  lines = Lines(Slurp(P("q.txt")));
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[2], "2\tnan\tnan");
+  EXPECT_EQ(lines[3].substr(0, 4), "3\t1\t");
+  // The same from stdin.
+  r = Sh("cat " + tfr + " | " + kBin + " predict --model-dir m --input - -o s.txt --skip-corrupt-records --format tfrecord");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(Lines(Slurp(P("s.txt"))), Lines(Slurp(P("p.txt"))));
+  r = Run("predict --model-dir m --input " + tfr + " -o x.txt --output-columns prediction,bogus");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("unknown column 'bogus'"), std::string::npos) << r.out;
+}
+
+TEST_F(TrainerCasesTest, B33PredictRefusesADroppedRegionOfUnknownRecordCount) {
+  ASSERT_EQ(Run("train --train " + kCases + "/B33/train.libsvm --field-size 1 --feature-size 10 --model-dir m" + kTiny)
+                .exit_code,
+            0);
+  // Corrupt the length header of record 1 (offset 71): the reader must scan
+  // for the next valid header, so the number of records lost is unknown.
+  std::string bytes = Slurp(kCases + "/B33/corrupt_record2.tfr");
+  bytes[71 + 8] ^= 0x5a;
+  Write("len.tfr", bytes);
+  RunResult r = Run("predict --model-dir m --input len.tfr -o p.txt --skip-corrupt-records");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("len.tfr: record 1 at offset 71: a corrupt length header"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(P("p.txt")));
+}
+
+// ---- trial/10: hints name the real cause ----
+
+TEST_F(TrainerCasesTest, Trial10IdRangeHintsPointAtIdBaseNotFeatureSize) {
+  Write("one.libsvm", "1 1:1 2:1 3:1\n0 1:1 2:1 3:2\n");  // 1-based ids 1..3
+  RunResult r = Run("train --train one.libsvm --field-size 3 --feature-size 3" + kTiny);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("one.libsvm:1: field 3 of 3: feature id 3 (as written) is outside [0, 3): one past the top; if "
+                       "the file's ids are 1-based (classic LIBSVM), use --id-base 1"),
+            std::string::npos)
+      << r.out;
+  Write("zero.libsvm", "1 0:1 1:1 2:1\n");  // 0-based ids read with --id-base 1
+  r = Run("train --train zero.libsvm --field-size 3 --feature-size 3 --id-base 1" + kTiny);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("zero.libsvm:1:3: id 0 is below id_base 1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("--feature-size"), std::string::npos) << r.out;
+  // eval never suggests --feature-size (the model's is fixed).
+  Write("ok.libsvm", "1 0:1 1:1 2:1\n0 0:2 1:1 2:1\n");
+  ASSERT_EQ(Run("train --train ok.libsvm --field-size 3 --feature-size 3 --model-dir m" + kTiny).exit_code, 0);
+  Write("big.libsvm", "1 0:1 1:1 7:1\n");
+  r = Run("eval --model-dir m --input big.libsvm");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("the model was trained with feature_size 3 and has no embedding for it"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("--feature-size"), std::string::npos) << r.out;
+}
+
+TEST_F(TrainerCasesTest, Trial10InputBoundHintNeedsEnoughStepsAndProgressEpochIsRightAtTheEnd) {
+  Write("a.libsvm", "1 0:1 1:1 2:1\n0 0:1 1:2 2:1\n1 0:3 1:1 2:1\n");
+  RunResult r = Run("train --train a.libsvm --field-size 3 --feature-size 10 --batch-size 1 --embedding-size 4 "
+                    "--deep-layers 8 --progress bar");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("input-bound"), std::string::npos) << r.out;  // 3 steps say nothing about the pipeline
+  EXPECT_EQ(r.out.find("epoch 2/1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 3/3 | epoch 1/1"), std::string::npos) << r.out;
 }
 
 }  // namespace

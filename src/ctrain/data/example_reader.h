@@ -51,12 +51,18 @@ struct ExampleReaderOptions {
   // feature_size); otherwise InvalidArgument naming the file, line or record,
   // the field and the id as written in the file.
   int64_t id_limit = 0;
+  // The limit is a trained model's feature_size (eval/predict): the range
+  // error then does not suggest --feature-size, which cannot change it.
+  bool id_limit_is_model = false;
 };
 
 // The id-range rule of ExampleReaderOptions::id_limit for one example.
 // `where` is the location prefix ("file:line" or "file: record i at offset o").
+// The hint names the likely cause: an id one past the top with id_base 0 or
+// an id below id_base points at --id-base, not at --feature-size; with
+// `limit_is_model` (eval/predict) it never suggests --feature-size.
 Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, int32_t id_base,
-                    std::string_view where);
+                    std::string_view where, bool limit_is_model = false);
 
 class ExampleReader {
  public:
