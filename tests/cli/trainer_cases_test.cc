@@ -356,4 +356,75 @@ TEST_F(TrainerCasesTest, Trial10InputBoundHintNeedsEnoughStepsAndProgressEpochIs
   EXPECT_NE(r.out.find("step 3/3 | epoch 1/1"), std::string::npos) << r.out;
 }
 
+// ---- B17: a finite value that makes the loss non-finite is named by file:line ----
+
+const std::string kB17Flags = " --field-size 3 --feature-size 101 --batch-size 32" + kTiny;
+
+TEST_F(TrainerCasesTest, B17NonFiniteLossNamesTheInputLineInStreamAndMemoryMode) {
+  const std::string file = kCases + "/B17/value_1e30.libsvm";
+  for (const char* mode : {"stream", "memory"}) {
+    RunResult r = Run("train --train " + file + " --input-mode " + mode + kB17Flags + " --model-dir m");
+    EXPECT_EQ(r.exit_code, 1) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("loss is not finite (term: logloss = -nan) on a batch holding extreme input values: " + file +
+                         ":71: field 1 value 1e+30"),
+              std::string::npos)
+        << mode << ": " << r.out;
+    EXPECT_EQ(r.out.find("learning-rate"), std::string::npos) << mode << ": " << r.out;
+    EXPECT_FALSE(HasCheckpoint("m")) << mode;
+  }
+  // Memory mode warns about the field before training.
+  RunResult r = Run("train --train " + file + " --input-mode memory" + kB17Flags);
+  EXPECT_NE(r.out.find("warning: unscaled input values: field 1 has values beyond +-100 in the first 128 training "
+                       "examples (field 1: 0.003 .. 1e+30)"),
+            std::string::npos)
+      << r.out;
+  // From stdin the line cannot be re-read: the batch row and value are named.
+  r = Sh("cat " + file + " | " + kBin + " train --train -" + kB17Flags);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("(label 0, from a stream that cannot be re-read): field 1 value 1e+30"), std::string::npos)
+      << r.out;
+}
+
+TEST_F(TrainerCasesTest, B17OrdinaryInputsThatDivergeGetTheLearningRateHint) {
+  Write("a.libsvm", "1 0:1 1:1 2:1\n0 0:1 1:2 2:1\n");
+  RunResult r = Run("train --train a.libsvm --field-size 3 --feature-size 10 --optimizer sgd --learning-rate 1e38 "
+                    "--epochs 20 --batch-size 1" + kTiny);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("loss is not finite"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("try a smaller --learning-rate"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("extreme input values"), std::string::npos) << r.out;
+}
+
+// ---- B34: unscaled values and saturated validation predictions are named ----
+
+TEST_F(TrainerCasesTest, B34UnscaledCountsAndSaturatedValidationWarnWithFieldRangeAndFix) {
+  RunResult r = Run("train --train " + kCases + "/B34/raw_counts_train.libsvm --valid " + kCases +
+                    "/B34/raw_counts_valid.libsvm --batch-size 64 --embedding-size 4 --deep-layers 16 --progress none "
+                    "--metrics-json mj.json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: unscaled input values: fields 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... (13 fields) have "
+                       "values beyond +-100 in the first 600 training examples (field 1: 0 .. 1.21e+06;"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("log1p"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning: step 10: 100.0% of the 200 validation predictions are saturated"), std::string::npos)
+      << r.out;
+  const nlohmann::json j = nlohmann::json::parse(Slurp(P("mj.json")));
+  ASSERT_EQ(j["warnings"].size(), 2u);
+}
+
+TEST_F(TrainerCasesTest, CategoryCodesStoredAsValuesUnderOneIdWarn) {
+  std::string text;
+  for (int i = 0; i < 200; ++i)
+    text += std::to_string(i % 3 == 0) + " 0:1 1:" + std::to_string((i * 7) % 31) + " " + std::to_string(2 + i % 5) + ":1\n";
+  Write("codes.libsvm", text);
+  RunResult r = Run("train --train codes.libsvm --field-size 3 --feature-size 10" + kTiny);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: field 2: the id never varies while the value takes several integer values in the "
+                       "first 200 training examples (field 2: id 1, 31 values 0 .. 30)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("hash each code into the id"), std::string::npos) << r.out;
+}
+
 }  // namespace

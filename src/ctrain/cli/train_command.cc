@@ -481,7 +481,8 @@ Status RunTrain(TrainFlags& fl) {
                      {"input_mode", stream ? "stream" : "memory"},
                      {"input_wait_fraction", r.input_wait_fraction},
                      {"input_wait_seconds", r.input_wait_seconds},
-                     {"compute_seconds", r.compute_seconds}};
+                     {"compute_seconds", r.compute_seconds},
+                     {"warnings", r.warnings}};
     if (r.streamed) {
       j["pipeline_records_per_sec"] = r.pipeline.records_per_second;
       j["input_suggestion"] = r.input_suggestion;

@@ -18,6 +18,7 @@
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/random.h"
 #include "ctrain/optim/optimizer.h"
+#include "ctrain/train/input_checks.h"
 #include "ctrain/train/metrics.h"
 #include "ctrain/train/parameter_table.h"
 #include "ctrain/train/trainer_state.h"
@@ -28,6 +29,10 @@ namespace ctrain::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Stream mode: the input checks look at this many examples (or the first
+// epoch, if shorter) before they warn.
+constexpr int64_t kStreamInputCheckExamples = 10000;
 
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -57,16 +62,28 @@ struct Replica {
   Status status;
 };
 
-// The error for a step whose loss is not finite, naming the term.
-Status NonFiniteLoss(int64_t step, const model::LossTerms& loss) {
+// The error for a step whose loss is not finite, naming the term. When the
+// batch holds extreme input values (input_checks.h), they are the cause: the
+// message names their input lines; only ordinary inputs get the
+// learning-rate hint.
+Status NonFiniteLoss(int64_t step, const model::LossTerms& loss, const data::Batch& batch,
+                     const std::vector<std::string>& paths, const data::ExampleReaderOptions& reader) {
   const char* term = !std::isfinite(loss.logloss) ? "logloss" : (!std::isfinite(loss.l2) ? "l2" : "loss");
   const double v = !std::isfinite(loss.logloss) ? loss.logloss : (!std::isfinite(loss.l2) ? loss.l2 : loss.loss);
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "step %lld: loss is not finite (term: %s = %g); training stopped before applying this step "
-                "(diverged: try a smaller --learning-rate)",
-                static_cast<long long>(step), term, v);
-  return InvalidArgumentError(buf);
+  std::snprintf(buf, sizeof buf, "step %lld: loss is not finite (term: %s = %g)", static_cast<long long>(step), term,
+                v);
+  const std::vector<ExtremeRow> rows = ExtremeRows(batch, 5);
+  if (rows.empty())
+    return InvalidArgumentError(std::string(buf) +
+                                "; training stopped before applying this step (diverged: try a smaller "
+                                "--learning-rate)");
+  std::string m = std::string(buf) + " on a batch holding extreme input values: ";
+  const std::vector<std::string> where = LocateRows(paths, reader, batch, rows);
+  for (size_t i = 0; i < where.size(); ++i) m += (i ? "; " : "") + where[i];
+  m += ". Values this large overflow the forward pass (DeepFM multiplies each value into an embedding and the FM "
+       "term squares the sum): scale them (e.g. log1p) or drop these rows. Training stopped before applying this step";
+  return InvalidArgumentError(m);
 }
 
 // A config value for an error message: floats with %g (the JSON form of a
@@ -124,6 +141,14 @@ struct Trainer::Impl {
                   terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
                   result->eval.logloss, static_cast<long long>(result->eval.examples));
     Log(buf);
+    if (!saturation_warned) {
+      const std::string w =
+          SaturationWarning(result->eval.saturated_fraction, result->eval.examples, pos.global_step);
+      if (!w.empty()) {
+        saturation_warned = true;
+        Warn(w, result);
+      }
+    }
     return Status::OK();
   }
 
@@ -313,8 +338,25 @@ struct Trainer::Impl {
   // Checks a replica's step result; the non-finite loss error names the global step.
   Status StepStatus(const Replica& rep, int64_t step) const {
     if (rep.status.ok()) return Status::OK();
-    if (!std::isfinite(rep.loss.logloss) || !std::isfinite(rep.loss.l2)) return NonFiniteLoss(step, rep.loss);
+    if (!std::isfinite(rep.loss.logloss) || !std::isfinite(rep.loss.l2))
+      return NonFiniteLoss(step, rep.loss, rep.batch, source_paths, source_reader);
     return rep.status;
+  }
+  // Where the training rows came from (to name them in errors).
+  std::vector<std::string> source_paths;
+  data::ExampleReaderOptions source_reader;
+
+  // ---- input checks (input_checks.h) ----
+  void Warn(const std::string& w, TrainResult* result) {
+    result->warnings.push_back(w);
+    if (sink) sink((terminal ? "\r\033[K" : "") + std::string("warning: ") + w);
+    else std::fprintf(stderr, "%sctrain: warning: %s\n", terminal ? "\r\033[K" : "", w.c_str());
+  }
+  bool input_warned = false, saturation_warned = false;
+  void WarnInputs(const InputStats& st, TrainResult* result) {
+    if (input_warned) return;
+    input_warned = true;
+    for (const std::string& w : st.Warnings()) Warn(w, result);
   }
 
   void ApplyDense(int64_t step, const std::vector<model::DenseParam>& grads_from) {
@@ -472,6 +514,7 @@ struct Trainer::Impl {
     pool->ConfigureThread(0);
     Replica& rep = replicas[0];
     MetricAccumulator acc;
+    double saturated = 0;  // count of saturated predictions
     std::vector<float> probs;
     constexpr int64_t kChunk = 8192;
     for (int64_t b = 0; b < data.size(); b += kChunk) {
@@ -483,6 +526,7 @@ struct Trainer::Impl {
       CTRAIN_RETURN_IF_ERROR(
           rep.model->Predict(rep.batch, rep.unique_ids, rep.index, rep.w_rows.data(), rep.v_rows.data(), probs.data()));
       CTRAIN_RETURN_IF_ERROR(acc.Add(probs, rep.batch.labels));
+      saturated += SaturatedFraction(probs.data(), e - b) * static_cast<double>(e - b);
       if (predictions != nullptr) predictions->insert(predictions->end(), probs.begin(), probs.end());
     }
     EvalResult r;
@@ -491,6 +535,7 @@ struct Trainer::Impl {
     r.examples = acc.count();
     r.label_mean = acc.label_mean();
     r.prediction_mean = acc.prediction_mean();
+    r.saturated_fraction = data.size() > 0 ? saturated / static_cast<double>(data.size()) : 0;
     return r;
   }
   std::vector<float>* predictions = nullptr;
@@ -605,6 +650,13 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   pos.train_rows = train.size();
   train_inputs = nullptr;  // memory mode: the rows, not the files, are known (train_rows)
   saved_this_run = false;
+  source_paths = train.source_paths();
+  source_reader = train.source_reader();
+  {
+    InputStats st(train.field_size());
+    st.Add(train.ids(), train.values(), train.size());
+    WarnInputs(st, result);
+  }
   result->restored = pos.global_step > 0;
   pool->ConfigureThread(0);
   const int64_t N = train.size();
@@ -739,6 +791,18 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   CTRAIN_RETURN_IF_ERROR(CheckNoEmptyFiles(inputs));
   train_inputs = std::move(inputs);
   saved_this_run = false;
+  source_paths = input.files;
+  source_reader = input.reader;
+  // The first examples of this run; a stream is checked early (its first
+  // epoch may be long), memory mode looks at more rows at once.
+  InputCheckOptions stream_checks;
+  stream_checks.max_examples = kStreamInputCheckExamples;
+  InputStats in_stats(options.model.field_size, stream_checks);
+  auto check_inputs = [&](const data::Batch& b) {
+    if (input_warned) return;
+    in_stats.Add(b.ids.data(), b.values.data(), b.size());
+    if (in_stats.full()) WarnInputs(in_stats, result);
+  };
   // Ids are range-checked where they are parsed, so the error names the file and line/record.
   StreamInput checked = input;
   if (checked.reader.id_limit <= 0 || checked.reader.id_limit > options.model.feature_size)
@@ -808,6 +872,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
                 return false;
               }
               CTRAIN_RETURN_IF_ERROR(CheckBatch(rep.batch));
+              check_inputs(rep.batch);
               ++taken;
               return true;
             },
@@ -830,6 +895,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
           break;
         }
         CTRAIN_RETURN_IF_ERROR(CheckBatch(*dst));
+        check_inputs(*dst);
         const int64_t n = dst->size();
         double loss = 0;
         CTRAIN_RETURN_IF_ERROR(SyncStep(
@@ -865,6 +931,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
       // An empty pass (empty input, stdin or FIFO that gave 0 bytes, every
       // record dropped by drop_remainder) is an error, never a 0-step run.
       if (src->epoch_records() == 0) return EmptyEpochError(input, pos.epoch, B, src->stats());
+      if (in_stats.examples() > 0) WarnInputs(in_stats, result);  // an epoch smaller than max_examples
       const int64_t finished = pos.epoch + 1;
       pos.train_rows = src->epoch_records();
       ++pos.epoch;

@@ -60,6 +60,7 @@ struct EvalResult {
   int64_t examples = 0;
   double label_mean = 0;    // observed CTR
   double prediction_mean = 0;
+  double saturated_fraction = 0;  // predictions < 0.001 or > 0.999 (train/input_checks.h)
 };
 
 // The input-bound advice needs a steady state to speak about.
@@ -94,6 +95,10 @@ struct TrainResult {
   // kMinStepsForInputAdvice steps and kMinSecondsForInputAdvice seconds ("" otherwise).
   std::string input_suggestion;
   data::PipelineStats pipeline;    // stream mode: the last epoch's pipeline (all epochs with a cache)
+  // Input checks (train/input_checks.h): unscaled values, category codes
+  // stored as values, saturated validation predictions. Also printed to
+  // stderr ("ctrain: warning: ...") or the log sink as they arise.
+  std::vector<std::string> warnings;
 };
 
 class Trainer {
@@ -121,7 +126,10 @@ class Trainer {
   // epoch end or the last one is evaluated once), checkpointing every
   // save_checkpoints_steps steps, at every epoch end and at the end.
   // Errors: InvalidArgument "step S: loss is not finite (term: logloss|l2) ..."
-  // (training stops, nothing after the bad step is applied); InvalidArgument
+  // (training stops, nothing after the bad step is applied); when the batch
+  // holds extreme input values the message names their input lines
+  // (train/input_checks.h LocateRows over train.source_paths()), otherwise it
+  // suggests a smaller learning rate; InvalidArgument
   // when the data's field_size differs from the model's; FailedPrecondition
   // when a restored run's training data has a different row count.
   Status Train(const Dataset& train, const Dataset* valid, TrainResult* result);
