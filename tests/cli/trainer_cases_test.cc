@@ -256,6 +256,36 @@ TEST_F(Trial03Test, VocabularyTfrecordModelRefusesRawTsvAndHashedModelRefusesAno
       << r.out;
 }
 
+TEST_F(Trial03Test, VocabularyModelRecordsTheMapFingerprintAndRefusesAnEditedMapOrHashing) {
+  ASSERT_EQ(Run("convert -i " + tsv_ + " -o v.tfrecord --vocab-min-count 2").exit_code, 0);
+  ASSERT_EQ(Run("train --train " + tsv_ + " --feature-map v.tfrecord.feature_map.txt --feature-size 268 "
+                "--batch-size 50 --model-dir fm" + kTiny)
+                .exit_code,
+            0);
+  EXPECT_NE(Slurp(dir_ / "fm" / "ckpt-2.bin").find(R"("criteo":{"encoding":"vocabulary","feature_map":")"),
+            std::string::npos);
+  RunResult r = Run("eval --model-dir fm --input " + tsv_);  // the checkpoint's map, unchanged
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  // The same ids under other names: same size, different content.
+  std::vector<std::string> lines = Lines(Slurp(P("v.tfrecord.feature_map.txt")));
+  ASSERT_GT(lines.size(), 30u);
+  const size_t a = lines[20].rfind(' '), b = lines[21].rfind(' ');
+  const std::string ida = lines[20].substr(a), idb = lines[21].substr(b);
+  lines[20] = lines[20].substr(0, a) + idb;
+  lines[21] = lines[21].substr(0, b) + ida;
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  Write("fm2.txt", text);
+  r = Run("eval --model-dir fm --input " + tsv_ + " --feature-map fm2.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("the feature map changed since training"), std::string::npos) << r.out;
+  // Editing the checkpoint's own map file after training is caught the same way.
+  Write("v.tfrecord.feature_map.txt", text);
+  r = Run("eval --model-dir fm --input " + tsv_);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("the feature map changed since training"), std::string::npos) << r.out;
+}
+
 TEST_F(TrainerCasesTest, OldCheckpointWithoutRecordedFormatStillEvaluatesAndSaysWhatCannotBeChecked) {
   Write("a.libsvm", "1 1:1 2:1 3:1\n0 1:1 2:2 3:1\n1 1:3 2:1 3:1\n");
   ASSERT_EQ(Run("train --train a.libsvm --field-size 3 --feature-size 10 --id-base 1 --model-dir m" + kTiny).exit_code, 0);

@@ -270,6 +270,9 @@ Status LoadData(const std::vector<std::string>& paths, DataFlags& data, int64_t 
   // --valid / --input errors say which flag; --train errors read as in stream mode.
   if (!loaded.ok()) return std::string(what) == "train" ? loaded.status() : loaded.status().WithContext(std::string("--") + what);
   *out = std::move(loaded).value();
+  if (std::string(what) != "input")  // eval/predict log them with the output line they affect
+    for (const std::string& d : train::DescribeDropped(stats.dropped, false))
+      std::fprintf(stderr, "ctrain: %s: %s\n", what, d.c_str());
   std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), CTR %.4f%s%s\n", what,
                static_cast<long long>(out->size()), static_cast<long long>(stats.files), out->PositiveRate(),
                stats.skipped.empty() ? "" : "; skipped: ", stats.skipped.c_str());
