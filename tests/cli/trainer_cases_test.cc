@@ -249,7 +249,7 @@ TEST_F(Trial03Test, VocabularyTfrecordModelRefusesRawTsvAndHashedModelRefusesAno
   r = Sh("cat " + tsv_ + " | " + kBin + " eval --model-dir h --input -");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   // ... but not LibSVM ids, even from stdin (checked once read).
-  r = Sh("cat va.libsvm | " + kBin + " eval --model-dir h --input - --format libsvm");
+  r = Sh("cat va.libsvm | " + kBin + " eval --model-dir h --input -");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("the model in h was trained on criteo-tsv (hashed ids, 5000 buckets, seed 0)"),
             std::string::npos)

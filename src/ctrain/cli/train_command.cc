@@ -509,9 +509,10 @@ struct InferFlags {
 // eval/predict read their input as the training run read its files (checkpoint
 // meta "data"), unless a flag says otherwise. Flags that agree with the model
 // are accepted; the model's field_size and feature_size are fixed.
-// `all_detected`: every input's format was sniffed, so it is read as what it
-// is; otherwise (stdin, FIFOs) the checkpoint's format is the default.
-Status ApplyCheckpointDataOptions(InferFlags& fl, const train::TrainOptions& to, bool all_detected) {
+// The input's format is not taken from the checkpoint: it is detected (or
+// given) and compared with the checkpoint's (CheckInputEncoding), so data in
+// another format is named as such instead of failing to parse.
+Status ApplyCheckpointDataOptions(InferFlags& fl, const train::TrainOptions& to) {
   auto fixed = [&](const char* flag, int64_t given, int64_t model, const char* what) -> Status {
     if (fl.app->get_option(flag)->count() == 0 || given == model) return Status::OK();
     return InvalidArgumentError(std::string(flag) + " " + std::to_string(given) + " contradicts the model in " +
@@ -529,7 +530,6 @@ Status ApplyCheckpointDataOptions(InferFlags& fl, const train::TrainOptions& to,
     used += std::string(used.empty() ? "" : " ") + flag + " ";
     return true;
   };
-  if (!to.data.format.empty() && !all_detected && from_checkpoint("--format")) used += fl.data.format = to.data.format;
   if (from_checkpoint("--id-base")) used += std::to_string(fl.data.id_base = to.data.id_base);
   if (!to.data.feature_map.empty() && from_checkpoint("--feature-map")) used += fl.data.feature_map = to.data.feature_map;
   if (!used.empty()) std::fprintf(stderr, "ctrain: reading --input as the model's training data: %s\n", used.c_str());
@@ -572,9 +572,7 @@ Status RunInfer(InferFlags& fl, bool predict) {
       if (f.ok()) detected.insert(detected.end(), f->begin(), f->end());  // else: reading reports it
     }
   }
-  bool all_detected = !detected.empty();
-  for (const train::InputFormat& f : detected) all_detected &= !f.format.empty();
-  CTRAIN_RETURN_IF_ERROR(ApplyCheckpointDataOptions(fl, to, all_detected));
+  CTRAIN_RETURN_IF_ERROR(ApplyCheckpointDataOptions(fl, to));
   std::vector<std::string> notes;
   CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(fl, to, detected, &notes));
   train::Dataset ds;
