@@ -381,9 +381,20 @@ TEST_F(TrainerCasesTest, Trial10InputBoundHintNeedsEnoughStepsAndProgressEpochIs
   RunResult r = Run("train --train a.libsvm --field-size 3 --feature-size 10 --batch-size 1 --embedding-size 4 "
                     "--deep-layers 8 --progress bar");
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(r.out.find("input-bound"), std::string::npos) << r.out;  // 3 steps say nothing about the pipeline
   EXPECT_EQ(r.out.find("epoch 2/1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("step 3/3 | epoch 1/1"), std::string::npos) << r.out;
+}
+
+TEST_F(TrainerCasesTest, Trial10InputBoundHintNeedsFiftyStepsAndTwoSeconds) {
+  Write("a.libsvm", "1 0:1 1:1 2:1\n0 0:1 1:2 2:1\n");
+  ASSERT_EQ(::mkfifo(P("slow.libsvm").c_str(), 0600), 0);
+  // A writer that starts late: the one step waits most of the run for input
+  // (input wait ~80%), but one step in under a second says nothing about the pipeline.
+  RunResult r = Sh("(sleep 0.4; cat a.libsvm > slow.libsvm) & " + kBin +
+                   " train --train slow.libsvm --format libsvm --field-size 3 --feature-size 10" + kTiny);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("input wait"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("input-bound"), std::string::npos) << r.out;
 }
 
 // ---- B17: a finite value that makes the loss non-finite is named by file:line ----
