@@ -441,7 +441,7 @@ TEST_F(TrainerCasesTest, B17OrdinaryInputsThatDivergeGetTheLearningRateHint) {
 TEST_F(TrainerCasesTest, B34UnscaledCountsAndSaturatedValidationWarnWithFieldRangeAndFix) {
   RunResult r = Run("train --train " + kCases + "/B34/raw_counts_train.libsvm --valid " + kCases +
                     "/B34/raw_counts_valid.libsvm --batch-size 64 --embedding-size 4 --deep-layers 16 --progress none "
-                    "--metrics-json mj.json");
+                    "--metrics-json mj.json --model-dir m");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("warning: unscaled input values: fields 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... (13 fields) have "
                        "values beyond +-100 in the first 600 training examples (field 1: 0 .. 1.21e+06;"),
@@ -452,6 +452,13 @@ TEST_F(TrainerCasesTest, B34UnscaledCountsAndSaturatedValidationWarnWithFieldRan
       << r.out;
   const nlohmann::json j = nlohmann::json::parse(Slurp(P("mj.json")));
   ASSERT_EQ(j["warnings"].size(), 2u);
+  // eval/predict say the same about their input.
+  r = Run("eval --model-dir m --input " + kCases + "/B34/raw_counts_valid.libsvm");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: unscaled input values: fields 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... (13 fields) have "
+                       "values beyond +-100 in the first 200 input examples"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(TrainerCasesTest, CategoryCodesStoredAsValuesUnderOneIdWarn) {

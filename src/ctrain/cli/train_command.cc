@@ -26,6 +26,7 @@
 #include "ctrain/model/layers/bf16.h"
 #include "ctrain/train/autotune.h"
 #include "ctrain/train/data_source.h"
+#include "ctrain/train/input_checks.h"
 #include "ctrain/train/prediction_output.h"
 #include "ctrain/train/trainer.h"
 
@@ -583,6 +584,11 @@ Status RunInfer(InferFlags& fl, bool predict) {
     read.push_back({f.path, std::string(data::RecordFormatName(f.format)), train::CompressionText(f.compression)});
   CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(fl, to, read, &notes));
   for (const std::string& n : notes) std::fprintf(stderr, "ctrain: note: %s\n", n.c_str());
+  {  // values the model cannot handle give saturated predictions, not errors: say so
+    train::InputStats st(ds.field_size());
+    st.Add(ds.ids(), ds.values(), ds.size());
+    for (const std::string& w : st.Warnings("input examples")) std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+  }
   for (const std::string& d : train::DescribeDropped(stats.dropped, predict))
     std::fprintf(stderr, "ctrain: %s: %s\n", command, d.c_str());
   if (predict) {

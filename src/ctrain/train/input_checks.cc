@@ -54,7 +54,7 @@ void InputStats::Add(const int64_t* ids, const float* values, int64_t rows) {
   examples_ += std::max<int64_t>(take, 0);
 }
 
-std::vector<std::string> InputStats::Warnings() const {
+std::vector<std::string> InputStats::Warnings(const std::string& what) const {
   std::vector<std::string> out;
   if (examples_ == 0) return out;
   std::vector<int32_t> unscaled, codes;
@@ -68,7 +68,7 @@ std::vector<std::string> InputStats::Warnings() const {
     if (!(big <= options_.unscaled_abs_value)) unscaled.push_back(f);  // also NaN
     else if (looks_like_codes(s)) codes.push_back(f);
   }
-  const std::string seen = " in the first " + std::to_string(examples_) + " training examples";
+  const std::string seen = " in the first " + std::to_string(examples_) + " " + what;
   if (!unscaled.empty()) {
     std::string m = "unscaled input values: field";
     m += unscaled.size() > 1 ? "s " : " ";

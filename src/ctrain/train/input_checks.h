@@ -69,8 +69,9 @@ class InputStats {
   const std::vector<Field>& fields() const { return fields_; }
 
   // One sentence per problem (fields numbered from 1, as in the readers'
-  // errors), each with the fix; empty when nothing looks wrong.
-  std::vector<std::string> Warnings() const;
+  // errors), each with the fix; empty when nothing looks wrong. `what` names
+  // the examples ("in the first N <what>").
+  std::vector<std::string> Warnings(const std::string& what = "training examples") const;
 
  private:
   int32_t field_size_;

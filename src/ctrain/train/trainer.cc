@@ -86,6 +86,24 @@ Status NonFiniteLoss(int64_t step, const model::LossTerms& loss, const data::Bat
   return InvalidArgumentError(m);
 }
 
+// The error for a non-finite prediction of `row` (batch row `i`): names the
+// row's input line and its largest value (never a silent NaN in eval/predict).
+Status NonFinitePrediction(const Dataset& data, const data::Batch& batch, int64_t i, int64_t row) {
+  ExtremeRow x{i, 0, 0};
+  const int32_t F = batch.field_size;
+  for (int32_t f = 0; f < F; ++f) {
+    const float v = batch.values[i * F + f];
+    if (!std::isfinite(v) || std::fabs(v) > std::fabs(x.value)) x = {i, f, v};
+    if (!std::isfinite(v)) break;
+  }
+  const std::string where = LocateRows(data.source_paths(), data.source_reader(), batch, {x}).at(0);
+  const bool extreme = !std::isfinite(x.value) || std::fabs(x.value) >= InputCheckOptions().extreme_abs_value;
+  return InvalidArgumentError("input row " + std::to_string(row) + ": the prediction is not finite (" + where + ")" +
+                              (extreme ? ": extreme input values overflow the model; scale them (e.g. log1p) or "
+                                         "drop the row"
+                                       : ": the model's parameters are not finite"));
+}
+
 // A config value for an error message: floats with %g (the JSON form of a
 // float such as 0.1f reads 0.10000000149011612); %.9g when %g would make two
 // different values look the same.
@@ -525,6 +543,8 @@ struct Trainer::Impl {
       probs.resize(e - b);
       CTRAIN_RETURN_IF_ERROR(
           rep.model->Predict(rep.batch, rep.unique_ids, rep.index, rep.w_rows.data(), rep.v_rows.data(), probs.data()));
+      for (int64_t i = 0; i < e - b; ++i)
+        if (!std::isfinite(probs[i])) return NonFinitePrediction(data, rep.batch, i, b + i);
       CTRAIN_RETURN_IF_ERROR(acc.Add(probs, rep.batch.labels));
       saturated += SaturatedFraction(probs.data(), e - b) * static_cast<double>(e - b);
       if (predictions != nullptr) predictions->insert(predictions->end(), probs.begin(), probs.end());
