@@ -286,6 +286,16 @@ TEST_F(Trial03Test, VocabularyModelRecordsTheMapFingerprintAndRefusesAnEditedMap
   EXPECT_NE(r.out.find("the feature map changed since training"), std::string::npos) << r.out;
 }
 
+TEST_F(Trial03Test, ResumingOnAnotherEncodingIsRefused) {
+  ASSERT_EQ(Run("train --train " + tsv_ + " --feature-size 5000 --batch-size 50 --model-dir r" + kTiny).exit_code, 0);
+  RunResult r = Run("train --train tr.libsvm --feature-size 5000 --batch-size 50 --epochs 2 --model-dir r" + kTiny);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("resume: this run's --train is libsvm with id base 0; the model in r was trained on criteo-tsv "
+                       "(hashed ids, 5000 buckets, seed 0)"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST_F(TrainerCasesTest, OldCheckpointWithoutRecordedFormatStillEvaluatesAndSaysWhatCannotBeChecked) {
   Write("a.libsvm", "1 1:1 2:1 3:1\n0 1:1 2:2 3:1\n1 1:3 2:1 3:1\n");
   ASSERT_EQ(Run("train --train a.libsvm --field-size 3 --feature-size 10 --id-base 1 --model-dir m" + kTiny).exit_code, 0);

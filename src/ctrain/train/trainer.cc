@@ -18,6 +18,7 @@
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/random.h"
 #include "ctrain/optim/optimizer.h"
+#include "ctrain/train/data_source.h"
 #include "ctrain/train/input_checks.h"
 #include "ctrain/train/metrics.h"
 #include "ctrain/train/parameter_table.h"
@@ -1050,6 +1051,11 @@ Status Trainer::Restore(bool* restored) {
       return FailedPreconditionError(ck->path + ": checkpoint was trained with --feature-map '" + d.feature_map +
                                      "', this run has '" + m.options.data.feature_map +
                                      "' (use the same --feature-map or a new --model-dir)");
+    } else {
+      // Same id base and map: the encoding (format family, hashing, vocabulary content) must match too.
+      std::vector<std::string> notes;
+      CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(d, m.options.model_dir, m.options.data, "this run's --train", &notes)
+                                 .WithContext(ck->path + ": resume"));
     }
   }
   CheckpointTensors t = m.Tensors();
