@@ -115,8 +115,10 @@ class Trainer {
   // optimizer slots, step, epoch position) and sets *restored = true.
   // Errors: FailedPrecondition when the checkpoint's model config or optimizer
   // differs from the options (the message names the field), or its recorded
-  // data options (meta "data": id_base, feature_map) differ from options.data
-  // when both are recorded; the checkpoint reader's DataLoss/NotFound errors.
+  // data options (meta "data": id_base, feature_map, or the encoding as
+  // train/data_source.h CheckInputMatchesModel compares it) differ from
+  // options.data when both are recorded; the checkpoint reader's
+  // DataLoss/NotFound errors.
   // When options.data is not recorded it is taken from the checkpoint.
   Status Restore(bool* restored);
 
