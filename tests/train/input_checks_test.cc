@@ -39,7 +39,7 @@ TEST(InputStats, UnscaledValuesNameTheFieldTheRangeAndTheFix) {
   AddRows(&st, 9, {0.5f, 4.7e8f, 12.5f});
   const std::vector<std::string> w = st.Warnings();
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_NE(w[0].find("unscaled input values: field 2 has values beyond +-100 in the first 3 training examples "
+  EXPECT_NE(w[0].find("unscaled input values: field 2 has values beyond +-1000 in the first 3 training examples "
                       "(field 2: 0.5 .. 4.7e+08)"),
             std::string::npos)
       << w[0];

@@ -72,8 +72,9 @@ std::vector<std::string> InputStats::Warnings(const std::string& what) const {
   if (!unscaled.empty()) {
     std::string m = "unscaled input values: field";
     m += unscaled.size() > 1 ? "s " : " ";
-    m += FieldList(unscaled) + (unscaled.size() > 1 ? " have" : " has") + " values beyond +-" +
-         G(options_.unscaled_abs_value) + seen + " (";
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", options_.unscaled_abs_value);
+    m += FieldList(unscaled) + (unscaled.size() > 1 ? " have" : " has") + " values beyond +-" + limit + seen + " (";
     for (size_t i = 0; i < unscaled.size() && i < 5; ++i) {
       const Field& s = fields_[unscaled[i]];
       m += (i ? "; " : "") + std::string("field ") + std::to_string(unscaled[i] + 1) + ": " + G(s.min) + " .. " +
