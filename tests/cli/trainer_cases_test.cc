@@ -427,7 +427,7 @@ TEST_F(TrainerCasesTest, B17NonFiniteLossNamesTheInputLineInStreamAndMemoryMode)
   // Memory mode warns about the field before training.
   RunResult r = Run("train --train " + file + " --input-mode memory" + kB17Flags);
   EXPECT_NE(r.out.find("warning: unscaled input values: field 1 has values beyond +-1000 in the first 128 training "
-                       "examples (field 1: 0.003 .. 1e+30)"),
+                       "examples (field 1: 0.003 .. 1e+30, largest at " + file + ":71)"),
             std::string::npos)
       << r.out;
   // From stdin the line cannot be re-read: the batch row and value are named.
@@ -455,7 +455,8 @@ TEST_F(TrainerCasesTest, B34UnscaledCountsAndSaturatedValidationWarnWithFieldRan
                     "--metrics-json mj.json --model-dir m");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("warning: unscaled input values: fields 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... (13 fields) have "
-                       "values beyond +-1000 in the first 600 training examples (field 1: 0 .. 1.21e+06;"),
+                       "values beyond +-1000 in the first 600 training examples (field 1: 0 .. 1.21e+06, largest at " +
+                           kCases + "/B34/raw_counts_train.libsvm:257;"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("log1p"), std::string::npos) << r.out;

@@ -103,6 +103,24 @@ TEST(ExtremeRows, LargestFirstAndOnlyExtremeOnes) {
   EXPECT_EQ(ExtremeRows(nan, 1).at(0).row, 0);
 }
 
+TEST(InputStats, UnscaledWarningNamesTheLineOfTheLargestValue) {
+  const std::string path = ::testing::TempDir() + "/peak_" + std::to_string(::getpid()) + ".libsvm";
+  std::ofstream(path) << "0 1:1 2:0.5\n1 3:1 4:4.7e8\n0 5:1 6:2e3\n";
+  data::ExampleReaderOptions ro;
+  ro.format = data::RecordFormat::kLibSvm;
+  ro.field_size = 2;
+  const int64_t ids[] = {1, 2, 3, 4, 5, 6};
+  const float values[] = {1, 0.5f, 1, 4.7e8f, 1, 2e3f};
+  const float labels[] = {0, 1, 0};
+  InputStats st(2);
+  st.Add(ids, values, 3, labels);
+  const std::vector<std::string> paths = {path};
+  const std::vector<std::string> w = st.Warnings("training examples", &paths, &ro);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("(field 2: 0.5 .. 4.7e+08, largest at " + path + ":2)"), std::string::npos) << w[0];
+  std::filesystem::remove(path);
+}
+
 TEST(LocateRows, NamesTheFileLineOfEachRowOrSaysItCannot) {
   const std::string path = ::testing::TempDir() + "/locate_" + std::to_string(::getpid()) + ".libsvm";
   std::ofstream(path) << "0 1:1 2:0.5\n# comment\n1 3:1e30 4:1\n0 5:1 6:2e7\n";

@@ -586,8 +586,9 @@ Status RunInfer(InferFlags& fl, bool predict) {
   for (const std::string& n : notes) std::fprintf(stderr, "ctrain: note: %s\n", n.c_str());
   {  // values the model cannot handle give saturated predictions, not errors: say so
     train::InputStats st(ds.field_size());
-    st.Add(ds.ids(), ds.values(), ds.size());
-    for (const std::string& w : st.Warnings("input examples")) std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+    st.Add(ds.ids(), ds.values(), ds.size(), ds.labels());
+    for (const std::string& w : st.Warnings("input examples", &ds.source_paths(), &ds.source_reader(), st.examples()))
+      std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
   }
   for (const std::string& d : train::DescribeDropped(stats.dropped, predict))
     std::fprintf(stderr, "ctrain: %s: %s\n", command, d.c_str());

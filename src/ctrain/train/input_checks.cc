@@ -30,7 +30,7 @@ std::string FieldList(const std::vector<int32_t>& fields) {
 InputStats::InputStats(int32_t field_size, const InputCheckOptions& options)
     : field_size_(field_size), options_(options), fields_(std::max(0, field_size)) {}
 
-void InputStats::Add(const int64_t* ids, const float* values, int64_t rows) {
+void InputStats::Add(const int64_t* ids, const float* values, int64_t rows, const float* labels) {
   const int64_t take = std::min(rows, options_.max_examples - examples_);
   for (int64_t r = 0; r < take; ++r) {
     for (int32_t f = 0; f < field_size_; ++f) {
@@ -45,6 +45,15 @@ void InputStats::Add(const int64_t* ids, const float* values, int64_t rows) {
         s.max = std::max(s.max, v);
         s.id_varies |= id != s.first_id;
       }
+      // Keep the row of a new largest |value| (NaN/inf beat everything once).
+      const bool peak = s.peak_ids.empty() ||
+                        (std::isfinite(s.peak_values[f]) &&
+                         (!std::isfinite(v) || std::fabs(v) > std::fabs(s.peak_values[f])));
+      if (peak) {
+        s.peak_label = labels != nullptr ? labels[r] : 0.0f;
+        s.peak_ids.assign(ids + r * field_size_, ids + (r + 1) * field_size_);
+        s.peak_values.assign(values + r * field_size_, values + (r + 1) * field_size_);
+      }
       ++s.count;
       s.integral &= std::isfinite(v) && v == std::nearbyint(v);
       if (s.distinct.size() < kMaxDistinct && std::find(s.distinct.begin(), s.distinct.end(), v) == s.distinct.end())
@@ -54,7 +63,8 @@ void InputStats::Add(const int64_t* ids, const float* values, int64_t rows) {
   examples_ += std::max<int64_t>(take, 0);
 }
 
-std::vector<std::string> InputStats::Warnings(const std::string& what) const {
+std::vector<std::string> InputStats::Warnings(const std::string& what, const std::vector<std::string>* paths,
+                                              const data::ExampleReaderOptions* reader, int64_t max_scan) const {
   std::vector<std::string> out;
   if (examples_ == 0) return out;
   std::vector<int32_t> unscaled, codes;
@@ -75,10 +85,33 @@ std::vector<std::string> InputStats::Warnings(const std::string& what) const {
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", options_.unscaled_abs_value);
     m += FieldList(unscaled) + (unscaled.size() > 1 ? " have" : " has") + " values beyond +-" + limit + seen + " (";
-    for (size_t i = 0; i < unscaled.size() && i < 5; ++i) {
+    // Where the largest value of each listed field is (re-reading the inputs).
+    const size_t listed = std::min<size_t>(unscaled.size(), 5);
+    std::vector<std::string> where(listed);
+    if (paths != nullptr && reader != nullptr) {
+      data::Batch peaks;
+      peaks.field_size = field_size_;
+      std::vector<ExtremeRow> rows;
+      for (size_t i = 0; i < listed; ++i) {
+        const Field& s = fields_[unscaled[i]];
+        if (s.peak_ids.empty()) continue;
+        rows.push_back({peaks.size(), unscaled[i], s.peak_values[unscaled[i]]});
+        peaks.labels.push_back(s.peak_label);
+        peaks.ids.insert(peaks.ids.end(), s.peak_ids.begin(), s.peak_ids.end());
+        peaks.values.insert(peaks.values.end(), s.peak_values.begin(), s.peak_values.end());
+      }
+      const std::vector<std::string> found = LocateRows(*paths, *reader, peaks, rows, max_scan);
+      for (size_t k = 0, i = 0; i < listed && k < found.size(); ++i) {
+        if (fields_[unscaled[i]].peak_ids.empty()) continue;
+        const std::string& loc = found[k++];
+        if (loc.rfind("row ", 0) != 0) where[i] = loc.substr(0, loc.find(": field "));  // a real location
+      }
+    }
+    for (size_t i = 0; i < listed; ++i) {
       const Field& s = fields_[unscaled[i]];
       m += (i ? "; " : "") + std::string("field ") + std::to_string(unscaled[i] + 1) + ": " + G(s.min) + " .. " +
            G(s.max);
+      if (!where[i].empty()) m += ", largest at " + where[i];
     }
     m += "). DeepFM multiplies each value into its field's embedding, so values this large saturate the "
          "predictions at 0/1 (AUC near 0.5): scale them before training, e.g. log1p(x) for counts, or standardise";
@@ -147,7 +180,7 @@ std::vector<ExtremeRow> ExtremeRows(const data::Batch& batch, size_t max_rows, c
 }
 
 std::vector<std::string> LocateRows(const std::vector<std::string>& paths, const data::ExampleReaderOptions& reader,
-                                    const data::Batch& batch, const std::vector<ExtremeRow>& rows) {
+                                    const data::Batch& batch, const std::vector<ExtremeRow>& rows, int64_t max_scan) {
   const int32_t F = batch.field_size;
   std::vector<std::string> where(rows.size());
   size_t found = 0;
@@ -165,14 +198,17 @@ std::vector<std::string> LocateRows(const std::vector<std::string>& paths, const
     for (const std::string& f : *e)
       if (!data::IsStreamPath(f)) files.push_back(f);
   }
+  int64_t scanned = 0;
   for (const std::string& f : files) {
-    if (found == rows.size()) break;
+    if (found == rows.size() || (max_scan >= 0 && scanned >= max_scan)) break;
     StatusOr<std::unique_ptr<data::ExampleReader>> r = data::OpenExampleReader(f, ro);
     if (!r.ok()) continue;
     for (;;) {
       float label = 0;
+      if (max_scan >= 0 && scanned >= max_scan) break;
       StatusOr<bool> more = (*r)->Next(&label, ids.data(), values.data());
       if (!more.ok() || !*more) break;
+      ++scanned;
       for (size_t i = 0; i < rows.size(); ++i) {
         if (!where[i].empty()) continue;
         const int64_t b = rows[i].row;

@@ -58,22 +58,34 @@ class InputStats {
     bool id_varies = false;
     bool integral = true;           // every value an integer
     std::vector<float> distinct;    // up to kMaxDistinct distinct values
+    // The first row with the largest |value| of this field (not finite counts as largest).
+    float peak_label = 0;
+    std::vector<int64_t> peak_ids;
+    std::vector<float> peak_values;
   };
   static constexpr size_t kMaxDistinct = 64;
 
   explicit InputStats(int32_t field_size, const InputCheckOptions& options = {});
 
-  // Adds up to `rows` rows (ids/values row-major [rows, field_size]) until
-  // max_examples are in; the rest are ignored.
-  void Add(const int64_t* ids, const float* values, int64_t rows);
+  // Adds up to `rows` rows (ids/values row-major [rows, field_size]; labels
+  // [rows], may be null) until max_examples are in; the rest are ignored.
+  // Per field, the row holding the largest |value| is kept (copied when a
+  // new maximum appears) so that a warning can name its input line.
+  void Add(const int64_t* ids, const float* values, int64_t rows, const float* labels = nullptr);
   bool full() const { return examples_ >= options_.max_examples; }
   int64_t examples() const { return examples_; }
   const std::vector<Field>& fields() const { return fields_; }
 
   // One sentence per problem (fields numbered from 1, as in the readers'
   // errors), each with the fix; empty when nothing looks wrong. `what` names
-  // the examples ("in the first N <what>").
-  std::vector<std::string> Warnings(const std::string& what = "training examples") const;
+  // the examples ("in the first N <what>"). With `paths` (the inputs the rows
+  // came from, read with `reader`), an unscaled field's largest value is
+  // located by LocateRows ("largest at a.libsvm:71"), scanning at most
+  // `max_scan` examples.
+  std::vector<std::string> Warnings(const std::string& what = "training examples",
+                                    const std::vector<std::string>* paths = nullptr,
+                                    const data::ExampleReaderOptions* reader = nullptr,
+                                    int64_t max_scan = 1000000) const;
 
  private:
   int32_t field_size_;
@@ -104,7 +116,9 @@ std::vector<ExtremeRow> ExtremeRows(const data::Batch& batch, size_t max_rows, c
 // occurs in `paths` (ExampleReader::Location, e.g. "a.libsvm:71"), or "row
 // <r> of the batch (label <l>): field <f> value <v>" when it is not found or
 // the inputs cannot be re-read (stdin, FIFOs, pipe: channels).
+// Reads at most `max_scan` examples (-1 = all) before giving up on a row.
 std::vector<std::string> LocateRows(const std::vector<std::string>& paths, const data::ExampleReaderOptions& reader,
-                                    const data::Batch& batch, const std::vector<ExtremeRow>& rows);
+                                    const data::Batch& batch, const std::vector<ExtremeRow>& rows,
+                                    int64_t max_scan = -1);
 
 }  // namespace ctrain::train

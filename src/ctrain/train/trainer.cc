@@ -34,6 +34,9 @@ using Clock = std::chrono::steady_clock;
 // Stream mode: the input checks look at this many examples (or the first
 // epoch, if shorter) before they warn.
 constexpr int64_t kStreamInputCheckExamples = 10000;
+// ... and re-read at most this many examples to name the line of a field's
+// largest value (the shuffle buffer may have moved it far from the start).
+constexpr int64_t kStreamLocateExamples = 1000000;
 
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -372,10 +375,12 @@ struct Trainer::Impl {
     else std::fprintf(stderr, "%sctrain: warning: %s\n", terminal ? "\r\033[K" : "", w.c_str());
   }
   bool input_warned = false, saturation_warned = false;
-  void WarnInputs(const InputStats& st, TrainResult* result) {
+  // `max_scan`: examples read to locate a field's largest value in the inputs.
+  void WarnInputs(const InputStats& st, TrainResult* result, int64_t max_scan) {
     if (input_warned) return;
     input_warned = true;
-    for (const std::string& w : st.Warnings()) Warn(w, result);
+    for (const std::string& w : st.Warnings("training examples", &source_paths, &source_reader, max_scan))
+      Warn(w, result);
   }
 
   void ApplyDense(int64_t step, const std::vector<model::DenseParam>& grads_from) {
@@ -675,8 +680,8 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   source_reader = train.source_reader();
   {
     InputStats st(train.field_size());
-    st.Add(train.ids(), train.values(), train.size());
-    WarnInputs(st, result);
+    st.Add(train.ids(), train.values(), train.size(), train.labels());
+    WarnInputs(st, result, st.examples());  // storage order = file order: the rows looked at come first
   }
   result->restored = pos.global_step > 0;
   pool->ConfigureThread(0);
@@ -821,8 +826,8 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   InputStats in_stats(options.model.field_size, stream_checks);
   auto check_inputs = [&](const data::Batch& b) {
     if (input_warned) return;
-    in_stats.Add(b.ids.data(), b.values.data(), b.size());
-    if (in_stats.full()) WarnInputs(in_stats, result);
+    in_stats.Add(b.ids.data(), b.values.data(), b.size(), b.labels.data());
+    if (in_stats.full()) WarnInputs(in_stats, result, kStreamLocateExamples);
   };
   // Ids are range-checked where they are parsed, so the error names the file and line/record.
   StreamInput checked = input;
@@ -952,7 +957,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
       // An empty pass (empty input, stdin or FIFO that gave 0 bytes, every
       // record dropped by drop_remainder) is an error, never a 0-step run.
       if (src->epoch_records() == 0) return EmptyEpochError(input, pos.epoch, B, src->stats());
-      if (in_stats.examples() > 0) WarnInputs(in_stats, result);  // an epoch smaller than max_examples
+      if (in_stats.examples() > 0) WarnInputs(in_stats, result, kStreamLocateExamples);  // a short first epoch
       const int64_t finished = pos.epoch + 1;
       pos.train_rows = src->epoch_records();
       ++pos.epoch;
