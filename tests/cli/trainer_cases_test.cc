@@ -112,6 +112,13 @@ TEST_F(TrainerCasesTest, B05EmptyStdinFailsInBothModes) {
   }
 }
 
+TEST_F(TrainerCasesTest, B05EmptyStdinWithACacheFails) {
+  RunResult r = Sh("printf '' | " + kBin + " train --train - --cache memory --epochs 2" + kB05Flags + " --model-dir m");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("no examples in stdin (-) (epoch 1 read 0 records)"), std::string::npos) << r.out;
+  EXPECT_FALSE(HasCheckpoint("m"));
+}
+
 TEST_F(TrainerCasesTest, B05EmptyFifoAndChannelFail) {
   ASSERT_EQ(::mkfifo(P("f.libsvm").c_str(), 0600), 0);
   RunResult r = Sh(": > f.libsvm & " + kBin + " train --train f.libsvm" + kB05Flags);

@@ -211,6 +211,8 @@ Status EpochBatchSource::BeginEpoch(int64_t epoch, int64_t skip) {
     for (;;) {
       int64_t pass = 0;
       CTRAIN_ASSIGN_OR_RETURN(bool more, Fetch(&scratch_, &pass));
+      if (!more && epoch == 0)  // nothing at all: an empty input, not a different one
+        return EmptyEpochError(input_, 0, input_.pipeline.batch_size, pipe_->stats());
       if (!more)
         return FailedPreconditionError("the training input ended before epoch " + std::to_string(epoch + 1) +
                                        " (the checkpoint's position): different data than the checkpoint's?");
