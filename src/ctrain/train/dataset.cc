@@ -118,12 +118,12 @@ StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data:
       ++record;
       ++input_records;
     }
-    if (record == 0) empty.push_back(InputDisplayName(path));
     const std::string skipped = reader->SkippedSummary();
     // Summaries look like "blank_lines=0 comment_lines=2"; report only non-zero ones.
     bool any = false;
     for (size_t p = skipped.find('='); p != std::string::npos; p = skipped.find('=', p + 1))
       any |= p + 1 < skipped.size() && skipped[p + 1] != '0';
+    if (record == 0) empty.push_back(InputDisplayName(path) + (any ? " (skipped: " + skipped + ")" : ""));
     if (any || (!skipped.empty() && skipped.find('=') == std::string::npos)) local.skipped += (local.skipped.empty() ? "" : "; ") + reader->name() + ": " + skipped;
     local.per_file.push_back({path, reader->format(), reader->compression(), record});
     ++local.files;
