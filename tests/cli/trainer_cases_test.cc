@@ -351,6 +351,15 @@ TEST_F(TrainerCasesTest, B33PredictKeepsOneLinePerRecordWithNanForTheDroppedOne)
   r = Sh("cat " + tfr + " | " + kBin + " predict --model-dir m --input - -o s.txt --skip-corrupt-records --format tfrecord");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(Lines(Slurp(P("s.txt"))), Lines(Slurp(P("p.txt"))));
+  // eval and memory-mode train log each dropped record too.
+  for (const std::string cmd : {"eval --model-dir m --input " + tfr,
+                                "train --input-mode memory --field-size 1 --feature-size 10" + kTiny + " --train " + tfr}) {
+    r = Run(cmd + " --skip-corrupt-records");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("corrupt_record2.tfr: record 2 at offset 142 (71 bytes) dropped as corrupt\n"),
+              std::string::npos)
+        << r.out;
+  }
   r = Run("predict --model-dir m --input " + tfr + " -o x.txt --output-columns prediction,bogus");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("unknown column 'bogus'"), std::string::npos) << r.out;
