@@ -384,8 +384,7 @@ Status RunTrain(TrainFlags& fl) {
     if (stream) {
       CTRAIN_ASSIGN_OR_RETURN(formats, train::DetectInputFormats(fl.train, ro));
     } else {
-      for (const train::LoadStats::File& f : tr_stats.per_file)
-        formats.push_back({f.path, std::string(data::RecordFormatName(f.format)), train::CompressionText(f.compression)});
+      formats = train::InputFormatsRead(tr_stats);
     }
     CTRAIN_ASSIGN_OR_RETURN(o.data, train::DescribeTrainingData(formats, ro, AbsolutePath(fl.data.feature_map)));
   }
@@ -542,12 +541,7 @@ Status ApplyCheckpointDataOptions(InferFlags& fl, const train::TrainOptions& to)
 Status CheckInputEncoding(InferFlags& fl, const train::TrainOptions& to, const std::vector<train::InputFormat>& formats,
                           std::vector<std::string>* notes) {
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
-  for (const train::InputFormat& f : formats) {
-    const train::DataSourceOptions in =
-        train::MakeDataSource(f.format, f.compression, ro, AbsolutePath(fl.data.feature_map));
-    CTRAIN_RETURN_IF_ERROR(train::CheckInputMatchesModel(to.data, fl.model_dir, in, "--input " + f.path, notes));
-  }
-  return Status::OK();
+  return train::CheckInputsMatchModel(to.data, fl.model_dir, formats, ro, AbsolutePath(fl.data.feature_map), notes);
 }
 
 Status RunInfer(InferFlags& fl, bool predict) {
@@ -579,10 +573,8 @@ Status RunInfer(InferFlags& fl, bool predict) {
   train::Dataset ds;
   train::LoadStats stats;
   CTRAIN_RETURN_IF_ERROR(LoadData(fl.input, fl.data, to.model.feature_size, &ds, "input", &stats, /*model_fixed=*/true));
-  std::vector<train::InputFormat> read;  // as actually read (covers stdin and FIFOs)
-  for (const train::LoadStats::File& f : stats.per_file)
-    read.push_back({f.path, std::string(data::RecordFormatName(f.format)), train::CompressionText(f.compression)});
-  CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(fl, to, read, &notes));
+  // Again as actually read (covers stdin and FIFOs, which cannot be sniffed first).
+  CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(fl, to, train::InputFormatsRead(stats), &notes));
   for (const std::string& n : notes) std::fprintf(stderr, "ctrain: note: %s\n", n.c_str());
   {  // values the model cannot handle give saturated predictions, not errors: say so
     train::InputStats st(ds.field_size());

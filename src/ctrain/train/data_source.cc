@@ -171,4 +171,21 @@ Status CheckInputMatchesModel(const DataSourceOptions& model, const std::string&
   return Status::OK();
 }
 
+Status CheckInputsMatchModel(const DataSourceOptions& model, const std::string& model_dir,
+                             const std::vector<InputFormat>& inputs, const data::ExampleReaderOptions& reader,
+                             const std::string& feature_map, std::vector<std::string>* notes) {
+  for (const InputFormat& f : inputs) {
+    const DataSourceOptions in = MakeDataSource(f.format, f.compression, reader, feature_map);
+    CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(model, model_dir, in, "--input " + f.path, notes));
+  }
+  return Status::OK();
+}
+
+std::vector<InputFormat> InputFormatsRead(const LoadStats& stats) {
+  std::vector<InputFormat> out;
+  for (const LoadStats::File& f : stats.per_file)
+    out.push_back({f.path, std::string(data::RecordFormatName(f.format)), CompressionText(f.compression)});
+  return out;
+}
+
 }  // namespace ctrain::train

@@ -16,6 +16,7 @@
 #include "ctrain/base/status.h"
 #include "ctrain/data/example_reader.h"
 #include "ctrain/io/criteo.h"
+#include "ctrain/train/dataset.h"
 #include "ctrain/train/train_config.h"
 
 namespace ctrain::train {
@@ -68,5 +69,14 @@ StatusOr<DataSourceOptions> DescribeTrainingData(const std::vector<InputFormat>&
 Status CheckInputMatchesModel(const DataSourceOptions& model, const std::string& model_dir,
                               const DataSourceOptions& input, const std::string& input_name,
                               std::vector<std::string>* notes);
+
+// CheckInputMatchesModel for each of `inputs` (named "--input <path>"), read
+// with `reader` (id base, sizes, vocabulary) and `feature_map` (its path).
+Status CheckInputsMatchModel(const DataSourceOptions& model, const std::string& model_dir,
+                             const std::vector<InputFormat>& inputs, const data::ExampleReaderOptions& reader,
+                             const std::string& feature_map, std::vector<std::string>* notes);
+
+// The formats LoadDataset actually read, per file (LoadStats::per_file).
+std::vector<InputFormat> InputFormatsRead(const LoadStats& stats);
 
 }  // namespace ctrain::train
