@@ -985,6 +985,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
     }
   }
   if (terminal) PrintProgress(prog, true), Log("");
+  if (in_stats.examples() > 0) WarnInputs(in_stats, result, kStreamLocateExamples);  // a run shorter than the check
   if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
   if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
   CTRAIN_RETURN_IF_ERROR(SaveFinal());
@@ -1098,6 +1099,8 @@ StatusOr<double> Trainer::MeasureThroughput(const Dataset& train, int64_t steps)
   m.options.save_checkpoints_steps = 0;
   m.options.progress = ProgressMode::kNone;
   m.terminal = false;
+  const bool warned = m.input_warned;
+  m.input_warned = true;  // a measurement, not a run: no input warnings
   const int32_t R = m.options.parallel.hogwild > 0 ? m.options.parallel.hogwild : 1;
   // One warm-up step (oneDNN primitive creation, first-touch), then the timed ones.
   TrainResult r;
@@ -1110,6 +1113,7 @@ StatusOr<double> Trainer::MeasureThroughput(const Dataset& train, int64_t steps)
   }
   m.options = saved;
   m.terminal = false;
+  m.input_warned = warned;
   CTRAIN_RETURN_IF_ERROR(st);
   return r.examples_per_sec;
 }
