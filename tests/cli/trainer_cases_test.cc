@@ -479,7 +479,7 @@ TEST_F(TrainerCasesTest, B34UnscaledCountsAndSaturatedValidationWarnWithFieldRan
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("log1p"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("warning: step 10: 100.0% of the 200 validation predictions are saturated"), std::string::npos)
+  EXPECT_NE(r.out.find("warning: step 10: 100.0% of the 200 evaluated predictions are saturated"), std::string::npos)
       << r.out;
   const nlohmann::json j = nlohmann::json::parse(Slurp(P("mj.json")));
   ASSERT_EQ(j["warnings"].size(), 2u);
@@ -489,6 +489,8 @@ TEST_F(TrainerCasesTest, B34UnscaledCountsAndSaturatedValidationWarnWithFieldRan
   EXPECT_NE(r.out.find("warning: unscaled input values: fields 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, ... (13 fields) have "
                        "values beyond +-1000 in the first 200 input examples"),
             std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("warning: step 10: 100.0% of the 200 evaluated predictions are saturated"), std::string::npos)
       << r.out;
 }
 

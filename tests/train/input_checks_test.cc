@@ -74,7 +74,7 @@ TEST(InputStats, StopsAtMaxExamples) {
 TEST(Saturation, WarnsOnlyWhenAlmostAllPredictionsSaturate) {
   std::vector<float> p(100, 0.0001f);
   EXPECT_DOUBLE_EQ(SaturatedFraction(p.data(), 100), 1.0);
-  EXPECT_NE(SaturationWarning(1.0, 100, 7).find("step 7: 100.0% of the 100 validation predictions are saturated"),
+  EXPECT_NE(SaturationWarning(1.0, 100, 7).find("step 7: 100.0% of the 100 evaluated predictions are saturated"),
             std::string::npos);
   p[0] = 0.5f;
   p[1] = 0.2f;

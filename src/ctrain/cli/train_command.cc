@@ -601,6 +601,8 @@ Status RunInfer(InferFlags& fl, bool predict) {
     return Status::OK();
   }
   CTRAIN_ASSIGN_OR_RETURN(train::EvalResult r, t->Evaluate(ds));
+  const std::string saturated = train::SaturationWarning(r.saturated_fraction, r.examples, t->global_step());
+  if (!saturated.empty()) std::fprintf(stderr, "ctrain: warning: %s\n", saturated.c_str());
   std::printf("auc %.6f\nlogloss %.6f\nexamples %lld\n", r.auc, r.logloss, static_cast<long long>(r.examples));
   if (!fl.metrics_json.empty()) {
     nlohmann::json j{{"auc", Num(r.auc)},
@@ -608,6 +610,7 @@ Status RunInfer(InferFlags& fl, bool predict) {
                      {"examples", r.examples},
                      {"label_mean", r.label_mean},
                      {"prediction_mean", r.prediction_mean},
+                     {"saturated_fraction", r.saturated_fraction},
                      {"steps", t->global_step()}};
     CTRAIN_RETURN_IF_ERROR(WriteMetricsJson(fl.metrics_json, j));
   }

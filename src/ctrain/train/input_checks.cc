@@ -150,7 +150,7 @@ std::string SaturationWarning(double fraction, int64_t examples, int64_t step, c
   if (examples <= 0 || fraction < options.saturated_fraction) return "";
   char buf[400];
   std::snprintf(buf, sizeof buf,
-                "step %lld: %.1f%% of the %lld validation predictions are saturated (< 0.001 or > 0.999): the model "
+                "step %lld: %.1f%% of the %lld evaluated predictions are saturated (< 0.001 or > 0.999): the model "
                 "cannot rank these examples (AUC near 0.5). Usually unscaled input values (scale them, e.g. "
                 "log1p) or a too large --learning-rate",
                 static_cast<long long>(step), 100.0 * fraction, static_cast<long long>(examples));
