@@ -127,10 +127,10 @@ TEST(ExampleReader, LocationNamesTheLastRecord) {
   int64_t id;
   float value;
   ASSERT_TRUE(*(*r)->Next(&label, &id, &value));
-  EXPECT_EQ((*r)->location(), CasePath("B37/neg_id.tfr") + ": record 0 at offset 0");
+  EXPECT_EQ((*r)->Location(), CasePath("B37/neg_id.tfr") + ": record 0 at offset 0");
   ASSERT_TRUE(*(*r)->Next(&label, &id, &value));
   EXPECT_EQ(id, -1);  // a TFRecord keeps the sign; the LibSVM writer refuses it
-  EXPECT_EQ((*r)->location(), CasePath("B37/neg_id.tfr") + ": record 1 at offset 71");
+  EXPECT_EQ((*r)->Location(), CasePath("B37/neg_id.tfr") + ": record 1 at offset 71");
   EXPECT_FALSE((*r)->empty_input());
 }
 

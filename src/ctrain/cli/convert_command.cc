@@ -77,7 +77,7 @@ Status Convert(ConvertFlags& fl) {
       Status w = writer->Write(label, ids, vals);
       if (!w.ok()) {
         return w.code() == StatusCode::kInvalidArgument
-                   ? w.WithContext(reader->location())
+                   ? w.WithContext(reader->Location())
                    : w;
       }
     }

@@ -33,9 +33,10 @@ StatusOr<data::ExampleReaderOptions> DataFlags::ReaderOptions() {
   o.skip_corrupt_records = skip_corrupt_records;
   o.max_skipped_records = max_skipped_records;
   if (!feature_map.empty()) {
-    if (!vocab_) {
+    if (!vocab_ || vocab_path_ != feature_map) {  // eval/predict may set the map after a first call
       CTRAIN_ASSIGN_OR_RETURN(auto v, io::CriteoVocabulary::LoadFeatureMap(feature_map));
       vocab_ = std::make_unique<io::CriteoVocabulary>(std::move(v));
+      vocab_path_ = feature_map;
     }
     o.vocabulary = vocab_.get();
   }

@@ -30,11 +30,13 @@ struct DataFlags {
   // in convert, where --compression is the output's).
   void Register(CLI::App* app, bool with_feature_size = true,
                 const std::string& compression_flag = "--compression");
-  // Builds reader options; loads the feature map if one was given (kept alive by this object).
+  // Builds reader options; loads the feature map if one was given (kept alive
+  // by this object until feature_map changes; earlier options then dangle).
   StatusOr<data::ExampleReaderOptions> ReaderOptions();
 
  private:
   std::unique_ptr<io::CriteoVocabulary> vocab_;
+  std::string vocab_path_;  // the feature_map vocab_ was loaded from
 };
 
 // Prints "ctrain: <status>" to stderr and returns 1.

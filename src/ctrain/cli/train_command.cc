@@ -25,6 +25,9 @@
 #include "ctrain/io/file.h"
 #include "ctrain/model/layers/bf16.h"
 #include "ctrain/train/autotune.h"
+#include "ctrain/train/data_source.h"
+#include "ctrain/train/input_checks.h"
+#include "ctrain/train/prediction_output.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::cli {
@@ -110,16 +113,11 @@ Status CheckOutputWritable(const char* flag, const std::string& path) {
   return Status::OK();
 }
 
-// The data options recorded in checkpoints (train::DataSourceOptions).
-train::DataSourceOptions DataSourceOf(const DataFlags& d) {
-  train::DataSourceOptions s;
-  s.format = d.format;
-  s.id_base = d.id_base;
-  if (!d.feature_map.empty()) {
-    char abs[PATH_MAX];
-    s.feature_map = ::realpath(d.feature_map.c_str(), abs) != nullptr ? std::string(abs) : d.feature_map;
-  }
-  return s;
+// The absolute path of a --feature-map (as recorded in checkpoints).
+std::string AbsolutePath(const std::string& path) {
+  if (path.empty()) return path;
+  char abs[PATH_MAX];
+  return ::realpath(path.c_str(), abs) != nullptr ? std::string(abs) : path;
 }
 
 struct TrainFlags {
@@ -262,12 +260,20 @@ Status WriteMetricsJson(const std::string& path, const nlohmann::json& j) {
 nlohmann::json Num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 Status LoadData(const std::vector<std::string>& paths, DataFlags& data, int64_t feature_size, train::Dataset* out,
-                const char* what) {
+                const char* what, train::LoadStats* stats_out = nullptr, bool model_fixed = false) {
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, data.ReaderOptions());
   ro.feature_size = feature_size;
   ro.id_limit = feature_size;  // the reader's located range error
-  train::LoadStats stats;
-  CTRAIN_ASSIGN_OR_RETURN(*out, train::LoadDataset(paths, ro, &stats));
+  ro.id_limit_is_model = model_fixed;
+  train::LoadStats local;
+  train::LoadStats& stats = stats_out != nullptr ? *stats_out : local;
+  StatusOr<train::Dataset> loaded = train::LoadDataset(paths, ro, &stats);
+  // --valid / --input errors say which flag; --train errors read as in stream mode.
+  if (!loaded.ok()) return std::string(what) == "train" ? loaded.status() : loaded.status().WithContext(std::string("--") + what);
+  *out = std::move(loaded).value();
+  if (std::string(what) != "input")  // eval/predict log them with the output line they affect
+    for (const std::string& d : train::DescribeDropped(stats.dropped, false))
+      std::fprintf(stderr, "ctrain: %s: %s\n", what, d.c_str());
   std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), CTR %.4f%s%s\n", what,
                static_cast<long long>(out->size()), static_cast<long long>(stats.files), out->PositiveRate(),
                stats.skipped.empty() ? "" : "; skipped: ", stats.skipped.c_str());
@@ -318,13 +324,13 @@ Status RunTrain(TrainFlags& fl) {
     if (ec) return ErrnoError(o.model_dir, "--model-dir: cannot create the directory", ec.value());
   }
   CTRAIN_RETURN_IF_ERROR(CheckOutputWritable("--metrics-json", fl.metrics_json));
-  if (!fl.train.empty()) o.data = DataSourceOf(fl.data);
   if (!stream)
     for (CLI::Option* opt : fl.pipeline_opts)
       if (opt->count() > 0)
         std::fprintf(stderr, "ctrain: warning: %s is ignored with --input-mode memory\n", opt->get_name().c_str());
 
   train::Dataset tr, va;
+  train::LoadStats tr_stats;
   train::StreamInput si;
   bool have_valid = false;
   if (stream) {
@@ -363,11 +369,24 @@ Status RunTrain(TrainFlags& fl) {
     CTRAIN_ASSIGN_OR_RETURN(va, train::MakeSynthDataset(o.seed, kSynthTrainRows, kSynthValidRows, o.model.feature_size));
     have_valid = true;
   } else {
-    CTRAIN_RETURN_IF_ERROR(LoadData(fl.train, fl.data, o.model.feature_size, &tr, "train"));
+    CTRAIN_RETURN_IF_ERROR(LoadData(fl.train, fl.data, o.model.feature_size, &tr, "train", &tr_stats));
     if (!fl.valid.empty()) {
       CTRAIN_RETURN_IF_ERROR(LoadData(fl.valid, fl.data, o.model.feature_size, &va, "valid"));
       have_valid = true;
     }
+  }
+  if (!fl.train.empty()) {
+    // Recorded in checkpoints: the format actually read (never auto), id base,
+    // sizes, hashing or vocabulary (train/data_source.h).
+    CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
+    ro.feature_size = o.model.feature_size;
+    std::vector<train::InputFormat> formats;
+    if (stream) {
+      CTRAIN_ASSIGN_OR_RETURN(formats, train::DetectInputFormats(fl.train, ro));
+    } else {
+      formats = train::InputFormatsRead(tr_stats);
+    }
+    CTRAIN_ASSIGN_OR_RETURN(o.data, train::DescribeTrainingData(formats, ro, AbsolutePath(fl.data.feature_map)));
   }
   CTRAIN_RETURN_IF_ERROR(o.Validate());
 
@@ -465,7 +484,8 @@ Status RunTrain(TrainFlags& fl) {
                      {"input_mode", stream ? "stream" : "memory"},
                      {"input_wait_fraction", r.input_wait_fraction},
                      {"input_wait_seconds", r.input_wait_seconds},
-                     {"compute_seconds", r.compute_seconds}};
+                     {"compute_seconds", r.compute_seconds},
+                     {"warnings", r.warnings}};
     if (r.streamed) {
       j["pipeline_records_per_sec"] = r.pipeline.records_per_second;
       j["input_suggestion"] = r.input_suggestion;
@@ -480,20 +500,29 @@ Status RunTrain(TrainFlags& fl) {
 struct InferFlags {
   std::vector<std::string> input;
   std::string model_dir, output, metrics_json;
+  std::string output_columns = "prediction";
   DataFlags data;
   ParallelFlags par;
   CLI::App* app = nullptr;
 };
 
 // eval/predict read their input as the training run read its files (checkpoint
-// meta "data"), unless a flag says otherwise. The model's field_size is fixed.
+// meta "data"), unless a flag says otherwise. Flags that agree with the model
+// are accepted; the model's field_size and feature_size are fixed.
+// The input's format is not taken from the checkpoint: it is detected (or
+// given) and compared with the checkpoint's (CheckInputEncoding), so data in
+// another format is named as such instead of failing to parse.
 Status ApplyCheckpointDataOptions(InferFlags& fl, const train::TrainOptions& to) {
-  CLI::Option* field_size = fl.app->get_option("--field-size");
-  if (field_size->count() > 0 && fl.data.field_size != to.model.field_size)
-    return InvalidArgumentError("--field-size " + std::to_string(fl.data.field_size) + " contradicts the model in " +
-                                fl.model_dir + ", which has field_size " + std::to_string(to.model.field_size) +
-                                " (fixed at training time; leave --field-size out)");
+  auto fixed = [&](const char* flag, int64_t given, int64_t model, const char* what) -> Status {
+    if (fl.app->get_option(flag)->count() == 0 || given == model) return Status::OK();
+    return InvalidArgumentError(std::string(flag) + " " + std::to_string(given) + " contradicts the model in " +
+                                fl.model_dir + ", which has " + what + " " + std::to_string(model) +
+                                " (fixed at training time; leave " + flag + " out)");
+  };
+  CTRAIN_RETURN_IF_ERROR(fixed("--field-size", fl.data.field_size, to.model.field_size, "field_size"));
+  CTRAIN_RETURN_IF_ERROR(fixed("--feature-size", fl.data.feature_size, to.model.feature_size, "feature_size"));
   fl.data.field_size = to.model.field_size;
+  fl.data.feature_size = to.model.feature_size;
   if (!to.data.recorded()) return Status::OK();
   std::string used;
   auto from_checkpoint = [&](const char* flag) {
@@ -501,11 +530,18 @@ Status ApplyCheckpointDataOptions(InferFlags& fl, const train::TrainOptions& to)
     used += std::string(used.empty() ? "" : " ") + flag + " ";
     return true;
   };
-  if (from_checkpoint("--format")) used += fl.data.format = to.data.format;
   if (from_checkpoint("--id-base")) used += std::to_string(fl.data.id_base = to.data.id_base);
   if (!to.data.feature_map.empty() && from_checkpoint("--feature-map")) used += fl.data.feature_map = to.data.feature_map;
   if (!used.empty()) std::fprintf(stderr, "ctrain: reading --input as the model's training data: %s\n", used.c_str());
   return Status::OK();
+}
+
+// Refuses eval/predict input encoded differently from the model's training
+// data (train/data_source.h). `formats`: the inputs' formats as detected.
+Status CheckInputEncoding(InferFlags& fl, const train::TrainOptions& to, const std::vector<train::InputFormat>& formats,
+                          std::vector<std::string>* notes) {
+  CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
+  return train::CheckInputsMatchModel(to.data, fl.model_dir, formats, ro, AbsolutePath(fl.data.feature_map), notes);
 }
 
 Status RunInfer(InferFlags& fl, bool predict) {
@@ -513,33 +549,60 @@ Status RunInfer(InferFlags& fl, bool predict) {
   CTRAIN_RETURN_IF_ERROR(fl.par.RejectTrainOnly(command));
   CTRAIN_RETURN_IF_ERROR(CheckOutputWritable(predict ? "--output" : "--metrics-json",
                                              predict ? fl.output : fl.metrics_json));
-  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> t, train::LoadTrainerFromCheckpoint(fl.model_dir, fl.par.p));
-  CTRAIN_RETURN_IF_ERROR(ApplyCheckpointDataOptions(fl, t->options()));
-  train::Dataset ds;
-  CTRAIN_RETURN_IF_ERROR(LoadData(fl.input, fl.data, t->options().model.feature_size, &ds, "input"));
+  std::vector<train::PredictColumn> columns;
   if (predict) {
+    CTRAIN_ASSIGN_OR_RETURN(columns, train::ParsePredictColumns(fl.output_columns));
+  }
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> t, train::LoadTrainerFromCheckpoint(fl.model_dir, fl.par.p));
+  const train::TrainOptions& to = t->options();
+  // What the files are, before the checkpoint's defaults decide how to read them:
+  // a Criteo TSV read "as libsvm" would only give a parse error.
+  const bool format_given = fl.app->get_option("--format")->count() > 0;
+  std::vector<train::InputFormat> detected;
+  {
+    CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions sniff, fl.data.ReaderOptions());
+    if (!format_given) sniff.format = data::RecordFormat::kAuto;
+    for (const std::string& p : fl.input) {
+      StatusOr<std::vector<train::InputFormat>> f = train::DetectInputFormats({p}, sniff);
+      if (f.ok()) detected.insert(detected.end(), f->begin(), f->end());  // else: reading reports it
+    }
+  }
+  CTRAIN_RETURN_IF_ERROR(ApplyCheckpointDataOptions(fl, to));
+  std::vector<std::string> notes;
+  CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(fl, to, detected, &notes));
+  train::Dataset ds;
+  train::LoadStats stats;
+  CTRAIN_RETURN_IF_ERROR(LoadData(fl.input, fl.data, to.model.feature_size, &ds, "input", &stats, /*model_fixed=*/true));
+  // Again as actually read (covers stdin and FIFOs, which cannot be sniffed first).
+  CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(fl, to, train::InputFormatsRead(stats), &notes));
+  for (const std::string& n : notes) std::fprintf(stderr, "ctrain: note: %s\n", n.c_str());
+  {  // values the model cannot handle give saturated predictions, not errors: say so
+    train::InputStats st(ds.field_size());
+    st.Add(ds.ids(), ds.values(), ds.size(), ds.labels());
+    for (const std::string& w : st.Warnings("input examples", &ds.source_paths(), &ds.source_reader(), st.examples()))
+      std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+  }
+  for (const std::string& d : train::DescribeDropped(stats.dropped, predict))
+    std::fprintf(stderr, "ctrain: %s: %s\n", command, d.c_str());
+  if (predict) {
+    CTRAIN_RETURN_IF_ERROR(train::CheckDroppedAlignable(stats.dropped));
     std::vector<float> probs;
     CTRAIN_RETURN_IF_ERROR(t->Predict(ds, &probs));
     io::WriteOptions wo;
     wo.atomic = true;
     CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> f, io::OpenWritableFile(fl.output, wo));
-    std::string buf;
-    char num[32];
-    for (float p : probs) {
-      const int n = std::snprintf(num, sizeof num, "%.9g\n", p);
-      buf.append(num, n);
-      if (buf.size() > (1 << 20)) {
-        CTRAIN_RETURN_IF_ERROR(f->Append(buf));
-        buf.clear();
-      }
-    }
-    CTRAIN_RETURN_IF_ERROR(f->Append(buf));
+    CTRAIN_RETURN_IF_ERROR(f->Append(train::FormatPredictions(columns, ds, probs, stats.dropped)));
     CTRAIN_RETURN_IF_ERROR(f->Close());
-    std::fprintf(stderr, "ctrain: wrote %zu predictions to %s (model step %lld)\n", probs.size(), fl.output.c_str(),
-                 static_cast<long long>(t->global_step()));
+    int64_t dropped = 0;
+    for (const auto& d : stats.dropped) dropped += static_cast<int64_t>(d.where.records);
+    std::fprintf(stderr, "ctrain: wrote %lld lines to %s: %zu predictions, %lld nan for dropped records (model step %lld)\n",
+                 static_cast<long long>(probs.size() + dropped), fl.output.c_str(), probs.size(),
+                 static_cast<long long>(dropped), static_cast<long long>(t->global_step()));
     return Status::OK();
   }
   CTRAIN_ASSIGN_OR_RETURN(train::EvalResult r, t->Evaluate(ds));
+  const std::string saturated = train::SaturationWarning(r.saturated_fraction, r.examples, t->global_step());
+  if (!saturated.empty()) std::fprintf(stderr, "ctrain: warning: %s\n", saturated.c_str());
   std::printf("auc %.6f\nlogloss %.6f\nexamples %lld\n", r.auc, r.logloss, static_cast<long long>(r.examples));
   if (!fl.metrics_json.empty()) {
     nlohmann::json j{{"auc", Num(r.auc)},
@@ -547,6 +610,7 @@ Status RunInfer(InferFlags& fl, bool predict) {
                      {"examples", r.examples},
                      {"label_mean", r.label_mean},
                      {"prediction_mean", r.prediction_mean},
+                     {"saturated_fraction", r.saturated_fraction},
                      {"steps", t->global_step()}};
     CTRAIN_RETURN_IF_ERROR(WriteMetricsJson(fl.metrics_json, j));
   }
@@ -560,9 +624,17 @@ Command AddInferCommand(CLI::App& app, bool predict) {
   sub->add_option("--model-dir,--model_dir", fl->model_dir, "Directory with the trained model's checkpoints")
       ->required();
   sub->add_option("--input,--eval,--test", fl->input, "Input files")->required();
-  if (predict) sub->add_option("--output,-o", fl->output, "Output file, one probability per line ('-' = stdout)")->required();
-  else sub->add_option("--metrics-json,--metrics_json", fl->metrics_json, "Also write the metrics as JSON here");
-  fl->data.Register(sub, /*with_feature_size=*/false);
+  if (predict) {
+    sub->add_option("--output,-o", fl->output, "Output file, one line per input record ('-' = stdout)")->required();
+    sub->add_option("--output-columns,--output_columns", fl->output_columns,
+                    "Tab-separated columns: prediction, label, index (e.g. index,label,prediction); a record "
+                    "dropped by --skip-corrupt-records has nan in label and prediction")
+        ->capture_default_str();
+  } else {
+    sub->add_option("--metrics-json,--metrics_json", fl->metrics_json, "Also write the metrics as JSON here");
+  }
+  // --field-size / --feature-size are accepted when they agree with the model.
+  fl->data.Register(sub, /*with_feature_size=*/true);
   fl->par.RegisterInfer(sub);
   fl->app = sub;
   return {sub, [fl, predict]() {

@@ -87,7 +87,8 @@ Status BatchParser::ParseChecked(std::string_view rec, const RecordSource& src, 
   return CheckIdRange(ids, options_.field_size, options_.id_limit, base,
                       text ? Name(src) + ":" + std::to_string(src.index)
                            : Name(src) + ": record " + std::to_string(src.index) + " at offset " +
-                                 std::to_string(src.offset));
+                                 std::to_string(src.offset),
+                      options_.id_limit_is_model);
 }
 
 Status BatchParser::Parse(const RawBatch& raw, Batch* out) {

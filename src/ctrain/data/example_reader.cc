@@ -107,20 +107,22 @@ RecordFormat SniffText(std::string_view b) {
 
 class LibSvmExampleReader final : public ExampleReader {
  public:
-  LibSvmExampleReader(std::unique_ptr<io::LibSvmReader> r, io::Compression c, int64_t id_limit, int32_t id_base)
-      : r_(std::move(r)), c_(c), id_limit_(id_limit), id_base_(id_base) {}
+  LibSvmExampleReader(std::unique_ptr<io::LibSvmReader> r, io::Compression c, int64_t id_limit, int32_t id_base,
+                      bool limit_is_model)
+      : r_(std::move(r)), c_(c), id_limit_(id_limit), id_base_(id_base), limit_is_model_(limit_is_model) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     int32_t n = 0;
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(label, ids, values, &n));
     if (more && id_limit_ > 0)
-      CTRAIN_RETURN_IF_ERROR(CheckIdRange(ids, n, id_limit_, id_base_, r_->name() + ":" + std::to_string(r_->line_number())));
+      CTRAIN_RETURN_IF_ERROR(CheckIdRange(ids, n, id_limit_, id_base_, r_->name() + ":" + std::to_string(r_->line_number()),
+                                          limit_is_model_));
     return more;
   }
   RecordFormat format() const override { return RecordFormat::kLibSvm; }
   io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return r_->counters().records; }
-  std::string location() const override { return r_->name() + ":" + std::to_string(r_->line_number()); }
+  std::string Location() const override { return r_->name() + ":" + std::to_string(r_->line_number()); }
   std::string SkippedSummary() const override {
     const auto& c = r_->counters();
     return "blank_lines=" + std::to_string(c.blank_lines) + " comment_lines=" + std::to_string(c.comment_lines) +
@@ -133,19 +135,24 @@ class LibSvmExampleReader final : public ExampleReader {
   io::Compression c_;
   int64_t id_limit_;
   int32_t id_base_;
+  bool limit_is_model_;
 };
 
 class TFRecordExampleReader final : public ExampleReader {
  public:
   TFRecordExampleReader(std::unique_ptr<io::TFRecordReader> r, io::Compression c, io::SeedSchema schema,
-                        int64_t id_limit)
-      : r_(std::move(r)), c_(c), schema_(std::move(schema)), id_limit_(id_limit) {}
+                        int64_t id_limit, bool limit_is_model)
+      : r_(std::move(r)), c_(c), schema_(std::move(schema)), id_limit_(id_limit), limit_is_model_(limit_is_model) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     std::string_view rec;
+    const io::TFRecordReader::Counters before = r_->counters();
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(&rec));
+    NoteDropped(before, more);
     if (!more) return false;
+    last_end_ = r_->record_offset() + io::kTFRecordHeaderBytes + rec.size() + io::kTFRecordFooterBytes;
+    next_index_ = r_->record_index() + 1;
     Status s = io::ParseSeedExample(rec, schema_, label, ids, values);
-    if (s.ok() && id_limit_ > 0) s = CheckIdRange(ids, schema_.field_size, id_limit_, 0, "");
+    if (s.ok() && id_limit_ > 0) s = CheckIdRange(ids, schema_.field_size, id_limit_, 0, "", limit_is_model_);
     if (!s.ok())
       return s.WithContext(r_->name() + ": record " + std::to_string(r_->record_index()) + " at offset " +
                            std::to_string(r_->record_offset()));
@@ -156,10 +163,11 @@ class TFRecordExampleReader final : public ExampleReader {
   io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return records_; }
-  std::string location() const override {
+  std::string Location() const override {
     return r_->name() + ": record " + std::to_string(r_->record_index()) + " at offset " +
            std::to_string(r_->record_offset());
   }
+  std::vector<Dropped> TakeDropped() override { return std::move(dropped_); }
   std::string SkippedSummary() const override {
     auto c = r_->counters();
     return "skipped_records=" + std::to_string(c.skipped_records) + " skipped_bytes=" + std::to_string(c.skipped_bytes);
@@ -170,14 +178,33 @@ class TFRecordExampleReader final : public ExampleReader {
   io::Compression c_;  // of the file (r_ reads the already decompressed stream)
   io::SeedSchema schema_;
   int64_t id_limit_;
+  bool limit_is_model_;
   uint64_t records_ = 0;
+  uint64_t last_end_ = 0, next_index_ = 0;  // end offset / index after the last returned record
+  std::vector<Dropped> dropped_;
+
+  // Records what one r_->Next() call skipped: the region between the last
+  // returned record and the next one (or the end of the stream).
+  void NoteDropped(const io::TFRecordReader::Counters& before, bool more) {
+    const io::TFRecordReader::Counters after = r_->counters();
+    if (after.skipped_records == before.skipped_records) return;
+    Dropped d;
+    d.records_before = records_;
+    d.index = next_index_;
+    d.offset = last_end_;
+    d.records = after.skipped_records - before.skipped_records;
+    d.bytes = more ? r_->record_offset() - last_end_ : after.skipped_bytes - before.skipped_bytes;
+    d.exact = after.resyncs == before.resyncs;
+    dropped_.push_back(d);
+  }
 };
 
 class CriteoExampleReader final : public ExampleReader {
  public:
   CriteoExampleReader(std::unique_ptr<io::CriteoReader> r, io::Compression c, RecordFormat f,
                       const ExampleReaderOptions& o)
-      : r_(std::move(r)), c_(c), f_(f), hash_{o.feature_size, 0}, vocab_(o.vocabulary), id_limit_(o.id_limit) {}
+      : r_(std::move(r)), c_(c), f_(f), hash_{o.feature_size, 0}, vocab_(o.vocabulary), id_limit_(o.id_limit),
+        limit_is_model_(o.id_limit_is_model) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(&row_));
     if (!more) return false;
@@ -188,14 +215,14 @@ class CriteoExampleReader final : public ExampleReader {
       io::HashCriteoRow(row_, hash_, ids, values);
     if (id_limit_ > 0)
       CTRAIN_RETURN_IF_ERROR(CheckIdRange(ids, io::kCriteoFields, id_limit_, 0,
-                                          r_->name() + ":" + std::to_string(r_->line_number())));
+                                          r_->name() + ":" + std::to_string(r_->line_number()), limit_is_model_));
     return true;
   }
   RecordFormat format() const override { return f_; }
   io::Compression compression() const override { return c_; }
   const std::string& name() const override { return r_->name(); }
   uint64_t records() const override { return r_->counters().records; }
-  std::string location() const override { return r_->name() + ":" + std::to_string(r_->line_number()); }
+  std::string Location() const override { return r_->name() + ":" + std::to_string(r_->line_number()); }
   std::string SkippedSummary() const override {
     const auto& c = r_->counters();
     return "header_lines=" + std::to_string(c.header_lines) + " blank_lines=" + std::to_string(c.blank_lines) +
@@ -209,22 +236,44 @@ class CriteoExampleReader final : public ExampleReader {
   io::CriteoHashOptions hash_;
   const io::CriteoVocabulary* vocab_;
   int64_t id_limit_;
+  bool limit_is_model_;
   io::CriteoRow row_;
 };
 
 }  // namespace
 
 Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, int32_t id_base,
-                    std::string_view where) {
+                    std::string_view where, bool limit_is_model) {
   for (int32_t f = 0; f < field_size; ++f) {
     if (ids[f] >= 0 && ids[f] < id_limit) continue;
     std::string m(where);
     if (!m.empty()) m += ": ";
+    const int64_t written = ids[f] + id_base;
     m += "field " + std::to_string(f + 1) + " of " + std::to_string(field_size) + ": feature id " +
-         std::to_string(ids[f] + id_base) + " (as written";
+         std::to_string(written) + " (as written";
     if (id_base != 0) m += ", id_base " + std::to_string(id_base);
-    m += ") is outside [" + std::to_string(id_base) + ", " + std::to_string(id_limit + id_base) +
-         "): increase --feature-size";
+    m += ") is outside [" + std::to_string(id_base) + ", " + std::to_string(id_limit + id_base) + ")";
+    const std::string model = limit_is_model ? "the model's " : "";
+    if (ids[f] < 0 && written >= 0) {
+      // Below the base, e.g. id 0 with --id-base 1: the file counts from a lower base.
+      m += limit_is_model ? ": the model was trained on ids starting at " + std::to_string(id_base) +
+                                "; this input's ids start lower, so it is not encoded like the training data"
+                          : ": the file's ids start below --id-base " + std::to_string(id_base) +
+                                " (use --id-base " + std::to_string(written) + " if they start at " +
+                                std::to_string(written) + ")";
+    } else if (ids[f] < 0) {
+      m += ": ids must not be negative";
+    } else if (ids[f] == id_limit && id_base == 0) {
+      // One past the top with base 0: typically a 1-based LIBSVM file.
+      m += limit_is_model ? ": one past " + model + "top id; if this file's ids are 1-based it is not encoded like "
+                                                    "the training data (0-based)"
+                          : ": one past the top; if the file's ids are 1-based (classic LIBSVM), use --id-base 1, "
+                            "otherwise increase --feature-size";
+    } else {
+      m += limit_is_model ? ": the model was trained with feature_size " + std::to_string(id_limit) +
+                                " and has no embedding for it (is the input encoded like the training data?)"
+                          : ": increase --feature-size";
+    }
     return InvalidArgumentError(m);
   }
   return Status::OK();
@@ -359,7 +408,8 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       lo.field_size = options.field_size;
       lo.id_base = options.id_base;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibSvmReader::Open(std::move(o.stream), lo));
-      return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression, options.id_limit, options.id_base));
+      return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression, options.id_limit, options.id_base,
+                                                                     options.id_limit_is_model));
     }
     case RecordFormat::kTFRecord: {
       io::TFRecordReaderOptions to;
@@ -369,7 +419,8 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::TFRecordReader::FromFile(std::move(o.stream), to));
       io::SeedSchema schema = options.schema;
       schema.field_size = options.field_size;
-      return std::unique_ptr<ExampleReader>(new TFRecordExampleReader(std::move(r), o.compression, std::move(schema), options.id_limit));
+      return std::unique_ptr<ExampleReader>(new TFRecordExampleReader(std::move(r), o.compression, std::move(schema), options.id_limit,
+                                                                       options.id_limit_is_model));
     }
     case RecordFormat::kCriteoTsv:
     case RecordFormat::kCriteoCsv: {

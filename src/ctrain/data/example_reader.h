@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ctrain/base/status.h"
 #include "ctrain/io/compression.h"
@@ -50,12 +51,18 @@ struct ExampleReaderOptions {
   // feature_size); otherwise InvalidArgument naming the file, line or record,
   // the field and the id as written in the file.
   int64_t id_limit = 0;
+  // The limit is a trained model's feature_size (eval/predict): the range
+  // error then does not suggest --feature-size, which cannot change it.
+  bool id_limit_is_model = false;
 };
 
 // The id-range rule of ExampleReaderOptions::id_limit for one example.
 // `where` is the location prefix ("file:line" or "file: record i at offset o").
+// The hint names the likely cause: an id one past the top with id_base 0 or
+// an id below id_base points at --id-base, not at --feature-size; with
+// `limit_is_model` (eval/predict) it never suggests --feature-size.
 Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, int32_t id_base,
-                    std::string_view where);
+                    std::string_view where, bool limit_is_model = false);
 
 class ExampleReader {
  public:
@@ -70,9 +77,24 @@ class ExampleReader {
   virtual uint64_t records() const = 0;
   // Items skipped on purpose (blank/comment lines, CSV header, corrupt records), by kind.
   virtual std::string SkippedSummary() const = 0;
-  // Where the example last returned by Next came from, for messages about it:
-  // text "<file>:<line>", TFRecord "<file>: record <i> at offset <o>".
-  virtual std::string location() const = 0;
+  // Where the example last returned by Next() came from: "file:line" (text
+  // formats) or "file: record i at offset o" (TFRecord). Default: the name and
+  // the 1-based example number.
+  virtual std::string Location() const { return name() + ": example " + std::to_string(records()); }
+
+  // Records dropped on purpose (TFRecord skip_corrupt_records) since the last
+  // call, in stream order. `records_before` = examples returned before the
+  // drop (where it sits among them); `index`/`offset` = 0-based record index
+  // and offset (uncompressed stream) where the dropped region starts; `bytes`
+  // its length. `records` is the count the reader skipped; `exact` is false
+  // when the region began at a corrupt length header, so it may have held
+  // more records than counted.
+  struct Dropped {
+    uint64_t records_before = 0;
+    uint64_t index = 0, offset = 0, bytes = 0, records = 0;
+    bool exact = true;
+  };
+  virtual std::vector<Dropped> TakeDropped() { return {}; }
   // The (decompressed) input holds no byte at all; format() then says tfrecord.
   bool empty_input() const { return empty_input_; }
 
@@ -135,7 +157,7 @@ struct ExampleWriterOptions {
 //   "field 1: id -1 is negative"                   (libsvm: no sign in the syntax)
 //   "field 1: id 9223372036854775807 + output id base 1 does not fit in int64" (libsvm)
 // A TFRecord keeps any int64 id (negative ones too) exactly. Callers add the
-// input's location (ExampleReader::location()).
+// input's location (ExampleReader::Location()).
 Status CheckWritable(RecordFormat format, float label, std::span<const int64_t> ids,
                      std::span<const float> values, int32_t id_base);
 

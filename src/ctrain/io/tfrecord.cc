@@ -188,6 +188,7 @@ StatusOr<bool> TFRecordReader::Next(std::string_view* record) {
       Status why = DataLossError(Where(offset) + "corrupted record: length crc mismatch");
       if (!options_.skip_corrupt_records) return Fail(std::move(why));
       CTRAIN_RETURN_IF_ERROR(CountSkip(why, 0));
+      ++counters_.resyncs;
       CTRAIN_RETURN_IF_ERROR(Resync());
       continue;
     }

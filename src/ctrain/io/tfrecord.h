@@ -92,6 +92,9 @@ class TFRecordReader {
     uint64_t bytes = 0;            // payload bytes of those records
     uint64_t skipped_records = 0;  // corrupt records / regions dropped
     uint64_t skipped_bytes = 0;    // stream bytes dropped with them
+    // Skips after a length crc mismatch: the dropped region may have held
+    // more than one record (its record count is unknown).
+    uint64_t resyncs = 0;
   };
 
   // Opens `path` ("-" = stdin). For a regular uncompressed file the size is

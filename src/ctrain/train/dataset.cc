@@ -67,6 +67,11 @@ double Dataset::PositiveRate() const {
   return pos / static_cast<double>(labels_.size());
 }
 
+std::string InputDisplayName(const std::string& path) {
+  if (path == "-") return "stdin (-)";
+  return path;
+}
+
 StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const DataOptions& options,
                               LoadStats* stats) {
   data::ExampleReaderOptions ro;
@@ -93,26 +98,45 @@ StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data:
   LoadStats local;
   std::vector<int64_t> ids(F);
   std::vector<float> values(F);
+  std::vector<std::string> empty;
+  int64_t input_records = 0;  // every input record so far, dropped ones included
   for (const std::string& path : paths) {
     CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::ExampleReader> reader, data::OpenExampleReader(path, ro));
     int64_t record = 0;
+    auto note_dropped = [&] {
+      for (const data::ExampleReader::Dropped& d : reader->TakeDropped()) {
+        local.dropped.push_back({reader->name(), ds.size(), input_records, d});
+        input_records += static_cast<int64_t>(d.records);
+      }
+    };
     for (;;) {
       float label = 0;
       CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&label, ids.data(), values.data()));
+      note_dropped();
       if (!more) break;
       ds.Append(label, ids.data(), values.data());
       ++record;
+      ++input_records;
     }
-    if (record == 0) return InvalidArgumentError(reader->name() + ": no examples");
     const std::string skipped = reader->SkippedSummary();
     // Summaries look like "blank_lines=0 comment_lines=2"; report only non-zero ones.
     bool any = false;
     for (size_t p = skipped.find('='); p != std::string::npos; p = skipped.find('=', p + 1))
       any |= p + 1 < skipped.size() && skipped[p + 1] != '0';
+    if (record == 0) empty.push_back(InputDisplayName(path) + (any ? " (skipped: " + skipped + ")" : ""));
     if (any || (!skipped.empty() && skipped.find('=') == std::string::npos)) local.skipped += (local.skipped.empty() ? "" : "; ") + reader->name() + ": " + skipped;
+    local.per_file.push_back({path, reader->format(), reader->compression(), record});
     ++local.files;
     local.records += record;
   }
+  if (!empty.empty()) {
+    std::string m = "no examples in ";
+    for (size_t i = 0; i < empty.size(); ++i) m += (i ? ", " : "") + empty[i];
+    if (empty.size() < paths.size())
+      m += " (" + std::to_string(empty.size()) + " of " + std::to_string(paths.size()) + " inputs are empty)";
+    return InvalidArgumentError(m);
+  }
+  ds.set_source(paths, options);
   if (stats != nullptr) *stats = local;
   return ds;
 }

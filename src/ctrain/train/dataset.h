@@ -61,7 +61,20 @@ class Dataset {
   // Fraction of rows with label 1.
   double PositiveRate() const;
 
+  // The files the rows were read from and how (set by LoadDataset; empty for
+  // datasets built in memory). Used to name the input line of a row in
+  // errors (train/input_checks.h LocateRows). The reader options' vocabulary
+  // pointer must outlive that use.
+  const std::vector<std::string>& source_paths() const { return source_paths_; }
+  const data::ExampleReaderOptions& source_reader() const { return source_reader_; }
+  void set_source(std::vector<std::string> paths, const data::ExampleReaderOptions& reader) {
+    source_paths_ = std::move(paths);
+    source_reader_ = reader;
+  }
+
  private:
+  std::vector<std::string> source_paths_;
+  data::ExampleReaderOptions source_reader_;
   int32_t field_size_ = 0;
   std::vector<float> labels_;
   std::vector<int64_t> ids_;
@@ -87,10 +100,33 @@ struct DataOptions {
 struct LoadStats {
   int64_t files = 0;
   int64_t records = 0;        // rows loaded
+  // Per input file in order: the format and compression it was read with
+  // (never auto) and the examples it gave.
+  struct File {
+    std::string path;
+    data::RecordFormat format = data::RecordFormat::kAuto;
+    io::Compression compression = io::Compression::kNone;
+    int64_t examples = 0;
+  };
+  std::vector<File> per_file;
+  // Records dropped on purpose (TFRecord --skip-corrupt-records), in order:
+  // `row` = dataset rows before the drop (the dropped records sit between
+  // rows row-1 and row), `first_record` = global 0-based record index of the
+  // first dropped record counting every input record of every file.
+  struct Dropped {
+    std::string file;
+    int64_t row = 0;
+    int64_t first_record = 0;
+    data::ExampleReader::Dropped where;
+  };
+  std::vector<Dropped> dropped;
   // What the readers skipped on purpose (blank/comment lines, CSV headers), as
   // "<file>: <reader's SkippedSummary()>" per file with a non-empty summary, joined by "; ".
   std::string skipped;
 };
+
+// How an input is named in messages: "stdin (-)" for "-", else the path.
+std::string InputDisplayName(const std::string& path);
 
 // Reads all `paths` (in order) into one Dataset.
 // Errors: the readers' errors (they name file, record/line and byte offset);
@@ -98,7 +134,9 @@ struct LoadStats {
 // (id_limit 0 = feature_size), e.g. "<file>:<line>: field 16 of 39: feature id
 // 118 (as written, id_base 1) is outside [1, 101): increase --feature-size";
 // InvalidArgument "no input files" for an empty list; InvalidArgument
-// "<file>: no examples" for a file with zero rows.
+// "no examples in <file>[, <file>...]" naming every input that gave zero
+// rows (stdin as "stdin (-)"), so an empty upstream never trains or
+// predicts on nothing.
 StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const DataOptions& options,
                               LoadStats* stats = nullptr);
 // Same with the reader options spelled out (feature maps, TFRecord schema, ...).

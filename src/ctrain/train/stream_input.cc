@@ -87,6 +87,50 @@ Status CheckSameStreamInputs(const nlohmann::json& have, const nlohmann::json& w
                                  "; resuming needs the same training data (use a new --model-dir)");
 }
 
+Status CheckNoEmptyFiles(const nlohmann::json& inputs) {
+  std::vector<std::string> empty;
+  size_t n = 0;
+  if (inputs.contains("files"))
+    for (const nlohmann::json& f : inputs["files"]) {
+      ++n;
+      if (f.contains("bytes") && f["bytes"].get<int64_t>() == 0) empty.push_back(f.value("path", std::string("?")));
+    }
+  if (empty.empty()) return Status::OK();
+  std::string m = "no examples in ";
+  for (size_t i = 0; i < empty.size(); ++i) m += (i ? ", " : "") + empty[i];
+  m += " (0-byte file" + std::string(empty.size() > 1 ? "s" : "");
+  if (empty.size() < n) m += "; " + std::to_string(empty.size()) + " of " + std::to_string(n) + " inputs are empty";
+  return InvalidArgumentError(m + ")");
+}
+
+Status EmptyEpochError(const StreamInput& input, int64_t epoch, int64_t batch_size, const data::PipelineStats& st) {
+  std::string names;
+  for (const std::string& f : input.files) {
+    std::string name = f == "-" ? "stdin (-)" : f;
+    if (IsChannel(f)) name += " (FIFO " + data::ChannelFifoPath(f, epoch) + ")";
+    names += (names.empty() ? "" : ", ") + name;
+  }
+  const std::string e = "epoch " + std::to_string(epoch + 1);
+  if (st.dropped_remainder_records > 0)
+    return InvalidArgumentError("--drop-remainder dropped all " + std::to_string(st.dropped_remainder_records) +
+                                " examples of " + e + " from " + names + ": --batch-size " +
+                                std::to_string(batch_size) +
+                                " is larger than the epoch; use a smaller --batch-size or --drop-remainder false");
+  if (st.records_sharded_out > 0)
+    return InvalidArgumentError(e + ": shard " + std::to_string(input.pipeline.shard_index) + " of " +
+                                std::to_string(input.pipeline.num_shards) + " received none of the " +
+                                std::to_string(st.records_sharded_out) + " records of " + names);
+  return InvalidArgumentError("no examples in " + names + " (" + e + " read " + std::to_string(st.records_read) +
+                              " records" +
+                              (st.blank_lines + st.comment_lines + st.header_lines + st.corrupt_records > 0
+                                   ? ", skipped " +
+                                         std::to_string(st.blank_lines + st.comment_lines + st.header_lines +
+                                                        st.corrupt_records) +
+                                         " blank/comment/header lines or corrupt records"
+                                   : std::string()) +
+                              "); nothing was trained and no checkpoint written");
+}
+
 StatusOr<std::unique_ptr<EpochBatchSource>> EpochBatchSource::Create(const StreamInput& input, int64_t batch_size,
                                                                      int32_t epochs, uint64_t seed, bool shuffle,
                                                                      int64_t start_epoch, int64_t start_batch) {
@@ -167,6 +211,8 @@ Status EpochBatchSource::BeginEpoch(int64_t epoch, int64_t skip) {
     for (;;) {
       int64_t pass = 0;
       CTRAIN_ASSIGN_OR_RETURN(bool more, Fetch(&scratch_, &pass));
+      if (!more && epoch == 0)  // nothing at all: an empty input, not a different one
+        return EmptyEpochError(input_, 0, input_.pipeline.batch_size, pipe_->stats());
       if (!more)
         return FailedPreconditionError("the training input ended before epoch " + std::to_string(epoch + 1) +
                                        " (the checkpoint's position): different data than the checkpoint's?");

@@ -68,6 +68,17 @@ StatusOr<nlohmann::json> DescribeStreamInputs(const StreamInput& input);
 // old and new size, a file added or missing, or the shard.
 Status CheckSameStreamInputs(const nlohmann::json& have, const nlohmann::json& want, const std::string& checkpoint);
 
+// FailedPrecondition-free checks that an input can give examples at all:
+// InvalidArgument "no examples in <file>, <file> (0-byte files)" naming every
+// regular file of `inputs` (DescribeStreamInputs) that holds 0 bytes.
+Status CheckNoEmptyFiles(const nlohmann::json& inputs);
+
+// The error for an epoch that delivered no batch, naming the inputs and the
+// reason from the pass's stats: nothing read ("no examples in ... (epoch E
+// read 0 records)"), --drop-remainder dropping every record (the batch size
+// is larger than the epoch), or the shard receiving none of the records.
+Status EmptyEpochError(const StreamInput& input, int64_t epoch, int64_t batch_size, const data::PipelineStats& stats);
+
 class EpochBatchSource {
  public:
   // `start_epoch`/`start_batch`: the position training resumes at.

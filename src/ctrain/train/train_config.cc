@@ -24,7 +24,10 @@ Status TrainOptions::Validate() const {
   CTRAIN_RETURN_IF_ERROR(model.Validate());
   CTRAIN_RETURN_IF_ERROR(parallel.Validate());
   if (batch_size < 1) return InvalidArgumentError("batch_size must be >= 1, got " + std::to_string(batch_size));
-  if (epochs < 0) return InvalidArgumentError("epochs must be >= 0, got " + std::to_string(epochs));
+  // 0 epochs would train nothing and still write an untrained checkpoint.
+  if (epochs < 1)
+    return InvalidArgumentError("--epochs must be >= 1, got " + std::to_string(epochs) +
+                                " (0 epochs trains nothing; to evaluate a model use `ctrain eval`)");
   if (max_steps < 0) return InvalidArgumentError("max_steps must be >= 0, got " + std::to_string(max_steps));
   if (eval_every_steps < 0)
     return InvalidArgumentError("eval_every_steps must be >= 0, got " + std::to_string(eval_every_steps));
@@ -124,18 +127,42 @@ StatusOr<optim::OptimizerConfig> OptimizerConfigFromJson(const nlohmann::json& j
 }
 
 nlohmann::json DataSourceToJson(const DataSourceOptions& d, int32_t field_size) {
-  return nlohmann::json{{"format", d.format},
-                        {"id_base", d.id_base},
-                        {"field_size", field_size},
-                        {"feature_map", d.feature_map}};
+  nlohmann::json j{{"format", d.format},
+                   {"compression", d.compression},
+                   {"id_base", d.id_base},
+                   {"field_size", field_size},
+                   {"feature_size", d.feature_size},
+                   {"feature_map", d.feature_map}};
+  // How Criteo rows became ids (written unless the format is known to carry ids).
+  if (d.format == "libsvm" || d.format == "tfrecord") return j;
+  if (!d.feature_map.empty())
+    j["criteo"] = {{"encoding", "vocabulary"}, {"feature_map", d.feature_map}, {"fingerprint", d.vocab_fingerprint}};
+  else
+    j["criteo"] = {{"encoding", "hash"}, {"hash_buckets", d.hash_buckets}, {"hash_seed", d.hash_seed}};
+  return j;
 }
 
 StatusOr<DataSourceOptions> DataSourceFromJson(const nlohmann::json& j) {
   if (!j.is_object()) return InvalidArgumentError("data options: expected a JSON object");
   DataSourceOptions d;
+  d.from_files = true;
   CTRAIN_RETURN_IF_ERROR(Get(j, "format", &d.format));
+  if (d.format == "auto") d.format.clear();  // written before the detected format was recorded
   CTRAIN_RETURN_IF_ERROR(Get(j, "id_base", &d.id_base));
   CTRAIN_RETURN_IF_ERROR(Get(j, "feature_map", &d.feature_map));
+  auto optional = [&](const nlohmann::json& o, const char* key, auto* out) -> Status {
+    return o.contains(key) ? Get(o, key, out) : Status::OK();
+  };
+  CTRAIN_RETURN_IF_ERROR(optional(j, "compression", &d.compression));
+  CTRAIN_RETURN_IF_ERROR(optional(j, "field_size", &d.field_size));
+  CTRAIN_RETURN_IF_ERROR(optional(j, "feature_size", &d.feature_size));
+  if (j.contains("criteo")) {
+    const nlohmann::json& c = j["criteo"];
+    if (!c.is_object()) return InvalidArgumentError("data options: key 'criteo': expected a JSON object");
+    CTRAIN_RETURN_IF_ERROR(optional(c, "fingerprint", &d.vocab_fingerprint));
+    CTRAIN_RETURN_IF_ERROR(optional(c, "hash_buckets", &d.hash_buckets));
+    CTRAIN_RETURN_IF_ERROR(optional(c, "hash_seed", &d.hash_seed));
+  }
   return d;
 }
 

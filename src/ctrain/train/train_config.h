@@ -47,20 +47,35 @@ struct ParallelOptions {
   int32_t replicas() const { return hogwild > 0 ? hogwild : towers; }
 };
 
-// How the training files were read: stored in checkpoint meta ("data") so that
-// `ctrain eval` / `ctrain predict` read their inputs the same way by default
-// (docs/training.md#checkpoints-and-resume). Not recorded when `format` is
-// empty (the API user built the Dataset without files, or the built-in
-// synthetic data).
+// How the training files were read and turned into ids: stored in checkpoint
+// meta ("data") so that `ctrain eval` / `ctrain predict` read their inputs the
+// same way by default and refuse inputs encoded differently
+// (train/data_source.h, docs/checkpoint.md#data). Not recorded (from_files =
+// false) when the API user built the Dataset without files, or for the
+// built-in synthetic data.
 struct DataSourceOptions {
-  std::string format;       // as given: auto|libsvm|tfrecord|criteo-tsv|criteo-csv; "" = not recorded
-  int32_t id_base = 0;      // ids in the files start at this value
-  std::string feature_map;  // Criteo feature map (absolute path), "" = hashing
+  bool from_files = false;  // recorded() below
+  // The format the files were actually read as: libsvm|tfrecord|criteo-tsv|
+  // criteo-csv, never "auto"; "" = not known (a stream input with --format
+  // auto, or a checkpoint written before formats were recorded).
+  std::string format;
+  std::string compression;  // none|gzip|zlib of the first input; "" = not known
+  int32_t id_base = 0;      // libsvm: ids in the files start at this value
+  int32_t field_size = 0;   // F; 0 = not recorded (old checkpoint)
+  int64_t feature_size = 0; // the id space [0, feature_size); 0 = not recorded
+  // Criteo TSV/CSV: categories become ids through a vocabulary (feature map)
+  // or by hashing (hash_buckets buckets with hash_seed).
+  std::string feature_map;        // vocabulary file (absolute path), "" = hashing
+  std::string vocab_fingerprint;  // VocabularyFingerprint of that map, "" = not recorded
+  int64_t hash_buckets = 0;       // hashing: buckets (= feature_size); 0 = not recorded
+  uint64_t hash_seed = 0;
 
-  bool recorded() const { return !format.empty(); }
+  bool recorded() const { return from_files; }
 };
 
 nlohmann::json DataSourceToJson(const DataSourceOptions& d, int32_t field_size);
+// Reads the current and the older layouts (format "auto", no criteo block):
+// what an old checkpoint did not record is left empty / 0.
 // InvalidArgument naming the key for a value of the wrong type.
 StatusOr<DataSourceOptions> DataSourceFromJson(const nlohmann::json& j);
 
@@ -75,7 +90,7 @@ struct TrainOptions {
   model::DeepFMConfig model;
   optim::OptimizerConfig optimizer;
   int64_t batch_size = 256;       // examples per step (the last batch of an epoch may be smaller)
-  int32_t epochs = 1;             // passes over the training data
+  int32_t epochs = 1;             // passes over the training data (>= 1)
   int64_t max_steps = 0;          // stop after this global step (0 = no limit)
   int64_t eval_every_steps = 0;   // also evaluate every N steps (0 = only at epoch ends)
   bool shuffle = true;            // shuffle each epoch (permutation from (seed, epoch))

@@ -18,6 +18,8 @@
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/random.h"
 #include "ctrain/optim/optimizer.h"
+#include "ctrain/train/data_source.h"
+#include "ctrain/train/input_checks.h"
 #include "ctrain/train/metrics.h"
 #include "ctrain/train/parameter_table.h"
 #include "ctrain/train/trainer_state.h"
@@ -28,6 +30,13 @@ namespace ctrain::train {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Stream mode: the input checks look at this many examples (or the first
+// epoch, if shorter) before they warn.
+constexpr int64_t kStreamInputCheckExamples = 10000;
+// ... and re-read at most this many examples to name the line of a field's
+// largest value (the shuffle buffer may have moved it far from the start).
+constexpr int64_t kStreamLocateExamples = 1000000;
 
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -57,16 +66,46 @@ struct Replica {
   Status status;
 };
 
-// The error for a step whose loss is not finite, naming the term.
-Status NonFiniteLoss(int64_t step, const model::LossTerms& loss) {
+// The error for a step whose loss is not finite, naming the term. When the
+// batch holds extreme input values (input_checks.h), they are the cause: the
+// message names their input lines; only ordinary inputs get the
+// learning-rate hint.
+Status NonFiniteLoss(int64_t step, const model::LossTerms& loss, const data::Batch& batch,
+                     const std::vector<std::string>& paths, const data::ExampleReaderOptions& reader) {
   const char* term = !std::isfinite(loss.logloss) ? "logloss" : (!std::isfinite(loss.l2) ? "l2" : "loss");
   const double v = !std::isfinite(loss.logloss) ? loss.logloss : (!std::isfinite(loss.l2) ? loss.l2 : loss.loss);
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "step %lld: loss is not finite (term: %s = %g); training stopped before applying this step "
-                "(diverged: try a smaller --learning-rate)",
-                static_cast<long long>(step), term, v);
-  return InvalidArgumentError(buf);
+  std::snprintf(buf, sizeof buf, "step %lld: loss is not finite (term: %s = %g)", static_cast<long long>(step), term,
+                v);
+  const std::vector<ExtremeRow> rows = ExtremeRows(batch, 5);
+  if (rows.empty())
+    return InvalidArgumentError(std::string(buf) +
+                                "; training stopped before applying this step (diverged: try a smaller "
+                                "--learning-rate)");
+  std::string m = std::string(buf) + " on a batch holding extreme input values: ";
+  const std::vector<std::string> where = LocateRows(paths, reader, batch, rows);
+  for (size_t i = 0; i < where.size(); ++i) m += (i ? "; " : "") + where[i];
+  m += ". Values this large overflow the forward pass (DeepFM multiplies each value into an embedding and the FM "
+       "term squares the sum): scale them (e.g. log1p) or drop these rows. Training stopped before applying this step";
+  return InvalidArgumentError(m);
+}
+
+// The error for a non-finite prediction of `row` (batch row `i`): names the
+// row's input line and its largest value (never a silent NaN in eval/predict).
+Status NonFinitePrediction(const Dataset& data, const data::Batch& batch, int64_t i, int64_t row) {
+  ExtremeRow x{i, 0, 0};
+  const int32_t F = batch.field_size;
+  for (int32_t f = 0; f < F; ++f) {
+    const float v = batch.values[i * F + f];
+    if (!std::isfinite(v) || std::fabs(v) > std::fabs(x.value)) x = {i, f, v};
+    if (!std::isfinite(v)) break;
+  }
+  const std::string where = LocateRows(data.source_paths(), data.source_reader(), batch, {x}).at(0);
+  const bool extreme = !std::isfinite(x.value) || std::fabs(x.value) >= InputCheckOptions().extreme_abs_value;
+  return InvalidArgumentError("input row " + std::to_string(row) + ": the prediction is not finite (" + where + ")" +
+                              (extreme ? ": extreme input values overflow the model; scale them (e.g. log1p) or "
+                                         "drop the row"
+                                       : ": the model's parameters are not finite"));
 }
 
 // A config value for an error message: floats with %g (the JSON form of a
@@ -124,6 +163,14 @@ struct Trainer::Impl {
                   terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
                   result->eval.logloss, static_cast<long long>(result->eval.examples));
     Log(buf);
+    if (!saturation_warned) {
+      const std::string w =
+          SaturationWarning(result->eval.saturated_fraction, result->eval.examples, pos.global_step);
+      if (!w.empty()) {
+        saturation_warned = true;
+        Warn(w, result);
+      }
+    }
     return Status::OK();
   }
 
@@ -313,8 +360,27 @@ struct Trainer::Impl {
   // Checks a replica's step result; the non-finite loss error names the global step.
   Status StepStatus(const Replica& rep, int64_t step) const {
     if (rep.status.ok()) return Status::OK();
-    if (!std::isfinite(rep.loss.logloss) || !std::isfinite(rep.loss.l2)) return NonFiniteLoss(step, rep.loss);
+    if (!std::isfinite(rep.loss.logloss) || !std::isfinite(rep.loss.l2))
+      return NonFiniteLoss(step, rep.loss, rep.batch, source_paths, source_reader);
     return rep.status;
+  }
+  // Where the training rows came from (to name them in errors).
+  std::vector<std::string> source_paths;
+  data::ExampleReaderOptions source_reader;
+
+  // ---- input checks (input_checks.h) ----
+  void Warn(const std::string& w, TrainResult* result) {
+    result->warnings.push_back(w);
+    if (sink) sink((terminal ? "\r\033[K" : "") + std::string("warning: ") + w);
+    else std::fprintf(stderr, "%sctrain: warning: %s\n", terminal ? "\r\033[K" : "", w.c_str());
+  }
+  bool input_warned = false, saturation_warned = false;
+  // `max_scan`: examples read to locate a field's largest value in the inputs.
+  void WarnInputs(const InputStats& st, TrainResult* result, int64_t max_scan) {
+    if (input_warned) return;
+    input_warned = true;
+    for (const std::string& w : st.Warnings("training examples", &source_paths, &source_reader, max_scan))
+      Warn(w, result);
   }
 
   void ApplyDense(int64_t step, const std::vector<model::DenseParam>& grads_from) {
@@ -434,6 +500,13 @@ struct Trainer::Impl {
     double wait = 0, compute = 0;
   };
 
+  // The epoch the progress line names (1-based): at an epoch's end the
+  // position already points at the next epoch, but the line still reports
+  // the one just finished (never "epoch 2/1").
+  static int64_t ShownEpoch(const TrainPosition& p) {
+    return p.batch_in_epoch == 0 && p.epoch > 0 ? p.epoch : p.epoch + 1;
+  }
+
   void PrintProgress(Progress& p, bool force) {
     if (!terminal) return;
     const auto now = Clock::now();
@@ -449,8 +522,9 @@ struct Trainer::Impl {
     char wait[48] = "";
     if (p.stream && p.wait + p.compute > 0)
       std::snprintf(wait, sizeof wait, " | input wait %.1f%%", 100.0 * p.wait / (p.wait + p.compute));
-    std::snprintf(buf, sizeof buf, "\r\033[Kstep %lld/%s | epoch %lld | %.0f ex/s | loss %.4f%s | ETA %s",
-                  static_cast<long long>(pos.global_step), total, static_cast<long long>(pos.epoch + 1), eps,
+    std::snprintf(buf, sizeof buf, "\r\033[Kstep %lld/%s | epoch %lld/%d | %.0f ex/s | loss %.4f%s | ETA %s",
+                  static_cast<long long>(pos.global_step), total, static_cast<long long>(ShownEpoch(pos)),
+                  options.epochs, eps,
                   p.loss_n ? p.loss_sum / p.loss_n : 0.0, wait,
                   p.total_steps > 0 ? FormatDuration(eta).c_str() : "?");
     if (sink)
@@ -464,6 +538,7 @@ struct Trainer::Impl {
     pool->ConfigureThread(0);
     Replica& rep = replicas[0];
     MetricAccumulator acc;
+    double saturated = 0;  // count of saturated predictions
     std::vector<float> probs;
     constexpr int64_t kChunk = 8192;
     for (int64_t b = 0; b < data.size(); b += kChunk) {
@@ -474,7 +549,10 @@ struct Trainer::Impl {
       probs.resize(e - b);
       CTRAIN_RETURN_IF_ERROR(
           rep.model->Predict(rep.batch, rep.unique_ids, rep.index, rep.w_rows.data(), rep.v_rows.data(), probs.data()));
+      for (int64_t i = 0; i < e - b; ++i)
+        if (!std::isfinite(probs[i])) return NonFinitePrediction(data, rep.batch, i, b + i);
       CTRAIN_RETURN_IF_ERROR(acc.Add(probs, rep.batch.labels));
+      saturated += SaturatedFraction(probs.data(), e - b) * static_cast<double>(e - b);
       if (predictions != nullptr) predictions->insert(predictions->end(), probs.begin(), probs.end());
     }
     EvalResult r;
@@ -483,6 +561,7 @@ struct Trainer::Impl {
     r.examples = acc.count();
     r.label_mean = acc.label_mean();
     r.prediction_mean = acc.prediction_mean();
+    r.saturated_fraction = data.size() > 0 ? saturated / static_cast<double>(data.size()) : 0;
     return r;
   }
   std::vector<float>* predictions = nullptr;
@@ -597,6 +676,13 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   pos.train_rows = train.size();
   train_inputs = nullptr;  // memory mode: the rows, not the files, are known (train_rows)
   saved_this_run = false;
+  source_paths = train.source_paths();
+  source_reader = train.source_reader();
+  {
+    InputStats st(train.field_size());
+    st.Add(train.ids(), train.values(), train.size(), train.labels());
+    WarnInputs(st, result, st.examples());  // storage order = file order: the rows looked at come first
+  }
   result->restored = pos.global_step > 0;
   pool->ConfigureThread(0);
   const int64_t N = train.size();
@@ -728,8 +814,21 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   CTRAIN_ASSIGN_OR_RETURN(nlohmann::json inputs, DescribeStreamInputs(input));
   if (!restored_inputs.is_null())
     CTRAIN_RETURN_IF_ERROR(CheckSameStreamInputs(restored_inputs, inputs, restored_path));
+  CTRAIN_RETURN_IF_ERROR(CheckNoEmptyFiles(inputs));
   train_inputs = std::move(inputs);
   saved_this_run = false;
+  source_paths = input.files;
+  source_reader = input.reader;
+  // The first examples of this run; a stream is checked early (its first
+  // epoch may be long), memory mode looks at more rows at once.
+  InputCheckOptions stream_checks;
+  stream_checks.max_examples = kStreamInputCheckExamples;
+  InputStats in_stats(options.model.field_size, stream_checks);
+  auto check_inputs = [&](const data::Batch& b) {
+    if (input_warned) return;
+    in_stats.Add(b.ids.data(), b.values.data(), b.size(), b.labels.data());
+    if (in_stats.full()) WarnInputs(in_stats, result, kStreamLocateExamples);
+  };
   // Ids are range-checked where they are parsed, so the error names the file and line/record.
   StreamInput checked = input;
   if (checked.reader.id_limit <= 0 || checked.reader.id_limit > options.model.feature_size)
@@ -799,6 +898,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
                 return false;
               }
               CTRAIN_RETURN_IF_ERROR(CheckBatch(rep.batch));
+              check_inputs(rep.batch);
               ++taken;
               return true;
             },
@@ -821,6 +921,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
           break;
         }
         CTRAIN_RETURN_IF_ERROR(CheckBatch(*dst));
+        check_inputs(*dst);
         const int64_t n = dst->size();
         double loss = 0;
         CTRAIN_RETURN_IF_ERROR(SyncStep(
@@ -853,6 +954,10 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
         CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
     }
     if (epoch_done) {
+      // An empty pass (empty input, stdin or FIFO that gave 0 bytes, every
+      // record dropped by drop_remainder) is an error, never a 0-step run.
+      if (src->epoch_records() == 0) return EmptyEpochError(input, pos.epoch, B, src->stats());
+      if (in_stats.examples() > 0) WarnInputs(in_stats, result, kStreamLocateExamples);  // a short first epoch
       const int64_t finished = pos.epoch + 1;
       pos.train_rows = src->epoch_records();
       ++pos.epoch;
@@ -880,6 +985,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
     }
   }
   if (terminal) PrintProgress(prog, true), Log("");
+  if (in_stats.examples() > 0) WarnInputs(in_stats, result, kStreamLocateExamples);  // a run shorter than the check
   if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
   if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
   CTRAIN_RETURN_IF_ERROR(SaveFinal());
@@ -896,9 +1002,12 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   result->input_wait_fraction = result->seconds > 0 ? prog.wait / result->seconds : 0;
   result->examples_per_sec = result->seconds > 0 ? result->examples_this_run / result->seconds : 0;
   result->pipeline = src->stats();
-  result->input_suggestion =
-      data::InputBoundSuggestion(result->input_wait_fraction, input.pipeline.num_parallel_calls,
-                                 input.pipeline.prefetch_buffer_size);
+  // Too few steps or seconds measure start-up (thread start, first reads,
+  // oneDNN primitive creation), not the steady state: no advice from them.
+  if (result->steps_this_run >= kMinStepsForInputAdvice && result->seconds >= kMinSecondsForInputAdvice)
+    result->input_suggestion =
+        data::InputBoundSuggestion(result->input_wait_fraction, input.pipeline.num_parallel_calls,
+                                   input.pipeline.prefetch_buffer_size);
   return Status::OK();
 }
 // ---------------------------------------------------------------------------
@@ -948,6 +1057,11 @@ Status Trainer::Restore(bool* restored) {
       return FailedPreconditionError(ck->path + ": checkpoint was trained with --feature-map '" + d.feature_map +
                                      "', this run has '" + m.options.data.feature_map +
                                      "' (use the same --feature-map or a new --model-dir)");
+    } else {
+      // Same id base and map: the encoding (format family, hashing, vocabulary content) must match too.
+      std::vector<std::string> notes;
+      CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(d, m.options.model_dir, m.options.data, "this run's --train", &notes)
+                                 .WithContext(ck->path + ": resume"));
     }
   }
   CheckpointTensors t = m.Tensors();
@@ -985,6 +1099,8 @@ StatusOr<double> Trainer::MeasureThroughput(const Dataset& train, int64_t steps)
   m.options.save_checkpoints_steps = 0;
   m.options.progress = ProgressMode::kNone;
   m.terminal = false;
+  const bool warned = m.input_warned;
+  m.input_warned = true;  // a measurement, not a run: no input warnings
   const int32_t R = m.options.parallel.hogwild > 0 ? m.options.parallel.hogwild : 1;
   // One warm-up step (oneDNN primitive creation, first-touch), then the timed ones.
   TrainResult r;
@@ -997,6 +1113,7 @@ StatusOr<double> Trainer::MeasureThroughput(const Dataset& train, int64_t steps)
   }
   m.options = saved;
   m.terminal = false;
+  m.input_warned = warned;
   CTRAIN_RETURN_IF_ERROR(st);
   return r.examples_per_sec;
 }

@@ -60,7 +60,12 @@ struct EvalResult {
   int64_t examples = 0;
   double label_mean = 0;    // observed CTR
   double prediction_mean = 0;
+  double saturated_fraction = 0;  // predictions < 0.001 or > 0.999 (train/input_checks.h)
 };
+
+// The input-bound advice needs a steady state to speak about.
+inline constexpr int64_t kMinStepsForInputAdvice = 50;
+inline constexpr double kMinSecondsForInputAdvice = 2.0;
 
 struct TrainResult {
   int64_t steps = 0;            // global step at the end (includes restored steps)
@@ -86,8 +91,14 @@ struct TrainResult {
   double input_wait_seconds = 0;
   double compute_seconds = 0;
   double input_wait_fraction = 0;  // wait / (wait + compute), in [0, 1]
-  std::string input_suggestion;    // data::InputBoundSuggestion when the fraction >= 0.1
+  // data::InputBoundSuggestion when the fraction >= 0.1 over at least
+  // kMinStepsForInputAdvice steps and kMinSecondsForInputAdvice seconds ("" otherwise).
+  std::string input_suggestion;
   data::PipelineStats pipeline;    // stream mode: the last epoch's pipeline (all epochs with a cache)
+  // Input checks (train/input_checks.h): unscaled values, category codes
+  // stored as values, saturated validation predictions. Also printed to
+  // stderr ("ctrain: warning: ...") or the log sink as they arise.
+  std::vector<std::string> warnings;
 };
 
 class Trainer {
@@ -104,8 +115,10 @@ class Trainer {
   // optimizer slots, step, epoch position) and sets *restored = true.
   // Errors: FailedPrecondition when the checkpoint's model config or optimizer
   // differs from the options (the message names the field), or its recorded
-  // data options (meta "data": id_base, feature_map) differ from options.data
-  // when both are recorded; the checkpoint reader's DataLoss/NotFound errors.
+  // data options (meta "data": id_base, feature_map, or the encoding as
+  // train/data_source.h CheckInputMatchesModel compares it) differ from
+  // options.data when both are recorded; the checkpoint reader's
+  // DataLoss/NotFound errors.
   // When options.data is not recorded it is taken from the checkpoint.
   Status Restore(bool* restored);
 
@@ -115,7 +128,10 @@ class Trainer {
   // epoch end or the last one is evaluated once), checkpointing every
   // save_checkpoints_steps steps, at every epoch end and at the end.
   // Errors: InvalidArgument "step S: loss is not finite (term: logloss|l2) ..."
-  // (training stops, nothing after the bad step is applied); InvalidArgument
+  // (training stops, nothing after the bad step is applied); when the batch
+  // holds extreme input values the message names their input lines
+  // (train/input_checks.h LocateRows over train.source_paths()), otherwise it
+  // suggests a smaller learning rate; InvalidArgument
   // when the data's field_size differs from the model's; FailedPrecondition
   // when a restored run's training data has a different row count.
   Status Train(const Dataset& train, const Dataset* valid, TrainResult* result);

@@ -1,0 +1,82 @@
+// How a model's training data was encoded, and whether eval/predict input is
+// encoded the same way (docs/checkpoint.md#data, docs/training.md#eval-and-predict).
+//
+// Encodings: LibSVM and TFRecord carry ids as written (LibSVM shifted by its
+// id base); Criteo TSV/CSV rows become ids by hashing (buckets, seed) or by a
+// vocabulary (feature map). A model only means something on ids made the
+// same way, so eval/predict refuse input whose encoding differs from the
+// checkpoint's (DataSourceOptions, recorded by `ctrain train`).
+//
+// Thread safety: plain functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ctrain/base/status.h"
+#include "ctrain/data/example_reader.h"
+#include "ctrain/io/criteo.h"
+#include "ctrain/train/dataset.h"
+#include "ctrain/train/train_config.h"
+
+namespace ctrain::train {
+
+// One line for messages, e.g. "libsvm with id base 1", "tfrecord (ids as
+// stored)", "criteo-tsv (hashed ids, 921 buckets, seed 0)", "criteo-tsv
+// (vocabulary ids from feature map /abs/fm.txt)", "an unknown format".
+std::string DescribeDataSource(const DataSourceOptions& d);
+
+// 16 hex digits of io::Hash64 over the vocabulary's feature map text (lines in
+// id order): equal for equal vocabularies wherever the file lives.
+std::string VocabularyFingerprint(const io::CriteoVocabulary& vocabulary);
+
+// The format each input would be read as, in ExpandFileList order: the
+// reader's format when given, else sniffed from the first bytes of a regular
+// file (data::SniffFile, reads nothing else); "" for a stream (stdin, FIFO,
+// pipe: channel) with format auto, which cannot be peeked without consuming it.
+// Errors: ExpandFileList's and SniffFile's (they name the file).
+struct InputFormat {
+  std::string path;
+  std::string format;       // never "auto"; "" = not known before reading
+  std::string compression;  // "" = not known
+};
+StatusOr<std::vector<InputFormat>> DetectInputFormats(const std::vector<std::string>& paths,
+                                                      const data::ExampleReaderOptions& reader);
+
+// "none"/"gzip"/"zlib" ("" for kAuto).
+std::string CompressionText(io::Compression c);
+
+// The description of data read with `reader` (id base, field size, feature
+// size, hashing or vocabulary from reader.vocabulary with its fingerprint;
+// `feature_map` = the map's path for messages) in `format` / `compression`.
+DataSourceOptions MakeDataSource(const std::string& format, const std::string& compression,
+                                 const data::ExampleReaderOptions& reader, const std::string& feature_map);
+
+// The training data's description for checkpoints: the first input whose
+// format is known gives format and compression (an input mixing encoding
+// families, e.g. criteo-tsv with libsvm, is InvalidArgument naming both files).
+StatusOr<DataSourceOptions> DescribeTrainingData(const std::vector<InputFormat>& inputs,
+                                                 const data::ExampleReaderOptions& reader,
+                                                 const std::string& feature_map);
+
+// Checks that `input` (one eval/predict input named `input_name`, as read
+// with the flags and the checkpoint's defaults) is encoded like `model` (the
+// checkpoint's, of the model in `model_dir`). FailedPrecondition naming both
+// sides, e.g. "--input x.tsv is criteo-tsv (hashed ids, 921 buckets, seed 0);
+// the model in runs/a was trained on libsvm with id base 1: ...". Appends to
+// *notes what could not be checked (an old checkpoint without the format) or
+// is accepted with a caveat (libsvm vs tfrecord: ids taken as stored).
+Status CheckInputMatchesModel(const DataSourceOptions& model, const std::string& model_dir,
+                              const DataSourceOptions& input, const std::string& input_name,
+                              std::vector<std::string>* notes);
+
+// CheckInputMatchesModel for each of `inputs` (named "--input <path>"), read
+// with `reader` (id base, sizes, vocabulary) and `feature_map` (its path).
+Status CheckInputsMatchModel(const DataSourceOptions& model, const std::string& model_dir,
+                             const std::vector<InputFormat>& inputs, const data::ExampleReaderOptions& reader,
+                             const std::string& feature_map, std::vector<std::string>* notes);
+
+// The formats LoadDataset actually read, per file (LoadStats::per_file).
+std::vector<InputFormat> InputFormatsRead(const LoadStats& stats);
+
+}  // namespace ctrain::train
