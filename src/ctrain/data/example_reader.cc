@@ -240,8 +240,9 @@ StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io:
 }
 
 namespace {
-StatusOr<SniffedStream> OpenAndSniff(const std::string& path, io::Compression compression, RecordFormat requested) {
-  CTRAIN_ASSIGN_OR_RETURN(auto raw, OpenInputPass(path));
+StatusOr<SniffedStream> OpenAndSniff(const std::string& path, io::Compression compression, RecordFormat requested,
+                                     int64_t pipe_timeout_ms = kDefaultPipeTimeoutMs) {
+  CTRAIN_ASSIGN_OR_RETURN(auto raw, OpenInputPass(path, 0, pipe_timeout_ms));
   return SniffStream(std::move(raw), compression, requested);
 }
 }  // namespace
@@ -254,7 +255,7 @@ StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compres
 StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
                                                            const ExampleReaderOptions& options) {
   if (options.field_size <= 0) return InvalidArgumentError("field_size must be positive");
-  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, options.compression, options.format));
+  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, options.compression, options.format, options.pipe_timeout_ms));
   switch (o.format) {
     case RecordFormat::kLibSvm: {
       io::LibSvmOptions lo;

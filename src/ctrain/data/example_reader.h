@@ -50,6 +50,10 @@ struct ExampleReaderOptions {
   // feature_size); otherwise InvalidArgument naming the file, line or record,
   // the field and the id as written in the file.
   int64_t id_limit = 0;
+  // FIFOs and pipe:<channel> inputs: the longest wait in ms for the FIFO to
+  // appear, a writer to connect, and each next byte (pipe_mode.h); 0 = no
+  // limit. The pipeline sets it from PipelineOptions::pipe_timeout_ms.
+  int64_t pipe_timeout_ms = 60000;
 };
 
 // The id-range rule of ExampleReaderOptions::id_limit for one example.

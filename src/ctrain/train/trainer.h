@@ -40,6 +40,7 @@
 // worker threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -154,6 +155,14 @@ class Trainer {
 
   // Called (if set) with each progress/log line instead of writing stderr.
   void set_log_sink(std::function<void(const std::string&)> sink);
+
+  // A stop request (base/signals.h PendingInterruptFlag(): the signal number,
+  // 0 = none), polled between steps by Train/TrainStream. When it is set they
+  // checkpoint the current position (with a model_dir, unless this call ran no
+  // step) and return Cancelled "interrupted by SIGTERM at step N: ...", so a
+  // resume continues exactly where the run stopped. A stream input that is
+  // waiting for data also ends with Cancelled. Null = never stop.
+  void set_stop_flag(const std::atomic<int>* flag);
 
  private:
   struct Impl;
