@@ -152,6 +152,40 @@ void CheckStopAndExactResume(bool stream) {
 TEST(Interrupt, MemoryModeStopsBetweenStepsAndResumesExactly) { CheckStopAndExactResume(false); }
 TEST(Interrupt, StreamModeStopsBetweenStepsAndResumesExactly) { CheckStopAndExactResume(true); }
 
+// Hogwild runs free between sync points; a stop mid-segment must record
+// exactly the batches applied (not the whole segment) so a resume skips them.
+TEST(Interrupt, HogwildStopsMidSegmentWithAConsistentPosition) {
+  TrainOptions o = SmallOptions();
+  o.eval_every_steps = 0;  // one segment per epoch
+  o.epochs = 400;          // far longer than the stop delay
+  o.parallel.hogwild = 2;
+  o.model_dir = TempDir("hogwild");
+  auto t = Trainer::Create(o);
+  ASSERT_TRUE(t.ok());
+  std::atomic<int> flag{0};
+  (*t)->set_stop_flag(&flag);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    flag = SIGINT;
+  });
+  TrainResult r;
+  Status st = (*t)->Train(TrainRows(), nullptr, &r);
+  stopper.join();
+  ASSERT_EQ(st.code(), StatusCode::kCancelled) << st.ToString();
+  EXPECT_EQ(st.message().rfind("interrupted by SIGINT at step ", 0), 0u) << st.ToString();
+  StatusOr<Checkpoint> ck = LoadLatestCheckpoint(o.model_dir);
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  const int64_t epoch = ck->meta.value("epoch", int64_t{-1}), batch = ck->meta.value("batch_in_epoch", int64_t{-1});
+  ASSERT_GE(epoch, 0);
+  ASSERT_GE(batch, 0);
+  ASSERT_LT(batch, 16);
+  EXPECT_EQ(ck->step, epoch * 16 + batch);
+  // 1000 rows in 64-row batches: 15 full ones and one of 40.
+  EXPECT_EQ(ck->meta.value("examples", int64_t{-1}), epoch * 1000 + batch * 64);
+  EXPECT_NE(st.message().find("at step " + std::to_string(ck->step) + ": checkpoint"), std::string::npos)
+      << st.ToString();
+}
+
 TEST(Interrupt, WithoutModelDirNothingIsSaved) {
   TrainOptions o = SmallOptions();
   o.epochs = 3;

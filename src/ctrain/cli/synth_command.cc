@@ -11,6 +11,7 @@
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
 #include "ctrain/data/synth.h"
+#include "ctrain/io/file.h"
 
 namespace ctrain::cli {
 namespace {
@@ -28,6 +29,7 @@ Status Synth(const SynthFlags& fl) {
   if (fl.id_base < 0) return InvalidArgumentError("--id-base must be >= 0, got " + std::to_string(fl.id_base));
   if (fl.row_offset < 0 || fl.row_offset > INT64_MAX - std::max<int64_t>(fl.synth.rows, 0))
     return InvalidArgumentError("--row-offset must be in [0, 2^63 - 1 - rows], got " + std::to_string(fl.row_offset));
+  CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--output", fl.output));
   CTRAIN_ASSIGN_OR_RETURN(auto gen, data::SynthGenerator::Create(fl.synth));
   data::ExampleWriterOptions wo;
   auto fmt = data::ParseRecordFormat(fl.format);
