@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -191,6 +192,38 @@ TEST(AtomicWrite, InterruptLeavesNoTemporary) {
   // A completed write is untouched by a later interrupt: its slot was released.
   ASSERT_TRUE(WriteStringToFileAtomic(out, "done").ok());
   EXPECT_EQ(*ReadFileToString(out), "done");
+}
+
+// `-o <fifo>` / `-o /dev/null`: written in place, never replaced by a renamed file.
+TEST(AtomicWrite, FifoAndDeviceTargetsAreWrittenInPlace) {
+  TempDir d;
+  const std::string fifo = d / "out.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the writer waits for its reader
+    auto f = OpenSequentialFile(fifo);
+    ASSERT_TRUE(f.ok());
+    char buf[64];
+    StatusOr<size_t> n = (*f)->Read(buf, sizeof buf);
+    ASSERT_TRUE(n.ok());
+    got.assign(buf, *n);
+  });
+  EXPECT_TRUE(CheckOutputWritable("--output", fifo).ok());
+  ASSERT_TRUE(WriteStringToFileAtomic(fifo, "through the pipe").ok());
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  struct stat st;
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  if (::geteuid() == 0) {  // a private copy of /dev/null (mknod needs root)
+    const std::string dev = d / "null";
+    ASSERT_EQ(::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
+    ASSERT_TRUE(WriteStringToFileAtomic(dev, "discarded").ok());
+    ASSERT_EQ(::stat(dev.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+  }
+  EXPECT_EQ(std::system(("test -z \"$(ls '" + d.path + "' | grep tmp)\"").c_str()), 0);
 }
 
 TEST(WritableChecks, NameTheFlagThePathAndTheOsError) {

@@ -164,6 +164,33 @@ Status ProbeCreate(const std::string& dir, const std::string& shown, const std::
   return Status::OK();
 }
 
+// Opens a FIFO or device for writing. A FIFO without a reader (ENXIO with
+// O_NONBLOCK) is retried every 100 ms for up to kDefaultStreamTimeoutMs,
+// logging after 1 s and every 5 s, then DeadlineExceeded; an interrupt ends the wait.
+StatusOr<int> OpenStreamForWriting(const std::string& path, bool fifo) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  int64_t next_log_ms = 1000;
+  for (;;) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+    if (fd >= 0) {
+      if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
+    if (!fifo || errno != ENXIO) return ErrnoError(path, "open for writing", errno);
+    if (PendingInterrupt() != 0) return CancelledError(path + ": interrupted by " + SignalName(PendingInterrupt()));
+    const int64_t waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    if (waited >= kDefaultStreamTimeoutMs)
+      return DeadlineExceededError("no reader connected to " + path + " within " +
+                                   std::to_string(kDefaultStreamTimeoutMs) + " ms (pipe timeout)");
+    if (waited >= next_log_ms) {
+      next_log_ms += 5000;
+      std::fprintf(stderr, "ctrain: waiting for a reader on %s (%.0f s)\n", path.c_str(), waited / 1000.0);
+    }
+    ::usleep(100 * 1000);
+  }
+}
+
 class PosixWritableFile final : public WritableFile {
  public:
   // `slot`: the temporary's RegisterTempFile slot (-1 if none).
@@ -260,6 +287,13 @@ std::unique_ptr<SequentialFile> NewMemoryFile(std::string name, std::string cont
 StatusOr<std::unique_ptr<WritableFile>> OpenWritableFile(const std::string& path,
                                                          const WriteOptions& options) {
   if (path == "-") return std::unique_ptr<WritableFile>(new PosixWritableFile("<stdout>", "", 1, false, -1));
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+    // A FIFO or device (/dev/null, /dev/stdout): written in place, never
+    // replaced by a renamed regular file. A FIFO waits for its reader.
+    CTRAIN_ASSIGN_OR_RETURN(int fd, OpenStreamForWriting(path, S_ISFIFO(st.st_mode)));
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, "", fd, true, -1));
+  }
   std::string tmp = options.atomic ? path + ".tmp." + std::to_string(::getpid()) : std::string();
   const std::string& target = options.atomic ? tmp : path;
   // Registered before it exists, so that no interrupt can leave it behind.
@@ -279,6 +313,11 @@ Status CheckOutputWritable(std::string_view flag, const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return InvalidArgumentError(f + " " + path + ": is a directory, not a file");
+  if (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+    // Written in place (OpenWritableFile): no file is created next to it.
+    if (::access(path.c_str(), W_OK) != 0) return ErrnoError(path, f + ": cannot write", errno);
+    return Status::OK();
+  }
   const std::string dir = DirOf(path);
   if (::stat(dir.c_str(), &st) != 0)
     return ErrnoError(path, f + ": its directory '" + dir + "' cannot be used", errno);

@@ -88,7 +88,11 @@ struct WriteOptions {
   bool atomic = false;
 };
 
-// Creates/truncates `path`. "-" means standard output (atomic is ignored).
+// Creates/truncates `path`. "-" means standard output (atomic is ignored). An
+// existing FIFO or character device (/dev/null, /dev/stdout, a named pipe) is
+// written in place, never replaced (atomic is ignored); a FIFO waits up to
+// kDefaultStreamTimeoutMs for a reader (DeadlineExceeded "no reader connected
+// to <fifo> within 60000 ms (pipe timeout)").
 StatusOr<std::unique_ptr<WritableFile>> OpenWritableFile(const std::string& path,
                                                          const WriteOptions& options = {});
 
