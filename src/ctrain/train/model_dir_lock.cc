@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include <nlohmann/json.hpp>
@@ -77,6 +79,12 @@ StatusOr<std::unique_ptr<ModelDirLock>> ModelDirLock::Acquire(const std::string&
       ::close(fd);
       return FailedPreconditionError(model_dir + ": model directory is in use by another training (" + holder +
                                      "); wait for it to finish or use another --model-dir");
+    }
+    if (err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS) {
+      // A file system without flock (some network mounts): train unguarded rather than not at all.
+      std::fprintf(stderr, "ctrain: warning: %s: cannot lock (%s); make sure no other training uses %s\n",
+                   path.c_str(), std::strerror(err), model_dir.c_str());
+      break;
     }
     ::close(fd);
     return ErrnoError(path, "--model-dir: lock", err);

@@ -31,6 +31,8 @@ class ModelDirLock {
   // Errors: FailedPrecondition naming the holder when another open file
   // description holds it; ErrnoError naming the lock file when it cannot be
   // created or opened for writing (a read-only model directory: EROFS/EACCES).
+  // A file system without flock support (ENOLCK, EOPNOTSUPP) gets a warning on
+  // stderr and an unguarded "lock".
   static StatusOr<std::unique_ptr<ModelDirLock>> Acquire(const std::string& model_dir,
                                                          const std::string& command = "");
   ~ModelDirLock();  // releases the lock
