@@ -101,6 +101,18 @@ TEST(Signals, DeferralRecordsTheFirstSignalAndTheSecondExitsAtOnce) {
   EXPECT_FALSE(Exists(tmp));
 }
 
+TEST(Signals, SigpipeDuringADeferredStopIsIgnored) {
+  const int status = InChild([&] {
+    InstallInterruptHandlers();
+    InterruptDeferral defer;
+    ::raise(SIGINT);
+    ::raise(SIGPIPE);  // e.g. `| tee` ended by the same Ctrl-C
+    ::_exit(PendingInterrupt() == SIGINT ? 9 : 8);
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 9);
+}
+
 TEST(Signals, ExitForSignalRemovesTempFilesAndEndsWithTheSignal) {
   const std::string tmp = TempPath("metrics.json.tmp.1");
   Touch(tmp);

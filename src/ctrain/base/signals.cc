@@ -50,6 +50,13 @@ void UnlinkTempFiles() {
 
 void Handler(int signo) {
   const int saved_errno = errno;
+  // Stopping after a deferred interrupt: a closed stderr pipe (`ctrain train 2>&1 | tee log`,
+  // Ctrl-C ends tee too) must not cut the checkpoint short; the write just fails with EPIPE.
+  // (Also after the deferral ended: the process is on its way to ExitForSignal.)
+  if (signo == SIGPIPE && g_pending.load(std::memory_order_acquire) != 0) {
+    errno = saved_errno;
+    return;
+  }
   if ((signo == SIGINT || signo == SIGTERM) && g_defer.load(std::memory_order_acquire) > 0) {
     int expected = 0;
     if (g_pending.compare_exchange_strong(expected, signo)) {

@@ -10,7 +10,9 @@
 //      SIGHUP and 141 for SIGPIPE.
 // While an InterruptDeferral is alive, the first SIGINT or SIGTERM is only
 // recorded (PendingInterrupt() returns it) so that a trainer can stop between
-// two steps and write a checkpoint; a second one acts at once as above.
+// two steps and write a checkpoint; a second one acts at once as above. Once
+// one is recorded, SIGPIPE is ignored (a `| tee` that Ctrl-C also ended must
+// not cut the checkpoint short; writes to it fail with EPIPE instead).
 // A signal that was ignored when the process started (nohup, `cmd &` in a
 // non-interactive shell) stays ignored.
 //

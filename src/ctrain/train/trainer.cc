@@ -119,7 +119,8 @@ struct Trainer::Impl {
       msg += "no step ran in this run, the checkpoint in " + options.model_dir + " is unchanged";
     } else {
       CTRAIN_RETURN_IF_ERROR(SaveFinal());
-      msg += "checkpoint " + options.model_dir + "/" + CheckpointFileName(pos.global_step) +
+      msg += "checkpoint " + options.model_dir + (options.model_dir.back() == '/' ? "" : "/") +
+             CheckpointFileName(pos.global_step) +
              " saved; run the same command to resume";
     }
     return CancelledError(msg);
