@@ -296,6 +296,8 @@ TEST_F(ProcessSafetyTest, Trial05UnwritableModelDirFailsUpFront) {
     if (Sh("setpriv --reuid=65534 --regid=65534 --clear-groups true").code != 0)
       GTEST_SKIP() << "running as root without setpriv: cannot test an unwritable directory";
     as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+    if (Sh(as_user + "test -r '" + P("s.libsvm") + "'").code != 0)
+      GTEST_SKIP() << "user 65534 cannot read the test directory " << dir_;
   }
   ASSERT_EQ(::chmod(P("a").c_str(), 0555), 0);
   ASSERT_EQ(::chmod(dir_.c_str(), 0555), 0);
@@ -323,9 +325,10 @@ TEST_F(ProcessSafetyTest, Trial05UnwritableModelDirFailsUpFront) {
 // The trial's own setup: an existing model dir on a read-only file system
 // (needs an unprivileged user + mount namespace: `unshare -rm`).
 TEST_F(ProcessSafetyTest, Trial05ReadOnlyFileSystemFailsUpFront) {
-  if (Sh("unshare -rm true").code != 0) GTEST_SKIP() << "unshare -rm (user + mount namespace) is not available";
-  Synth("s.libsvm", 2000);
   ASSERT_EQ(::mkdir(P("ro").c_str(), 0755), 0);
+  if (Sh("unshare -rm sh -c 'mount -t tmpfs tmpfs " + P("ro") + " && mount -o remount,ro " + P("ro") + "'").code != 0)
+    GTEST_SKIP() << "no unprivileged user + mount namespace (unshare -rm) to mount a read-only file system";
+  Synth("s.libsvm", 2000);
   RunResult r = Sh("cd '" + dir_.string() + "' && unshare -rm sh -c 'mount -t tmpfs tmpfs ro && " + kCtrain +
                    " train --train s.libsvm --epochs 1 --progress none --model-dir ro/a" + kSmallModel +
                    " >/dev/null 2>&1 && mount -o remount,ro ro && " + kCtrain +
