@@ -28,7 +28,8 @@
 // global step, the epoch, the batches done in that epoch and the examples
 // consumed, the data options (TrainOptions::data) and in stream mode the
 // inputs (DescribeStreamInputs). Written every save_checkpoints_steps steps,
-// at every epoch end and at the end of training. Restore() puts all of that
+// at every epoch end, at the end of training, and on a stop request
+// (set_stop_flag: SIGINT/SIGTERM between two steps). Restore() puts all of that
 // back, so an interrupted run continues
 // with exactly the bits an uninterrupted one would have (non-hogwild).
 //
