@@ -240,6 +240,17 @@ TEST(AtomicWrite, FifoAndDeviceTargetsAreWrittenInPlace) {
   EXPECT_EQ(std::system(("test -z \"$(ls '" + d.path + "' | grep tmp)\"").c_str()), 0);
 }
 
+TEST(AtomicWrite, SymlinkIsKeptAndItsTargetReplaced) {
+  TempDir d;
+  ASSERT_TRUE(WriteStringToFileAtomic(d / "real.txt", "old").ok());
+  ASSERT_EQ(::symlink((d / "real.txt").c_str(), (d / "link.txt").c_str()), 0);
+  ASSERT_TRUE(WriteStringToFileAtomic(d / "link.txt", "new").ok());
+  struct stat st;
+  ASSERT_EQ(::lstat((d / "link.txt").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(*ReadFileToString(d / "real.txt"), "new");
+}
+
 TEST(WritableChecks, NameTheFlagThePathAndTheOsError) {
   TempDir d;
   EXPECT_TRUE(CheckOutputWritable("--output", d / "p.txt").ok());

@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -294,7 +296,15 @@ StatusOr<std::unique_ptr<WritableFile>> OpenWritableFile(const std::string& path
     CTRAIN_ASSIGN_OR_RETURN(int fd, OpenStreamForWriting(path, S_ISFIFO(st.st_mode)));
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, "", fd, true, -1));
   }
-  std::string tmp = options.atomic ? path + ".tmp." + std::to_string(::getpid()) : std::string();
+  // A symlink (e.g. /dev/stdout -> /proc/self/fd/1 -> a file) is kept: the
+  // temporary goes next to its target, which the rename replaces.
+  std::string dest = path;
+  struct stat lst;
+  if (options.atomic && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) != nullptr) dest = resolved;
+  }
+  std::string tmp = options.atomic ? dest + ".tmp." + std::to_string(::getpid()) : std::string();
   const std::string& target = options.atomic ? tmp : path;
   // Registered before it exists, so that no interrupt can leave it behind.
   const int slot = options.atomic ? RegisterTempFile(tmp) : -1;
@@ -304,7 +314,7 @@ StatusOr<std::unique_ptr<WritableFile>> OpenWritableFile(const std::string& path
     UnregisterTempFile(slot);
     return ErrnoError(target, "open for writing", err);
   }
-  return std::unique_ptr<WritableFile>(new PosixWritableFile(path, tmp, fd, true, slot));
+  return std::unique_ptr<WritableFile>(new PosixWritableFile(dest, tmp, fd, true, slot));
 }
 
 Status CheckOutputWritable(std::string_view flag, const std::string& path) {
@@ -318,7 +328,12 @@ Status CheckOutputWritable(std::string_view flag, const std::string& path) {
     if (::access(path.c_str(), W_OK) != 0) return ErrnoError(path, f + ": cannot write", errno);
     return Status::OK();
   }
-  const std::string dir = DirOf(path);
+  std::string dir = DirOf(path);
+  struct stat lst;
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {  // written next to the link's target
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) != nullptr) dir = DirOf(resolved);
+  }
   if (::stat(dir.c_str(), &st) != 0)
     return ErrnoError(path, f + ": its directory '" + dir + "' cannot be used", errno);
   if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(path + ": " + f + ": '" + dir + "' is not a directory");

@@ -92,7 +92,8 @@ struct WriteOptions {
 // existing FIFO or character device (/dev/null, /dev/stdout, a named pipe) is
 // written in place, never replaced (atomic is ignored); a FIFO waits up to
 // kDefaultStreamTimeoutMs for a reader (DeadlineExceeded "no reader connected
-// to <fifo> within 60000 ms (pipe timeout)").
+// to <fifo> within 60000 ms (pipe timeout)"). An atomic write through a
+// symlink replaces the link's target and keeps the link.
 StatusOr<std::unique_ptr<WritableFile>> OpenWritableFile(const std::string& path,
                                                          const WriteOptions& options = {});
 
