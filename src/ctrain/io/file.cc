@@ -166,6 +166,14 @@ Status ProbeCreate(const std::string& dir, const std::string& shown, const std::
   return Status::OK();
 }
 
+// /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N...: a descriptor the
+// shell opened (not /dev/shm files, which are ordinary files).
+bool IsDescriptorPath(const std::string& path) {
+  if (path.starts_with("/proc/") || path.starts_with("/dev/fd/")) return true;
+  struct stat lst;
+  return path.starts_with("/dev/") && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
+}
+
 // Opens a FIFO or device for writing. A FIFO without a reader (ENXIO with
 // O_NONBLOCK) is retried every 100 ms for up to kDefaultStreamTimeoutMs,
 // logging after 1 s and every 5 s, then DeadlineExceeded; an interrupt ends the wait.
@@ -296,6 +304,13 @@ StatusOr<std::unique_ptr<WritableFile>> OpenWritableFile(const std::string& path
     CTRAIN_ASSIGN_OR_RETURN(int fd, OpenStreamForWriting(path, S_ISFIFO(st.st_mode)));
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, "", fd, true, -1));
   }
+  if (IsDescriptorPath(path) && ::stat(path.c_str(), &st) == 0) {
+    // /dev/stdout or /proc/self/fd/N redirected to a file: appended in place,
+    // as the shell opened it (`>` or `>>`); nothing is created in /dev.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return ErrnoError(path, "open for writing", errno);
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, "", fd, true, -1));
+  }
   // A symlink (e.g. /dev/stdout -> /proc/self/fd/1 -> a file) is kept: the
   // temporary goes next to its target, which the rename replaces.
   std::string dest = path;
@@ -323,7 +338,8 @@ Status CheckOutputWritable(std::string_view flag, const std::string& path) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     return InvalidArgumentError(f + " " + path + ": is a directory, not a file");
-  if (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+  if (::stat(path.c_str(), &st) == 0 &&
+      (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || IsDescriptorPath(path))) {
     // Written in place (OpenWritableFile): no file is created next to it.
     if (::access(path.c_str(), W_OK) != 0) return ErrnoError(path, f + ": cannot write", errno);
     return Status::OK();

@@ -90,7 +90,8 @@ struct WriteOptions {
 
 // Creates/truncates `path`. "-" means standard output (atomic is ignored). An
 // existing FIFO or character device (/dev/null, /dev/stdout, a named pipe) is
-// written in place, never replaced (atomic is ignored); a FIFO waits up to
+// written in place, never replaced (atomic is ignored; /dev/stdout, /dev/fd/N
+// or /proc/self/fd/N redirected to a file is appended to); a FIFO waits up to
 // kDefaultStreamTimeoutMs for a reader (DeadlineExceeded "no reader connected
 // to <fifo> within 60000 ms (pipe timeout)"). An atomic write through a
 // symlink replaces the link's target and keeps the link.
