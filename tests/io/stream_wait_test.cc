@@ -251,6 +251,19 @@ TEST(AtomicWrite, SymlinkIsKeptAndItsTargetReplaced) {
   EXPECT_EQ(*ReadFileToString(d / "real.txt"), "new");
 }
 
+// `-o /dev/stdout >> log`: the descriptor the shell opened is appended to in place.
+TEST(AtomicWrite, DescriptorPathsAreAppendedInPlace) {
+  TempDir d;
+  ASSERT_TRUE(WriteStringToFileAtomic(d / "log", "hello\n").ok());
+  const int fd = ::open((d / "log").c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0);
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  EXPECT_TRUE(CheckOutputWritable("--output", path).ok());
+  EXPECT_TRUE(WriteStringToFileAtomic(path, "world\n").ok());
+  ::close(fd);
+  EXPECT_EQ(*ReadFileToString(d / "log"), "hello\nworld\n");
+}
+
 TEST(WritableChecks, NameTheFlagThePathAndTheOsError) {
   TempDir d;
   EXPECT_TRUE(CheckOutputWritable("--output", d / "p.txt").ok());
