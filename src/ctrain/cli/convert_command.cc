@@ -4,6 +4,7 @@
 
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/io/file.h"
 
 namespace ctrain::cli {
 namespace {
@@ -41,6 +42,11 @@ Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io
 }
 
 Status Convert(ConvertFlags& fl) {
+  // Up front: --vocab-min-count reads every input before the output is opened.
+  CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--output", fl.output));
+  if (fl.vocab_min_count > 0)
+    CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable(
+        "--feature-map-out", fl.feature_map_out.empty() ? fl.output + ".feature_map.txt" : fl.feature_map_out));
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
   if (fl.hash_buckets > 0 && fl.vocab_min_count > 0)
     return InvalidArgumentError("--hash-buckets and --vocab-min-count are mutually exclusive");

@@ -21,6 +21,10 @@ void DataFlags::Register(CLI::App* app, bool with_feature_size, const std::strin
                 "TFRecord: skip records whose CRC does not match (counted, capped)");
   app->add_option("--max-skipped-records,--max_skipped_records", max_skipped_records,
                   "Cap for --skip-corrupt-records; more is an error")->capture_default_str();
+  app->add_option("--pipe-timeout-ms,--pipe_timeout_ms", pipe_timeout_ms,
+                  "FIFOs and pipe:<dir>/<channel>: longest wait for the FIFO to appear, a writer to connect, "
+                  "or the next byte (0 = no limit)")
+      ->capture_default_str();
 }
 
 StatusOr<data::ExampleReaderOptions> DataFlags::ReaderOptions() {
@@ -32,6 +36,8 @@ StatusOr<data::ExampleReaderOptions> DataFlags::ReaderOptions() {
   o.feature_size = feature_size;
   o.skip_corrupt_records = skip_corrupt_records;
   o.max_skipped_records = max_skipped_records;
+  if (pipe_timeout_ms < 0) return InvalidArgumentError("--pipe-timeout-ms must be >= 0, got " + std::to_string(pipe_timeout_ms));
+  o.pipe_timeout_ms = pipe_timeout_ms;
   if (!feature_map.empty()) {
     if (!vocab_ || vocab_path_ != feature_map) {  // eval/predict may set the map after a first call
       CTRAIN_ASSIGN_OR_RETURN(auto v, io::CriteoVocabulary::LoadFeatureMap(feature_map));

@@ -38,6 +38,7 @@ struct InspectFlags {
   std::string compression = "auto";
   int32_t id_base = 0;
   bool json_out = false;
+  int64_t pipe_timeout_ms = data::kDefaultPipeTimeoutMs;
 };
 
 // Each inspector gets the already decompressed stream (opened once, so FIFOs and
@@ -277,7 +278,7 @@ StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   CTRAIN_ASSIGN_OR_RETURN(io::Compression c, io::ParseCompression(fl.compression));
   CTRAIN_ASSIGN_OR_RETURN(data::RecordFormat fmt, data::ParseRecordFormat(fl.format));
   if (fmt == data::RecordFormat::kAuto && IsCheckpointFile(path)) return InspectCheckpoint(path);
-  CTRAIN_ASSIGN_OR_RETURN(Stream raw, data::OpenInputPass(path));
+  CTRAIN_ASSIGN_OR_RETURN(Stream raw, data::OpenInputPass(path, 0, fl.pipe_timeout_ms));
   CTRAIN_ASSIGN_OR_RETURN(data::SniffedStream in, data::SniffStream(std::move(raw), c, fmt));
   json out = {{"file", path},
               {"format", data::RecordFormatName(in.format)},
@@ -390,6 +391,10 @@ Command AddInspectCommand(CLI::App& app) {
       ->required();
   sub->add_option("--format", fl->format, "auto|libsvm|tfrecord|criteo-tsv|criteo-csv|libffm")->capture_default_str();
   sub->add_option("--compression", fl->compression, "auto|none|gzip|zlib")->capture_default_str();
+  sub->add_option("--pipe-timeout-ms,--pipe_timeout_ms", fl->pipe_timeout_ms,
+                  "FIFOs and pipe: channels: longest wait for the FIFO, a writer, or the next byte (0 = no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   sub->add_option("--id-base,--id_base", fl->id_base, "LibSVM id base (ids are reported as written)");
   sub->add_flag("--json", fl->json_out, "One JSON object per file (file, format, compression, records, ...)");
   return {sub, [fl]() {

@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <vector>
 
+#include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 
 namespace ctrain::cli {
 
 int Main(int argc, char** argv) {
+  InstallInterruptHandlers();  // interrupts remove in-progress temporary files (base/signals.h)
   CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "ctrain 0.1.0");

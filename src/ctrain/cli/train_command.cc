@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
 #include "ctrain/data/pipeline.h"
@@ -28,6 +29,7 @@
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/input_checks.h"
 #include "ctrain/train/prediction_output.h"
+#include "ctrain/train/model_dir_lock.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::cli {
@@ -89,29 +91,8 @@ struct ParallelFlags {
   }
 };
 
-// Fails now, before any data is read or trained on, when `path` (given with
-// `flag`) could not be written at the end: its directory must exist and be
-// writable, and `path` must not be a directory. "-" (stdout) is always fine.
-Status CheckOutputWritable(const char* flag, const std::string& path) {
-  if (path.empty() || path == "-") return Status::OK();
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-    return InvalidArgumentError(std::string(flag) + " " + path + ": is a directory, not a file");
-  const size_t slash = path.find_last_of('/');
-  const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  if (::stat(dir.c_str(), &st) != 0)
-    return ErrnoError(path, std::string(flag) + ": its directory '" + dir + "' cannot be used", errno);
-  if (!S_ISDIR(st.st_mode))
-    return FailedPreconditionError(path + ": " + flag + ": '" + dir + "' is not a directory");
-  // A real probe (access() says yes to root on read-only file systems): the
-  // atomic write later creates a temporary file in the same directory.
-  const std::string probe = dir + "/.ctrain-write-check." + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return ErrnoError(path, std::string(flag) + ": cannot create files in its directory '" + dir + "'", errno);
-  ::close(fd);
-  ::unlink(probe.c_str());
-  return Status::OK();
-}
+// The up-front output check (a real create + unlink probe) lives in io/file.h.
+using io::CheckOutputWritable;
 
 // The absolute path of a --feature-map (as recorded in checkpoints).
 std::string AbsolutePath(const std::string& path) {
@@ -176,8 +157,6 @@ struct TrainFlags {
                                           "This process's shard (default: OMPI_COMM_WORLD_RANK or 0)"));
     add(sub->add_option("--drop-remainder,--drop_remainder", pipe.drop_remainder,
                         "Drop the last partial batch of each epoch (true/false)"));
-    add(sub->add_option("--pipe-timeout-ms,--pipe_timeout_ms", pipe.pipe_timeout_ms,
-                        "Pipe mode: wait this long for a channel's FIFO <channel>_<epoch>"));
   }
 };
 
@@ -323,6 +302,12 @@ Status RunTrain(TrainFlags& fl) {
     std::filesystem::create_directories(o.model_dir, ec);
     if (ec) return ErrnoError(o.model_dir, "--model-dir: cannot create the directory", ec.value());
   }
+  // One writer per model dir, and a read-only one fails now, not after an epoch.
+  std::unique_ptr<train::ModelDirLock> model_dir_lock;
+  if (!o.model_dir.empty()) {
+    CTRAIN_RETURN_IF_ERROR(io::CheckDirWritable("--model-dir", o.model_dir));
+    CTRAIN_ASSIGN_OR_RETURN(model_dir_lock, train::ModelDirLock::Acquire(o.model_dir));
+  }
   CTRAIN_RETURN_IF_ERROR(CheckOutputWritable("--metrics-json", fl.metrics_json));
   if (!stream)
     for (CLI::Option* opt : fl.pipeline_opts)
@@ -339,6 +324,7 @@ Status RunTrain(TrainFlags& fl) {
     si.reader.feature_size = o.model.feature_size;
     si.reader.id_limit = o.model.feature_size;
     si.pipeline = fl.pipe;
+    si.pipeline.pipe_timeout_ms = fl.data.pipe_timeout_ms;  // --pipe-timeout-ms is a data flag (all commands)
     if (fl.num_shards_opt->count() == 0 && fl.shard_index_opt->count() == 0) {
       CTRAIN_ASSIGN_OR_RETURN(data::ShardSpec shard, data::ShardFromEnvironment());
       si.pipeline.num_shards = shard.num_shards;
@@ -443,10 +429,14 @@ Status RunTrain(TrainFlags& fl) {
     std::fprintf(stderr, "ctrain: resumed from %s at step %lld\n", o.model_dir.c_str(),
                  static_cast<long long>(trainer->global_step()));
   train::TrainResult r;
-  if (stream)
-    CTRAIN_RETURN_IF_ERROR(trainer->TrainStream(si, have_valid ? &va : nullptr, &r));
-  else
-    CTRAIN_RETURN_IF_ERROR(trainer->Train(tr, have_valid ? &va : nullptr, &r));
+  trainer->set_stop_flag(PendingInterruptFlag());
+  {
+    InterruptDeferral defer;  // SIGINT/SIGTERM: checkpoint at the current step, then exit 130/143
+    if (stream)
+      CTRAIN_RETURN_IF_ERROR(trainer->TrainStream(si, have_valid ? &va : nullptr, &r));
+    else
+      CTRAIN_RETURN_IF_ERROR(trainer->Train(tr, have_valid ? &va : nullptr, &r));
+  }
   if (r.steps_this_run == 0) {
     std::fprintf(stderr, "ctrain: nothing to do: already at step %lld (%lld examples, %.2f epochs)",
                  static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs);
@@ -692,6 +682,11 @@ Command AddTrainCommand(CLI::App& app) {
   fl->par.Register(sub);
   return {sub, [fl]() {
             Status s = RunTrain(*fl);
+            const int sig = PendingInterrupt();  // deferred while training (checkpoint written)
+            if (sig != 0) {
+              if (!s.ok()) ReportError(s);
+              ExitForSignal(sig);
+            }
             return s.ok() ? 0 : ReportError(s);
           }};
 }

@@ -373,8 +373,9 @@ StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io:
 }
 
 namespace {
-StatusOr<SniffedStream> OpenAndSniff(const std::string& path, io::Compression compression, RecordFormat requested) {
-  CTRAIN_ASSIGN_OR_RETURN(auto raw, OpenInputPass(path));
+StatusOr<SniffedStream> OpenAndSniff(const std::string& path, io::Compression compression, RecordFormat requested,
+                                     int64_t pipe_timeout_ms = kDefaultPipeTimeoutMs) {
+  CTRAIN_ASSIGN_OR_RETURN(auto raw, OpenInputPass(path, 0, pipe_timeout_ms));
   return SniffStream(std::move(raw), compression, requested);
 }
 }  // namespace
@@ -392,7 +393,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
 StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
                                                            const ExampleReaderOptions& options) {
   if (options.field_size <= 0) return InvalidArgumentError("field_size must be positive");
-  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, options.compression, options.format));
+  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, options.compression, options.format, options.pipe_timeout_ms));
   const bool empty = o.empty;
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<ExampleReader> r, OpenSniffed(path, options, std::move(o)));
   r->empty_input_ = empty;

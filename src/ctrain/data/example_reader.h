@@ -54,6 +54,10 @@ struct ExampleReaderOptions {
   // The limit is a trained model's feature_size (eval/predict): the range
   // error then does not suggest --feature-size, which cannot change it.
   bool id_limit_is_model = false;
+  // FIFOs and pipe:<channel> inputs: the longest wait in ms for the FIFO to
+  // appear, a writer to connect, and each next byte (pipe_mode.h); 0 = no
+  // limit. The pipeline sets it from PipelineOptions::pipe_timeout_ms.
+  int64_t pipe_timeout_ms = 60000;
 };
 
 // The id-range rule of ExampleReaderOptions::id_limit for one example.

@@ -225,6 +225,7 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const std::vector<std::stri
   io.files = p->files_;
   io.plan = p->shard_plan_;
   io.reader_options = reader_options;
+  io.reader_options.pipe_timeout_ms = options.pipe_timeout_ms;  // writer connect / stall waits
   io.num_parallel_reads = options.num_parallel_reads;
   io.deterministic = options.deterministic;
   io.passes = passes;

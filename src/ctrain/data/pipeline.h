@@ -100,7 +100,9 @@ struct PipelineOptions {
   int64_t epochs = 1;
   // Stage order, comma-separated (see the file comment).
   std::string order = std::string(kDefaultPipelineOrder);
-  // Pipe mode: how long to wait for a channel FIFO "<channel>_<epoch>".
+  // Pipe mode (pipe_mode.h): the longest wait in ms for a channel FIFO
+  // "<channel>_<epoch>" to appear, for a writer to connect to a FIFO, and for
+  // the next byte from a stalled writer. 0 = no limit.
   int64_t pipe_timeout_ms = 60000;
   // Reader chunking and queue depth (per reader).
   int32_t read_chunk_records = 256;

@@ -94,7 +94,7 @@ class TextRawReader final : public RawRecordReader {
 StatusOr<std::unique_ptr<RawRecordReader>> RawRecordReader::Open(const std::string& path,
                                                                  const ExampleReaderOptions& options,
                                                                  const std::atomic<bool>* cancel) {
-  CTRAIN_ASSIGN_OR_RETURN(auto raw, OpenInputStream(path, cancel));
+  CTRAIN_ASSIGN_OR_RETURN(auto raw, OpenInputStream(path, cancel, options.pipe_timeout_ms));
   CTRAIN_ASSIGN_OR_RETURN(SniffedStream sniffed, SniffStream(std::move(raw), options.compression, options.format));
   auto stream = std::move(sniffed.stream);
   const io::Compression detected = sniffed.compression;

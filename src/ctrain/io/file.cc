@@ -1,11 +1,18 @@
 #include "ctrain/io/file.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
 #include <cerrno>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+
+#include "ctrain/base/signals.h"
 
 namespace ctrain::io {
 namespace {
@@ -58,10 +65,147 @@ class MemoryFile final : public SequentialFile {
   size_t pos_ = 0;
 };
 
+// FIFOs, character devices and stdin: poll(2) in short slices, so that a
+// missing or stalled writer ends in DeadlineExceeded (FIFOs) and cancellation
+// is noticed (StreamWaitOptions).
+class PollingFile final : public SequentialFile {
+ public:
+  PollingFile(int fd, bool owned, std::string name, bool fifo, StreamWaitOptions wait)
+      : fd_(fd), owned_(owned), fifo_(fifo), name_(std::move(name)), wait_(std::move(wait)) {}
+  ~PollingFile() override {
+    if (owned_) ::close(fd_);
+  }
+  StatusOr<size_t> Read(char* buf, size_t n) override {
+    using Clock = std::chrono::steady_clock;
+    constexpr int kSliceMs = 100;
+    constexpr int64_t kFirstLogMs = 1000, kLogEveryMs = 5000;
+    size_t got = 0;
+    auto idle_since = Clock::now();  // the wait restarts with each byte and each call
+    int64_t next_log_ms = kFirstLogMs;
+    while (got < n && !eof_) {
+      if (wait_.cancel != nullptr && wait_.cancel->load(std::memory_order_relaxed))
+        return CancelledError(name_ + ": cancelled");
+      if (PendingInterrupt() != 0)
+        return CancelledError(name_ + ": interrupted by " + SignalName(PendingInterrupt()));
+      pollfd p{fd_, POLLIN, 0};
+      const int rc = ::poll(&p, 1, kSliceMs);
+      if (rc < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoError(name_, "poll", errno);
+      }
+      if (rc == 0) {
+        const int64_t idle_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - idle_since).count();
+        const uint64_t bytes = pos_ + got;
+        if (fifo_ && wait_.timeout_ms > 0 && idle_ms >= wait_.timeout_ms) {
+          const std::string t = std::to_string(wait_.timeout_ms);
+          if (bytes == 0)
+            return DeadlineExceededError("no writer connected to " + name_ + " within " + t + " ms (pipe timeout)");
+          return DeadlineExceededError("writer on " + name_ + " sent nothing for " + t + " ms (after " +
+                                       std::to_string(bytes) + " bytes) (pipe timeout)");
+        }
+        if (idle_ms >= next_log_ms) {
+          next_log_ms += kLogEveryMs;
+          char line[96];
+          std::snprintf(line, sizeof line, " (%.0f s, %llu bytes so far, ", idle_ms / 1000.0,
+                        static_cast<unsigned long long>(bytes));
+          std::string msg = "ctrain: waiting for writer on " + name_ + line;
+          msg += !fifo_ || wait_.timeout_ms == 0 ? std::string("no timeout)")
+                                                : "timeout " + std::to_string(wait_.timeout_ms) + " ms)";
+          if (wait_.log)
+            wait_.log(msg);
+          else
+            std::fprintf(stderr, "%s\n", msg.c_str());
+        }
+        continue;
+      }
+      const ssize_t r = ::read(fd_, buf + got, n - got);
+      if (r > 0) {
+        got += static_cast<size_t>(r);
+        idle_since = Clock::now();
+        next_log_ms = kFirstLogMs;
+      } else if (r == 0) {
+        eof_ = true;
+      } else if (errno != EINTR && errno != EAGAIN) {
+        return ErrnoError(name_, "read at offset " + std::to_string(pos_ + got), errno);
+      }
+    }
+    pos_ += got;
+    return got;
+  }
+  const std::string& name() const override { return name_; }
+  uint64_t position() const override { return pos_; }
+
+ private:
+  int fd_;
+  bool owned_, fifo_;
+  std::string name_;
+  StreamWaitOptions wait_;
+  bool eof_ = false;
+  uint64_t pos_ = 0;
+};
+
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+// Creates and removes a probe file in `dir`; ErrnoError(shown, what, errno) if that fails.
+Status ProbeCreate(const std::string& dir, const std::string& shown, const std::string& what) {
+  const std::string probe = dir + "/.ctrain-write-check." + std::to_string(::getpid());
+  const int slot = RegisterTempFile(probe);
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    const int err = errno;
+    UnregisterTempFile(slot);
+    return ErrnoError(shown, what, err);
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+  UnregisterTempFile(slot);
+  return Status::OK();
+}
+
+// /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N...: a descriptor the
+// shell opened (not /dev/shm files, which are ordinary files).
+bool IsDescriptorPath(const std::string& path) {
+  if (path.starts_with("/proc/") || path.starts_with("/dev/fd/")) return true;
+  struct stat lst;
+  return path.starts_with("/dev/") && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
+}
+
+// Opens a FIFO or device for writing. A FIFO without a reader (ENXIO with
+// O_NONBLOCK) is retried every 100 ms for up to kDefaultStreamTimeoutMs,
+// logging after 1 s and every 5 s, then DeadlineExceeded; an interrupt ends the wait.
+StatusOr<int> OpenStreamForWriting(const std::string& path, bool fifo) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  int64_t next_log_ms = 1000;
+  for (;;) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | (fifo ? O_NONBLOCK : 0));
+    if (fd >= 0) {
+      if (fifo) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
+    if (!fifo || errno != ENXIO) return ErrnoError(path, "open for writing", errno);
+    if (PendingInterrupt() != 0) return CancelledError(path + ": interrupted by " + SignalName(PendingInterrupt()));
+    const int64_t waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+    if (waited >= kDefaultStreamTimeoutMs)
+      return DeadlineExceededError("no reader connected to " + path + " within " +
+                                   std::to_string(kDefaultStreamTimeoutMs) + " ms (pipe timeout)");
+    if (waited >= next_log_ms) {
+      next_log_ms += 5000;
+      std::fprintf(stderr, "ctrain: waiting for a reader on %s (%.0f s)\n", path.c_str(), waited / 1000.0);
+    }
+    ::usleep(100 * 1000);
+  }
+}
+
 class PosixWritableFile final : public WritableFile {
  public:
-  PosixWritableFile(std::string name, std::string tmp, int fd, bool owns)
-      : name_(std::move(name)), tmp_(std::move(tmp)), fd_(fd), owns_(owns) {
+  // `slot`: the temporary's RegisterTempFile slot (-1 if none).
+  PosixWritableFile(std::string name, std::string tmp, int fd, bool owns, int slot)
+      : name_(std::move(name)), tmp_(std::move(tmp)), fd_(fd), owns_(owns), slot_(slot) {
     buf_.reserve(kBuf);
   }
   ~PosixWritableFile() override {
@@ -69,6 +213,7 @@ class PosixWritableFile final : public WritableFile {
       ::close(fd_);
       if (!tmp_.empty()) ::unlink(tmp_.c_str());
     }
+    UnregisterTempFile(slot_);
   }
   Status Append(std::string_view d) override {
     if (buf_.size() + d.size() > kBuf) {
@@ -93,6 +238,8 @@ class PosixWritableFile final : public WritableFile {
       if (s.ok() && ::rename(tmp_.c_str(), name_.c_str()) != 0) s = ErrnoError(name_, "rename", errno);
       if (!s.ok()) ::unlink(tmp_.c_str());
     }
+    UnregisterTempFile(slot_);
+    slot_ = -1;
     return s;
   }
   const std::string& name() const override { return name_; }
@@ -114,20 +261,29 @@ class PosixWritableFile final : public WritableFile {
   std::string name_, tmp_;
   int fd_;
   bool owns_;
+  int slot_;
   std::string buf_;
 };
 
 }  // namespace
 
-StatusOr<std::unique_ptr<SequentialFile>> OpenSequentialFile(const std::string& path) {
-  if (path == "-") return std::unique_ptr<SequentialFile>(new PosixSequentialFile("<stdin>", 0, false));
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+StatusOr<std::unique_ptr<SequentialFile>> OpenSequentialFile(const std::string& path,
+                                                             const StreamWaitOptions& wait) {
+  if (wait.timeout_ms < 0)
+    return InvalidArgumentError(path + ": pipe timeout must be >= 0 ms, got " + std::to_string(wait.timeout_ms));
+  if (path == "-") return std::unique_ptr<SequentialFile>(new PollingFile(0, false, "<stdin>", false, wait));
+  // O_NONBLOCK: opening the read end of a FIFO returns at once even without a
+  // writer (PollingFile waits, with a deadline); regular files ignore it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoError(path, "open", errno);
   struct stat st;
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd);
     return InvalidArgumentError(path + ": is a directory, expected a file");
   }
+  if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode))
+    return std::unique_ptr<SequentialFile>(new PollingFile(fd, true, path, S_ISFIFO(st.st_mode), wait));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 #ifdef POSIX_FADV_SEQUENTIAL
   if (S_ISREG(st.st_mode)) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -140,12 +296,74 @@ std::unique_ptr<SequentialFile> NewMemoryFile(std::string name, std::string cont
 
 StatusOr<std::unique_ptr<WritableFile>> OpenWritableFile(const std::string& path,
                                                          const WriteOptions& options) {
-  if (path == "-") return std::unique_ptr<WritableFile>(new PosixWritableFile("<stdout>", "", 1, false));
-  std::string tmp = options.atomic ? path + ".tmp." + std::to_string(::getpid()) : std::string();
+  if (path == "-") return std::unique_ptr<WritableFile>(new PosixWritableFile("<stdout>", "", 1, false, -1));
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode))) {
+    // A FIFO or device (/dev/null, /dev/stdout): written in place, never
+    // replaced by a renamed regular file. A FIFO waits for its reader.
+    CTRAIN_ASSIGN_OR_RETURN(int fd, OpenStreamForWriting(path, S_ISFIFO(st.st_mode)));
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, "", fd, true, -1));
+  }
+  if (IsDescriptorPath(path) && ::stat(path.c_str(), &st) == 0) {
+    // /dev/stdout or /proc/self/fd/N redirected to a file: appended in place,
+    // as the shell opened it (`>` or `>>`); nothing is created in /dev.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return ErrnoError(path, "open for writing", errno);
+    return std::unique_ptr<WritableFile>(new PosixWritableFile(path, "", fd, true, -1));
+  }
+  // A symlink (e.g. /dev/stdout -> /proc/self/fd/1 -> a file) is kept: the
+  // temporary goes next to its target, which the rename replaces.
+  std::string dest = path;
+  struct stat lst;
+  if (options.atomic && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) != nullptr) dest = resolved;
+  }
+  std::string tmp = options.atomic ? dest + ".tmp." + std::to_string(::getpid()) : std::string();
   const std::string& target = options.atomic ? tmp : path;
+  // Registered before it exists, so that no interrupt can leave it behind.
+  const int slot = options.atomic ? RegisterTempFile(tmp) : -1;
   int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(target, "open for writing", errno);
-  return std::unique_ptr<WritableFile>(new PosixWritableFile(path, tmp, fd, true));
+  if (fd < 0) {
+    const int err = errno;
+    UnregisterTempFile(slot);
+    return ErrnoError(target, "open for writing", err);
+  }
+  return std::unique_ptr<WritableFile>(new PosixWritableFile(dest, tmp, fd, true, slot));
+}
+
+Status CheckOutputWritable(std::string_view flag, const std::string& path) {
+  if (path.empty() || path == "-") return Status::OK();
+  const std::string f(flag);
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return InvalidArgumentError(f + " " + path + ": is a directory, not a file");
+  if (::stat(path.c_str(), &st) == 0 &&
+      (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || IsDescriptorPath(path))) {
+    // Written in place (OpenWritableFile): no file is created next to it.
+    if (::access(path.c_str(), W_OK) != 0) return ErrnoError(path, f + ": cannot write", errno);
+    return Status::OK();
+  }
+  std::string dir = DirOf(path);
+  struct stat lst;
+  if (::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode)) {  // written next to the link's target
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved) != nullptr) dir = DirOf(resolved);
+  }
+  if (::stat(dir.c_str(), &st) != 0)
+    return ErrnoError(path, f + ": its directory '" + dir + "' cannot be used", errno);
+  if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(path + ": " + f + ": '" + dir + "' is not a directory");
+  // A real probe (access() says yes to root on a read-only file system): the
+  // atomic write later creates a temporary file in the same directory.
+  return ProbeCreate(dir, path, f + ": cannot create files in its directory '" + dir + "'");
+}
+
+Status CheckDirWritable(std::string_view flag, const std::string& dir) {
+  const std::string f(flag);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return ErrnoError(dir, f + ": cannot use the directory", errno);
+  if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(dir + ": " + f + ": not a directory");
+  return ProbeCreate(dir, dir, f + ": cannot create files in the directory");
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path) {

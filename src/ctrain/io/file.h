@@ -7,8 +7,10 @@
 // Thread safety: a file object is used by one thread at a time.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,9 +32,38 @@ class SequentialFile {
   virtual uint64_t position() const = 0;
 };
 
+// Default of StreamWaitOptions::timeout_ms (and of --pipe-timeout-ms).
+inline constexpr int64_t kDefaultStreamTimeoutMs = 60000;
+
+// How reads from a FIFO (named pipe), a character device or stdin wait.
+// These are opened with O_NONBLOCK and read with poll(2) in 100 ms slices, so
+// no open(2) or read(2) ever blocks for good: a FIFO whose writer never
+// connects, or stops sending, ends in DeadlineExceeded:
+//   "no writer connected to <fifo> within <N> ms (pipe timeout)"
+//   "writer on <fifo> sent nothing for <N> ms (after <B> bytes) (pipe timeout)"
+// (A writer that connects but sends nothing reads as "no writer connected":
+// poll(2) cannot tell the two apart.) Meanwhile a line
+//   "ctrain: waiting for writer on <fifo> (<s> s, ...)"
+// goes to `log` after 1 s of waiting and every 5 s after that.
+// The timeout counts only time spent inside Read() with no byte arriving, so a
+// slow consumer never trips it. stdin has no timeout (its writer is the
+// caller's own pipeline, which ends it with EOF) but is cancellable.
+struct StreamWaitOptions {
+  // FIFOs: longest wait in ms for a writer to connect, and then for the next
+  // byte. 0 = no limit (wait and log until cancelled). Must be >= 0.
+  int64_t timeout_ms = kDefaultStreamTimeoutMs;
+  // When it becomes true (checked every 100 ms), Read returns Cancelled
+  // "<name>: cancelled". A pending interrupt (base/signals.h) does the same.
+  const std::atomic<bool>* cancel = nullptr;
+  // Receives the "waiting for writer" lines; null = stderr.
+  std::function<void(const std::string&)> log;
+};
+
 // Opens `path` for sequential reading. "-" means standard input.
-// Errors: NotFound, PermissionDenied, InvalidArgument (a directory), Unavailable.
-StatusOr<std::unique_ptr<SequentialFile>> OpenSequentialFile(const std::string& path);
+// Errors: NotFound, PermissionDenied, InvalidArgument (a directory), Unavailable;
+// reads from a FIFO: DeadlineExceeded, Cancelled (see StreamWaitOptions).
+StatusOr<std::unique_ptr<SequentialFile>> OpenSequentialFile(const std::string& path,
+                                                             const StreamWaitOptions& wait = {});
 
 // A stream over bytes held in memory (the file keeps its own copy).
 std::unique_ptr<SequentialFile> NewMemoryFile(std::string name, std::string contents);
@@ -45,7 +76,8 @@ class WritableFile {
   virtual Status Flush() = 0;
   // Flushes and closes; for a file opened with `atomic`, fsyncs and renames the
   // temporary into place. A WritableFile destroyed without Close() leaves no
-  // file behind in atomic mode.
+  // file behind in atomic mode, and neither does an interrupt (the temporary
+  // is registered with base/signals.h while it exists).
   virtual Status Close() = 0;
   virtual const std::string& name() const = 0;
 };
@@ -56,9 +88,27 @@ struct WriteOptions {
   bool atomic = false;
 };
 
-// Creates/truncates `path`. "-" means standard output (atomic is ignored).
+// Creates/truncates `path`. "-" means standard output (atomic is ignored). An
+// existing FIFO or character device (/dev/null, /dev/stdout, a named pipe) is
+// written in place, never replaced (atomic is ignored; /dev/stdout, /dev/fd/N
+// or /proc/self/fd/N redirected to a file is appended to); a FIFO waits up to
+// kDefaultStreamTimeoutMs for a reader (DeadlineExceeded "no reader connected
+// to <fifo> within 60000 ms (pipe timeout)"). An atomic write through a
+// symlink replaces the link's target and keeps the link.
 StatusOr<std::unique_ptr<WritableFile>> OpenWritableFile(const std::string& path,
                                                          const WriteOptions& options = {});
+
+// Fails now, before any work, when `path` (given with `flag`, e.g. "--output")
+// could not be written at the end: its directory must exist and accept a new
+// file (a real create + unlink of a probe file, which also catches a
+// read-only file system or missing permissions, even for root), and `path`
+// must not be a directory. "-" (stdout) and "" always pass.
+// Errors: InvalidArgument (a directory), FailedPrecondition (the parent is not
+// a directory), ErrnoError naming the path, the flag and the OS error.
+Status CheckOutputWritable(std::string_view flag, const std::string& path);
+// Same for a directory that files will be created in (--model-dir): it must
+// exist and accept a new file. Errors name `flag`, the directory and the OS error.
+Status CheckDirWritable(std::string_view flag, const std::string& dir);
 
 // Whole-file helpers.
 StatusOr<std::string> ReadFileToString(const std::string& path);

@@ -10,8 +10,9 @@
 // index. A crash at any point leaves the previous index and the file it names
 // intact, so LoadLatestCheckpoint() returns the previous checkpoint.
 //
-// One writer per model_dir: SaveCheckpoint deletes leftover
-// ckpt-*.bin.tmp.* files from crashed saves.
+// One writer per model_dir (`ctrain train` holds train/model_dir_lock.h):
+// SaveCheckpoint deletes leftover ckpt-*.bin.tmp.* files from crashed saves;
+// an interrupt (base/signals.h) removes the temporary of a save in progress.
 //
 // Thread safety: the functions are safe to call concurrently on different
 // model directories.

@@ -1,6 +1,7 @@
 #include "ctrain/train/trainer.h"
 
 #include <omp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/random.h"
 #include "ctrain/optim/optimizer.h"
+#include "ctrain/train/checkpoint.h"
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/input_checks.h"
 #include "ctrain/train/metrics.h"
@@ -141,6 +143,27 @@ struct Trainer::Impl {
   std::string restored_path;  // the checkpoint file Restore() loaded
   std::function<void(const std::string&)> sink;
   bool terminal = false;
+  const std::atomic<int>* stop_flag = nullptr;  // set_stop_flag
+
+  int StopSignal() const { return stop_flag != nullptr ? stop_flag->load(std::memory_order_acquire) : 0; }
+  // Between steps, after a stop request: checkpoint this position (unless
+  // this call ran no step), then Cancelled naming the step and what was saved.
+  Status Stop(int64_t start_step) {
+    const int sig = StopSignal();
+    const std::string what = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal " + std::to_string(sig);
+    std::string msg = "interrupted by " + what + " at step " + std::to_string(pos.global_step) + ": ";
+    if (options.model_dir.empty()) {
+      msg += "no --model-dir, nothing was saved";
+    } else if (pos.global_step == start_step) {
+      msg += "no step ran in this run, the checkpoint in " + options.model_dir + " is unchanged";
+    } else {
+      CTRAIN_RETURN_IF_ERROR(SaveFinal());
+      msg += "checkpoint " + options.model_dir + (options.model_dir.back() == '/' ? "" : "/") +
+             CheckpointFileName(pos.global_step) +
+             " saved; run the same command to resume";
+    }
+    return CancelledError(msg);
+  }
 
   void Log(const std::string& line) {
     if (sink) {
@@ -712,6 +735,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
         stop = true;
         break;
       }
+      if (StopSignal() != 0) return Stop(prog.start_step);
       const auto t0 = Clock::now();
       if (H > 0) {
         // Run freely until the next sync point (checkpoint, eval, epoch end, max_steps).
@@ -727,6 +751,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
         double wait = 0;
         CTRAIN_RETURN_IF_ERROR(RunHogwild(
             [&](Replica& rep) -> StatusOr<bool> {
+              if (StopSignal() != 0) return false;  // the batches fetched so far are [start, next)
               const int64_t b = next.fetch_add(1);
               if (b >= end_batch) return false;
               const int64_t lo = b * B, hi = std::min(N, lo + B);
@@ -735,7 +760,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
               return true;
             },
             &prog, &batches, &wait));
-        pos.batch_in_epoch = std::min(end_batch, steps_per_epoch);
+        pos.batch_in_epoch = std::min(end_batch - seg + batches, steps_per_epoch);
         prog.examples = pos.examples - start_examples;
       } else {
         const int64_t lo = pos.batch_in_epoch * B, hi = std::min(N, lo + B);
@@ -869,13 +894,15 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   auto max_reached = [&] { return options.max_steps > 0 && pos.global_step >= options.max_steps; };
 
   while (!stop && pos.epoch < options.epochs && !max_reached()) {
-    CTRAIN_RETURN_IF_ERROR(src->BeginEpoch(pos.epoch, pos.batch_in_epoch));
+    if (Status st = src->BeginEpoch(pos.epoch, pos.batch_in_epoch); !st.ok())
+      return StopSignal() != 0 ? Stop(prog.start_step) : st;
     bool epoch_done = false;
     while (!epoch_done) {
       if (max_reached()) {
         stop = true;
         break;
       }
+      if (StopSignal() != 0) return Stop(prog.start_step);
       if (H > 0) {
         // Run freely until the next sync point (checkpoint, eval, max_steps) or the epoch end.
         int64_t seg = std::numeric_limits<int64_t>::max();
@@ -891,7 +918,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
         CTRAIN_RETURN_IF_ERROR(RunHogwild(
             [&](Replica& rep) -> StatusOr<bool> {
               std::lock_guard<std::mutex> lock(fetch_mu);
-              if (ended || taken >= seg) return false;
+              if (ended || taken >= seg || StopSignal() != 0) return false;
               CTRAIN_ASSIGN_OR_RETURN(bool more, src->Next(&rep.batch));
               if (!more) {
                 ended = true;
@@ -913,7 +940,9 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
       } else {
         const auto t0 = Clock::now();
         data::Batch* dst = T == 1 ? &replicas[0].batch : &staging;
-        CTRAIN_ASSIGN_OR_RETURN(bool more, src->Next(dst));
+        StatusOr<bool> next = src->Next(dst);
+        if (!next.ok() && StopSignal() != 0) return Stop(prog.start_step);  // interrupted while waiting for input
+        CTRAIN_ASSIGN_OR_RETURN(bool more, std::move(next));
         const auto t1 = Clock::now();
         prog.wait += Seconds(t0, t1);
         if (!more) {
@@ -1137,6 +1166,7 @@ Status Trainer::SaveCheckpoint() { return impl_->Save(); }
 int64_t Trainer::global_step() const { return impl_->pos.global_step; }
 const TrainOptions& Trainer::options() const { return impl_->options; }
 void Trainer::set_log_sink(std::function<void(const std::string&)> sink) { impl_->sink = std::move(sink); }
+void Trainer::set_stop_flag(const std::atomic<int>* flag) { impl_->stop_flag = flag; }
 
 StatusOr<model::DeepFMConfig> ReadCheckpointModelConfig(const std::string& model_dir) {
   CTRAIN_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> ck, ReadTrainerCheckpoint(model_dir));

@@ -28,7 +28,8 @@
 // global step, the epoch, the batches done in that epoch and the examples
 // consumed, the data options (TrainOptions::data) and in stream mode the
 // inputs (DescribeStreamInputs). Written every save_checkpoints_steps steps,
-// at every epoch end and at the end of training. Restore() puts all of that
+// at every epoch end, at the end of training, and on a stop request
+// (set_stop_flag: SIGINT/SIGTERM between two steps). Restore() puts all of that
 // back, so an interrupted run continues
 // with exactly the bits an uninterrupted one would have (non-hogwild).
 //
@@ -40,6 +41,7 @@
 // worker threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -170,6 +172,14 @@ class Trainer {
 
   // Called (if set) with each progress/log line instead of writing stderr.
   void set_log_sink(std::function<void(const std::string&)> sink);
+
+  // A stop request (base/signals.h PendingInterruptFlag(): the signal number,
+  // 0 = none), polled between steps by Train/TrainStream. When it is set they
+  // checkpoint the current position (with a model_dir, unless this call ran no
+  // step) and return Cancelled "interrupted by SIGTERM at step N: ...", so a
+  // resume continues exactly where the run stopped. A stream input that is
+  // waiting for data also ends with Cancelled. Null = never stop.
+  void set_stop_flag(const std::atomic<int>* flag);
 
  private:
   struct Impl;

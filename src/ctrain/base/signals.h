@@ -1,0 +1,73 @@
+// Interrupts (SIGINT, SIGTERM, SIGHUP, SIGPIPE) and the temporary files they
+// must not leave behind.
+//
+// A process that calls InstallInterruptHandlers() (the ctrain CLI does, first
+// thing) gets, on any of those signals:
+//   1. every registered temporary file unlinked (RegisterTempFile: the
+//      "<path>.tmp.<pid>" files of atomic writes, io/file.h), then
+//   2. the signal's default action (it is re-raised), so the exit status is the
+//      usual one: a shell reports 130 for SIGINT, 143 for SIGTERM, 129 for
+//      SIGHUP and 141 for SIGPIPE.
+// While an InterruptDeferral is alive, the first SIGINT or SIGTERM is only
+// recorded (PendingInterrupt() returns it) so that a trainer can stop between
+// two steps and write a checkpoint; a second one acts at once as above. Once
+// one is recorded, SIGPIPE is ignored (a `| tee` that Ctrl-C also ended must
+// not cut the checkpoint short; writes to it fail with EPIPE instead).
+// A signal that was ignored when the process started (nohup, `cmd &` in a
+// non-interactive shell) stays ignored.
+//
+// The handler is async-signal-safe: it reads a fixed-size table of fixed-size
+// paths and calls only unlink(2), write(2), sigaction(2), pthread_sigmask(3)
+// and raise(3); it allocates nothing and takes no lock. The table holds
+// kMaxTempFiles paths of up to kMaxTempPath - 1 bytes; a file that does not
+// fit is simply not covered (RegisterTempFile returns -1).
+//
+// Without InstallInterruptHandlers() (a library user) the registry is kept but
+// nothing reacts to signals.
+//
+// Thread safety: every function may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <string_view>
+
+namespace ctrain {
+
+inline constexpr int kMaxTempFiles = 64;
+inline constexpr int kMaxTempPath = 4096;
+
+// Installs the handlers for SIGINT, SIGTERM, SIGHUP and SIGPIPE. Idempotent.
+void InstallInterruptHandlers();
+
+// Records `path` as an in-progress temporary file that an interrupt must
+// unlink. Returns the slot to pass to UnregisterTempFile, or -1 when the table
+// is full or the path too long.
+int RegisterTempFile(std::string_view path);
+// Forgets the slot (after the file was renamed into place or deleted). -1 is a no-op.
+void UnregisterTempFile(int slot);
+
+// While at least one InterruptDeferral exists, the first SIGINT/SIGTERM sets
+// the pending interrupt instead of ending the process (and says so on stderr).
+class InterruptDeferral {
+ public:
+  InterruptDeferral();
+  ~InterruptDeferral();
+  InterruptDeferral(const InterruptDeferral&) = delete;
+  InterruptDeferral& operator=(const InterruptDeferral&) = delete;
+};
+
+// The deferred signal (SIGINT or SIGTERM), or 0 when none arrived.
+int PendingInterrupt();
+// The flag PendingInterrupt() reads, for code that polls it (Trainer::set_stop_flag).
+const std::atomic<int>* PendingInterruptFlag();
+// Tests: forget a pending interrupt.
+void ClearPendingInterrupt();
+
+// Unlinks the registered temporary files and ends the process with `signo`'s
+// default action (or _exit(128 + signo) if that does not end it).
+[[noreturn]] void ExitForSignal(int signo);
+
+// "SIGINT", "SIGTERM", "SIGHUP", "SIGPIPE", or "a signal" (static storage).
+const char* SignalName(int signo);
+
+}  // namespace ctrain

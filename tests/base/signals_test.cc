@@ -1,0 +1,160 @@
+// base/signals.h: interrupts unlink the registered temporary files and end the
+// process with the signal's own status; a deferral records the first
+// SIGINT/SIGTERM and a second one exits at once (issue #7, item 12 / trial/10, trial/11).
+#include "ctrain/base/signals.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace ctrain {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  return std::string(base ? base : "/tmp") + "/ctrain_signals_test_" + std::to_string(::getpid()) + "_" + name;
+}
+
+bool Exists(const std::string& p) {
+  struct stat st;
+  return ::stat(p.c_str(), &st) == 0;
+}
+
+void Touch(const std::string& p) {
+  FILE* f = std::fopen(p.c_str(), "w");
+  if (f != nullptr) std::fclose(f);
+}
+
+// Runs `body` in a forked child with default signal dispositions; returns its wait status.
+template <typename F>
+int InChild(F body) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(s, SIG_DFL);
+    body();
+    ::_exit(0);
+  }
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+TEST(Signals, EachInterruptRemovesRegisteredTempFilesAndKeepsItsExitStatus) {
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) {
+    SCOPED_TRACE(SignalName(sig));
+    const std::string tmp = TempPath("out.tfrecord.tmp.1"), kept = TempPath("unregistered");
+    Touch(tmp);
+    Touch(kept);
+    const int status = InChild([&] {
+      InstallInterruptHandlers();
+      RegisterTempFile(tmp);
+      ::raise(sig);
+      ::_exit(3);  // not reached
+    });
+    ASSERT_TRUE(WIFSIGNALED(status)) << status;
+    EXPECT_EQ(WTERMSIG(status), sig);  // a shell reports 128 + sig
+    EXPECT_FALSE(Exists(tmp));
+    EXPECT_TRUE(Exists(kept));
+    ::unlink(kept.c_str());
+  }
+}
+
+TEST(Signals, UnregisteredFilesSurvive) {
+  const std::string done = TempPath("renamed_into_place");
+  Touch(done);
+  const int status = InChild([&] {
+    InstallInterruptHandlers();
+    const int slot = RegisterTempFile(done);
+    UnregisterTempFile(slot);  // e.g. after the rename
+    ::raise(SIGTERM);
+  });
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_TRUE(Exists(done));
+  ::unlink(done.c_str());
+}
+
+TEST(Signals, DeferralRecordsTheFirstSignalAndTheSecondExitsAtOnce) {
+  const std::string tmp = TempPath("ckpt-7.bin.tmp.1");
+  Touch(tmp);
+  const int status = InChild([&] {
+    InstallInterruptHandlers();
+    InterruptDeferral defer;
+    RegisterTempFile(tmp);
+    ::raise(SIGTERM);
+    // Still alive: the signal is pending for the trainer to act on.
+    if (PendingInterrupt() != SIGTERM || *PendingInterruptFlag() != SIGTERM) ::_exit(4);
+    if (!Exists(tmp)) ::_exit(5);
+    ::raise(SIGINT);  // a second signal (e.g. while the checkpoint is written)
+    ::_exit(6);       // not reached
+  });
+  ASSERT_TRUE(WIFSIGNALED(status)) << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  EXPECT_EQ(WTERMSIG(status), SIGINT);
+  EXPECT_FALSE(Exists(tmp));
+}
+
+TEST(Signals, SigpipeDuringADeferredStopIsIgnored) {
+  const int status = InChild([&] {
+    InstallInterruptHandlers();
+    InterruptDeferral defer;
+    ::raise(SIGINT);
+    ::raise(SIGPIPE);  // e.g. `| tee` ended by the same Ctrl-C
+    ::_exit(PendingInterrupt() == SIGINT ? 9 : 8);
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 9);
+}
+
+TEST(Signals, ExitForSignalRemovesTempFilesAndEndsWithTheSignal) {
+  const std::string tmp = TempPath("metrics.json.tmp.1");
+  Touch(tmp);
+  const int status = InChild([&] {
+    InstallInterruptHandlers();
+    RegisterTempFile(tmp);
+    ExitForSignal(SIGTERM);
+  });
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_FALSE(Exists(tmp));
+}
+
+TEST(Signals, IgnoredSignalsStayIgnored) {
+  const std::string tmp = TempPath("nohup.tmp.1");
+  Touch(tmp);
+  const int status = InChild([&] {
+    ::signal(SIGHUP, SIG_IGN);  // nohup
+    InstallInterruptHandlers();
+    RegisterTempFile(tmp);
+    ::raise(SIGHUP);
+    ::_exit(7);
+  });
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 7);
+  EXPECT_TRUE(Exists(tmp));
+  ::unlink(tmp.c_str());
+}
+
+TEST(Signals, RegistryIsBounded) {
+  std::vector<int> slots;
+  for (int i = 0; i < kMaxTempFiles; ++i) {
+    slots.push_back(RegisterTempFile("/nonexistent/x" + std::to_string(i)));
+    ASSERT_GE(slots.back(), 0);
+  }
+  EXPECT_EQ(RegisterTempFile("/nonexistent/one-too-many"), -1);
+  EXPECT_EQ(RegisterTempFile(std::string(kMaxTempPath, 'a')), -1);
+  for (int s : slots) UnregisterTempFile(s);
+  const int again = RegisterTempFile("/nonexistent/again");
+  EXPECT_GE(again, 0);
+  UnregisterTempFile(again);
+}
+
+}  // namespace
+}  // namespace ctrain

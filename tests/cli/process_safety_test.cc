@@ -1,0 +1,483 @@
+// End-to-end process safety of the ctrain binary (issue #7 items 8-13): FIFOs
+// that never get a writer or stall (B32), one training per model dir
+// (trial/02), synth --row-offset (trial/04), read-only model dirs (trial/05),
+// interrupts leave no temporary files (trial/10) and a training interrupt
+// checkpoints and resumes exactly (trial/11).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ctrain/train/checkpoint.h"
+#include "ctrain/train/model_dir_lock.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+const std::string kCtrain = CTRAIN_BINARY;
+
+// The status a shell would report: the exit code, or 128 + the signal.
+int ShellCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+struct RunResult {
+  int code;
+  std::string out;  // stdout + stderr
+};
+
+// Runs `cmd` with sh -c (stdout + stderr captured).
+RunResult Sh(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  RunResult r{-1, {}};
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  r.code = ShellCode(::pclose(p));
+  return r;
+}
+
+// A ctrain process with default signal dispositions and its stdout+stderr on a pipe.
+struct Child {
+  pid_t pid = -1;
+  int out_fd = -1;
+  std::string out;
+
+  static Child Start(const std::vector<std::string>& args, const std::string& cwd) {
+    int p[2];
+    EXPECT_EQ(::pipe2(p, O_CLOEXEC), 0);
+    std::vector<std::string> all = {kCtrain};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::fflush(nullptr);
+    Child c;
+    c.pid = ::fork();
+    if (c.pid == 0) {
+      for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(s, SIG_DFL);  // ctest may run in the background
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::dup2(p[1], 1);
+      ::dup2(p[1], 2);
+      if (::chdir(cwd.c_str()) != 0) ::_exit(126);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(p[1]);
+    c.out_fd = p[0];
+    return c;
+  }
+  // Reads output until it contains `needle` (true) or EOF / `seconds` pass (false).
+  bool ReadUntil(const std::string& needle, double seconds) {
+    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+    while (out.find(needle) == std::string::npos) {
+      const int left = static_cast<int>(std::chrono::duration<double, std::milli>(end - Clock::now()).count());
+      if (left <= 0) return false;
+      pollfd pf{out_fd, POLLIN, 0};
+      if (::poll(&pf, 1, left) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::read(out_fd, buf, sizeof buf);
+      if (n <= 0) return out.find(needle) != std::string::npos;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return true;
+  }
+  // Reads to EOF and reaps; returns the shell code.
+  int Finish() {
+    ReadUntil(std::string(1, '\0'), 60);
+    ::close(out_fd);
+    int status = 0;
+    EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+    return ShellCode(status);
+  }
+};
+
+// Opens the write end of `fifo` once a reader has it open; -1 after 10 s
+// (a blocking open would hang the test if the reader failed early).
+int OpenWriter(const std::string& fifo) {
+  for (int i = 0; i < 1000; ++i) {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) {
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+      return fd;
+    }
+    ::usleep(10 * 1000);
+  }
+  return -1;
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Names in `dir` containing ".tmp." (leftover temporaries).
+std::vector<std::string> Temporaries(const fs::path& dir) {
+  std::vector<std::string> t;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp.") != std::string::npos) t.push_back(e.path().string());
+  return t;
+}
+
+class ProcessSafetyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ctrain_process_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    fs::permissions(dir_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                              fs::perms::others_read | fs::perms::others_exec);
+  }
+  void TearDown() override {
+    (void)std::system(("chmod -R u+w '" + dir_.string() + "' 2>/dev/null").c_str());
+    fs::remove_all(dir_);
+  }
+  std::string P(const std::string& name) const { return (dir_ / name).string(); }
+  std::string C() const { return "cd '" + dir_.string() + "' && " + kCtrain; }
+  // Small LibSVM training data (synth, 0-based ids).
+  void Synth(const std::string& name, int rows) {
+    RunResult r = Sh(C() + " synth --rows " + std::to_string(rows) + " --format libsvm -o " + name);
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  fs::path dir_;
+};
+
+constexpr const char* kSmallModel =
+    " --feature-size 117581 --deep-layers 16,8 --embedding-size 4 --batch-size 64 --intra-op-threads 1"
+    " --num-parallel-calls 1";
+
+// ---- B32: a FIFO that never gets a writer, in every command ----
+TEST_F(ProcessSafetyTest, B32WriterlessFifoTimesOutInEveryCommand) {
+  Synth("s.libsvm", 200);
+  ASSERT_EQ(Sh(C() + " train --train s.libsvm" + kSmallModel + " --max-steps 2 --model-dir m --progress none").code, 0);
+  ASSERT_EQ(::mkdir(P("ch").c_str(), 0755), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train_channel", "train --progress none --pipe-timeout-ms 1200 --train pipe:ch/train"},
+      {"train_fifo", "train --progress none --pipe-timeout-ms 1200 --train train_fifo"},
+      {"train_memory", "train --progress none --input-mode memory --pipe-timeout-ms 1200 --train train_memory"},
+      {"eval", "eval --model-dir m --pipe-timeout-ms 1200 --input eval"},
+      {"predict", "predict --model-dir m --pipe-timeout-ms 1200 --input predict -o p.txt"},
+      {"inspect", "inspect --pipe-timeout-ms 1200 inspect"},
+      {"convert", "convert --pipe-timeout-ms 1200 -i convert -o c.tfrecord"},
+  };
+  std::string script = "cd '" + dir_.string() + "' || exit 1;";
+  for (const auto& [fifo, args] : cases) {
+    const std::string path = fifo == "train_channel" ? P("ch/train_0") : P(fifo);
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+    script += " { timeout 30 " + kCtrain + " " + args + " > " + fifo + ".log 2>&1; echo $? > " + fifo + ".rc; } &";
+  }
+  const auto t0 = Clock::now();
+  ASSERT_EQ(Sh(script + " wait").code, 0);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(15));  // all in parallel, 1.2 s each
+  for (const auto& [fifo, args] : cases) {
+    SCOPED_TRACE(args);
+    const std::string path = fifo == "train_channel" ? "ch/train_0" : fifo;
+    const std::string log = Slurp(dir_ / (fifo + ".log"));
+    EXPECT_EQ(Slurp(dir_ / (fifo + ".rc")), "1\n") << log;
+    EXPECT_NE(log.find("ctrain: waiting for writer on " + path + " (1 s, 0 bytes so far, timeout 1200 ms)"),
+              std::string::npos)
+        << log;
+    EXPECT_NE(log.find("ctrain: DeadlineExceeded: no writer connected to " + path + " within 1200 ms"),
+              std::string::npos)
+        << log;
+  }
+  EXPECT_TRUE(Temporaries(dir_).empty());
+  EXPECT_FALSE(fs::exists(P("c.tfrecord")));
+}
+
+TEST_F(ProcessSafetyTest, B32StalledWriterTimesOutAfterItsBytes) {
+  Synth("s.libsvm", 200);
+  ASSERT_EQ(::mkfifo(P("f").c_str(), 0600), 0);
+  const auto t0 = Clock::now();
+  RunResult r = Sh("cd '" + dir_.string() + "' && { (head -c 3000 s.libsvm; sleep 20) > f 2>/dev/null & W=$!; " +
+                   kCtrain + " train --train f --progress none --pipe-timeout-ms 800" + kSmallModel +
+                   "; echo rc=$?; kill $W; }");
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(15));  // not the writer's 20 s
+  EXPECT_NE(r.out.find("ctrain: DeadlineExceeded: writer on f sent nothing for 800 ms (after 3000 bytes)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("rc=1"), std::string::npos) << r.out;
+}
+
+TEST_F(ProcessSafetyTest, B32DefaultTimeoutIsDocumentedInHelp) {
+  RunResult r = Sh(kCtrain + " eval --help");
+  EXPECT_NE(r.out.find("--pipe-timeout-ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("60000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 = no limit"), std::string::npos) << r.out;
+}
+
+// ---- trial/02: one training per model dir ----
+TEST_F(ProcessSafetyTest, Trial02SecondTrainingNamesTheHolderAndFailsUpFront) {
+  Synth("s.libsvm", 20000);
+  const std::string args = std::string("train --train s.libsvm --epochs 3 --progress none --model-dir dup") + kSmallModel;
+  std::vector<std::string> argv;
+  std::istringstream ss(args);
+  for (std::string a; ss >> a;) argv.push_back(a);
+  Child first = Child::Start(argv, dir_.string());
+  // Wait (bounded) until the first one holds the lock and recorded itself.
+  const std::string pid = "\"pid\":" + std::to_string(first.pid);
+  for (int i = 0; i < 500 && Slurp(dir_ / "dup/.lock").find(pid) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_NE(Slurp(dir_ / "dup/.lock").find(pid), std::string::npos);
+  RunResult second = Sh(C() + " " + args + " --learning-rate 0.01");
+  EXPECT_EQ(second.code, 1) << second.out;
+  EXPECT_EQ(second.out.find("ctrain: streaming"), std::string::npos) << second.out;  // before reading any data
+  EXPECT_NE(second.out.find("ctrain: FailedPrecondition: dup: model directory is in use by another training (pid " +
+                            std::to_string(first.pid) + " on host "),
+            std::string::npos)
+      << second.out;
+  EXPECT_NE(second.out.find(kCtrain + " " + args + "); wait for it to finish or use another --model-dir"),
+            std::string::npos)
+      << second.out;
+  EXPECT_EQ(second.out.find("epoch 1/"), std::string::npos) << second.out;
+  EXPECT_EQ(first.Finish(), 0) << first.out;
+  // The lock went with the first process: training again resumes (nothing to do).
+  RunResult again = Sh(C() + " " + args);
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("nothing to do"), std::string::npos) << again.out;
+}
+
+TEST_F(ProcessSafetyTest, Trial02LockHeldByAnotherProcessIsNamed) {
+  Synth("s.libsvm", 200);
+  ASSERT_TRUE(fs::create_directories(dir_ / "held"));
+  auto lock = ctrain::train::ModelDirLock::Acquire(P("held"), "ctrain train --model-dir held (the test)");
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  RunResult r = Sh(C() + " train --train s.libsvm --max-steps 2 --progress none --model-dir held" + kSmallModel);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("(pid " + std::to_string(::getpid()) + " on host "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": ctrain train --model-dir held (the test)); wait"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "held/checkpoint"));
+  // eval/predict only read: no lock needed.
+  lock->reset();
+  ASSERT_EQ(Sh(C() + " train --train s.libsvm --max-steps 2 --progress none --model-dir held" + kSmallModel).code, 0);
+  lock = ctrain::train::ModelDirLock::Acquire(P("held"), "x");
+  ASSERT_TRUE(lock.ok());
+  RunResult e = Sh(C() + " eval --model-dir held --input s.libsvm");
+  EXPECT_EQ(e.code, 0) << e.out;
+}
+
+// ---- trial/04: synth --row-offset ----
+TEST_F(ProcessSafetyTest, Trial04RowOffsetGivesTheRowsOfOneBiggerFile) {
+  for (const char* fmt : {"libsvm", "tfrecord"}) {
+    SCOPED_TRACE(fmt);
+    const std::string f(fmt);
+    ASSERT_EQ(Sh(C() + " synth --rows 300 --seed 5 --format " + f + " -o big." + f).code, 0);
+    ASSERT_EQ(Sh(C() + " synth --rows 200 --seed 5 --format " + f + " -o tr." + f).code, 0);
+    RunResult va = Sh(C() + " synth --rows 100 --row-offset 200 --seed 5 --format " + f + " -o va." + f);
+    ASSERT_EQ(va.code, 0) << va.out;
+    EXPECT_NE(va.out.find("wrote 100 rows (rows 200..299,"), std::string::npos) << va.out;
+    const std::string big = Slurp(dir_ / ("big." + f)), tr = Slurp(dir_ / ("tr." + f)),
+                      valid = Slurp(dir_ / ("va." + f));
+    ASSERT_FALSE(valid.empty());
+    EXPECT_EQ(tr + valid, big);  // rows 0..199 then 200..299 of the same ground truth
+  }
+  RunResult bad = Sh(C() + " synth --rows 10 --row-offset -1 -o x.tfrecord");
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("--row-offset must be in [0"), std::string::npos) << bad.out;
+}
+
+// ---- trial/05: read-only model dir / outputs fail before any training ----
+TEST_F(ProcessSafetyTest, Trial05UnwritableModelDirFailsUpFront) {
+  Synth("s.libsvm", 2000);
+  ASSERT_EQ(Sh(C() + " train --train s.libsvm --epochs 1 --progress none --model-dir a" + kSmallModel).code, 0);
+  // Tests run as root, which may write anywhere: drop to nobody (setpriv) when root.
+  std::string as_user;
+  if (::geteuid() == 0) {
+    if (Sh("setpriv --reuid=65534 --regid=65534 --clear-groups true").code != 0)
+      GTEST_SKIP() << "running as root without setpriv: cannot test an unwritable directory";
+    as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+    if (Sh(as_user + "test -r '" + P("s.libsvm") + "'").code != 0)
+      GTEST_SKIP() << "user 65534 cannot read the test directory " << dir_;
+  }
+  ASSERT_EQ(::chmod(P("a").c_str(), 0555), 0);
+  ASSERT_EQ(::chmod(dir_.c_str(), 0555), 0);
+  const std::string cd = "cd '" + dir_.string() + "' && " + as_user + kCtrain;
+  RunResult r = Sh(cd + " train --train s.libsvm --epochs 2 --progress log --model-dir a" + kSmallModel);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("ctrain: PermissionDenied: a: --model-dir: cannot create files in the directory: Permission "
+                       "denied"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("epoch 1/"), std::string::npos) << r.out;  // nothing trained
+  RunResult p = Sh(cd + " predict --model-dir a --input s.libsvm -o a/p.txt");
+  EXPECT_EQ(p.code, 1);
+  EXPECT_NE(p.out.find("a/p.txt: --output: cannot create files in its directory 'a': Permission denied"),
+            std::string::npos)
+      << p.out;
+  RunResult e = Sh(cd + " eval --model-dir a --input s.libsvm --metrics-json m.json");
+  EXPECT_EQ(e.code, 1);
+  EXPECT_NE(e.out.find("m.json: --metrics-json: cannot create files in its directory '.': Permission denied"),
+            std::string::npos)
+      << e.out;
+  EXPECT_EQ(e.out.find("auc"), std::string::npos) << e.out;
+}
+
+// The trial's own setup: an existing model dir on a read-only file system
+// (needs an unprivileged user + mount namespace: `unshare -rm`).
+TEST_F(ProcessSafetyTest, Trial05ReadOnlyFileSystemFailsUpFront) {
+  ASSERT_EQ(::mkdir(P("ro").c_str(), 0755), 0);
+  if (Sh("unshare -rm sh -c 'mount -t tmpfs tmpfs " + P("ro") + " && mount -o remount,ro " + P("ro") + "'").code != 0)
+    GTEST_SKIP() << "no unprivileged user + mount namespace (unshare -rm) to mount a read-only file system";
+  Synth("s.libsvm", 2000);
+  RunResult r = Sh("cd '" + dir_.string() + "' && unshare -rm sh -c 'mount -t tmpfs tmpfs ro && " + kCtrain +
+                   " train --train s.libsvm --epochs 1 --progress none --model-dir ro/a" + kSmallModel +
+                   " >/dev/null 2>&1 && mount -o remount,ro ro && " + kCtrain +
+                   " train --train s.libsvm --epochs 2 --progress log --model-dir ro/a" + kSmallModel +
+                   "; echo rc=$?'");
+  EXPECT_NE(r.out.find("ctrain: Unavailable: ro/a: --model-dir: cannot create files in the directory: Read-only "
+                       "file system"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("rc=1"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("epoch 1/"), std::string::npos) << r.out;
+}
+
+// ---- trial/10 and item 12: interrupts leave no temporary files ----
+TEST_F(ProcessSafetyTest, Trial10InterruptedSynthLeavesNoTemporary) {
+  for (int sig : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(sig);
+    Child c = Child::Start({"synth", "--rows", "2000000", "-o", "big.tfrecord"}, dir_.string());
+    const std::string tmp = P("big.tfrecord.tmp." + std::to_string(c.pid));
+    bool writing = false;
+    for (int i = 0; i < 1000 && !writing; ++i) {  // bounded: 10 s
+      std::error_code ec;
+      writing = fs::exists(tmp) && fs::file_size(tmp, ec) > 0;
+      if (!writing) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ASSERT_TRUE(writing) << "no temporary " << tmp;
+    ASSERT_EQ(::kill(c.pid, sig), 0);
+    EXPECT_EQ(c.Finish(), 128 + sig) << c.out;
+    EXPECT_TRUE(Temporaries(dir_).empty());
+    EXPECT_FALSE(fs::exists(P("big.tfrecord")));
+  }
+}
+
+TEST_F(ProcessSafetyTest, InterruptedConvertFromAStalledFifoLeavesNoTemporary) {
+  Synth("s.libsvm", 200);
+  ASSERT_EQ(::mkfifo(P("in").c_str(), 0600), 0);
+  Child c = Child::Start({"convert", "-i", "in", "-o", "out.tfrecord", "--pipe-timeout-ms", "0"}, dir_.string());
+  std::atomic<bool> wrote{false}, done{false};
+  std::thread writer([&] {
+    const int fd = OpenWriter(P("in"));  // connects once convert reads (its output is open by then)
+    if (fd < 0) return;
+    const std::string head = Slurp(dir_ / "s.libsvm").substr(0, 3000);
+    EXPECT_EQ(::write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
+    wrote = true;
+    for (int i = 0; i < 3000 && !done.load(); ++i)  // stalls, still connected (bounded: 30 s)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ::close(fd);
+  });
+  struct Join {
+    std::atomic<bool>& done;
+    std::thread& t;
+    ~Join() {
+      done = true;
+      t.join();
+    }
+  } join{done, writer};
+  for (int i = 0; i < 1000 && !wrote.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(wrote.load()) << "convert never read its input";
+  ASSERT_TRUE(fs::exists(P("out.tfrecord.tmp." + std::to_string(c.pid))));
+  ASSERT_EQ(::kill(c.pid, SIGINT), 0);
+  EXPECT_EQ(c.Finish(), 130) << c.out;
+  EXPECT_TRUE(Temporaries(dir_).empty());
+  EXPECT_FALSE(fs::exists(P("out.tfrecord")));
+}
+
+TEST_F(ProcessSafetyTest, ClosedStdoutPipeEndsQuietlyWithSigpipe) {
+  RunResult r = Sh("cd '" + dir_.string() + "' && bash -c '" + kCtrain +
+                   " synth --rows 200000 --format libsvm -o - 2>err.txt | head -c 100 > /dev/null; "
+                   "echo rc=${PIPESTATUS[0]}'");
+  EXPECT_NE(r.out.find("rc=141"), std::string::npos) << r.out;  // 128 + SIGPIPE, no error message
+  EXPECT_EQ(Slurp(dir_ / "err.txt"), "");
+  EXPECT_TRUE(Temporaries(dir_).empty());
+}
+
+// ---- trial/11: a signal during training checkpoints the current step; resume is exact ----
+// The interrupted run is long (20 epochs) so that the signal always lands
+// mid-run; the comparison stops both runs at the same later step K.
+TEST_F(ProcessSafetyTest, Trial11SigtermCheckpointsAndResumeMatchesAnUninterruptedRun) {
+  Synth("s.libsvm", 20000);
+  const std::string common = std::string("train --train s.libsvm --epochs 20 --save-checkpoints-steps 100000") +
+                             kSmallModel;
+  std::vector<std::string> argv;
+  std::istringstream ss(common + " --progress bar --model-dir sig");
+  for (std::string a; ss >> a;) argv.push_back(a);
+  Child c = Child::Start(argv, dir_.string());
+  ASSERT_TRUE(c.ReadUntil("\033[Kstep ", 30)) << c.out;  // the first progress line
+  ASSERT_EQ(::kill(c.pid, SIGTERM), 0);
+  EXPECT_EQ(c.Finish(), 143) << c.out;
+  const size_t at = c.out.find("interrupted by SIGTERM at step ");
+  ASSERT_NE(at, std::string::npos) << c.out;
+  const int64_t step = std::stoll(c.out.substr(at + 31));
+  ASSERT_GT(step, 0);
+  EXPECT_NE(c.out.find("checkpoint sig/ckpt-" + std::to_string(step) + ".bin saved; run the same command to resume"),
+            std::string::npos)
+      << c.out;
+  auto ck = ctrain::train::LoadLatestCheckpoint(P("sig"));
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  EXPECT_EQ(ck->step, step);
+  EXPECT_TRUE(Temporaries(dir_).empty());
+
+  const std::string until = " --progress none --max-steps " + std::to_string(step + 150);
+  RunResult resumed = Sh(C() + " " + common + until + " --model-dir sig");
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("resumed from sig at step " + std::to_string(step)), std::string::npos) << resumed.out;
+  ASSERT_EQ(Sh(C() + " " + common + until + " --model-dir ref").code, 0);
+  // Bit-identical state: every tensor (parameters and optimizer slots) and the position.
+  auto a = ctrain::train::LoadLatestCheckpoint(P("sig")), b = ctrain::train::LoadLatestCheckpoint(P("ref"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->step, step + 150);
+  EXPECT_EQ(b->step, step + 150);
+  for (const char* key : {"global_step", "epoch", "batch_in_epoch", "examples"})
+    EXPECT_EQ(a->meta[key], b->meta[key]) << key;
+  ASSERT_EQ(a->tensors.size(), b->tensors.size());
+  for (const auto& x : a->tensors) {
+    const auto* y = b->Find(x.name);
+    ASSERT_NE(y, nullptr) << x.name;
+    ASSERT_EQ(x.f32.size(), y->f32.size()) << x.name;
+    EXPECT_EQ(0, std::memcmp(x.f32.data(), y->f32.data(), x.f32.size() * sizeof(float))) << x.name;
+    EXPECT_EQ(x.i64, y->i64) << x.name;
+  }
+}
+
+TEST_F(ProcessSafetyTest, Trial11SigintWithoutModelDirSaysNothingWasSaved) {
+  Synth("s.libsvm", 20000);
+  std::vector<std::string> argv;
+  std::istringstream ss(std::string("train --train s.libsvm --epochs 20 --progress bar") + kSmallModel);
+  for (std::string a; ss >> a;) argv.push_back(a);
+  Child c = Child::Start(argv, dir_.string());
+  ASSERT_TRUE(c.ReadUntil("\033[Kstep ", 30)) << c.out;
+  const auto t0 = Clock::now();
+  ASSERT_EQ(::kill(c.pid, SIGINT), 0);
+  EXPECT_EQ(c.Finish(), 130) << c.out;
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(10));
+  EXPECT_NE(c.out.find(": no --model-dir, nothing was saved"), std::string::npos) << c.out;
+}
+
+}  // namespace
