@@ -145,7 +145,7 @@ TEST_F(TrainerCasesTest, B05SeveralInputsNameTheEmptyOnes) {
   RunResult r = Run("train --input-mode memory --train a.libsvm e1.libsvm e2.libsvm" + kB05Flags);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("no examples in e1.libsvm, e2.libsvm (skipped: blank_lines=0 comment_lines=1 qid_tokens=0 "
-                       "trailing_comments=0) (2 of 3 inputs are empty)"),
+                       "trailing_comments=0 unterminated_last_line=0) (2 of 3 inputs are empty)"),
             std::string::npos)
       << r.out;
 }
