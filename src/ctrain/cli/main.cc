@@ -1,16 +1,15 @@
 #include "ctrain/cli/main.h"
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
-#include "ctrain/cli/commands.h"
+#include "ctrain/cli/arg_parsing.h"
+#include "ctrain/train/threads.h"
 
 namespace ctrain::cli {
 
-int Main(int argc, char** argv) {
-  CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "ctrain 0.1.0");
+std::vector<Command> RegisterCommands(CLI::App& app) {
   std::vector<Command> commands;
   // Registered subcommands (one file each under src/ctrain/cli/).
   commands.push_back(AddInspectCommand(app));
@@ -19,8 +18,27 @@ int Main(int argc, char** argv) {
   commands.push_back(AddTrainCommand(app));
   commands.push_back(AddEvalCommand(app));
   commands.push_back(AddPredictCommand(app));
+  return commands;
+}
+
+int Main(int argc, char** argv) {
+  // Returns only when no re-exec was needed (or it failed: then say so and go on).
+  if (Status s = train::UsePassiveOpenMPWait(argv); !s.ok()) std::fprintf(stderr, "ctrain: %s\n", s.ToString().c_str());
+  CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
+  app.name("ctrain");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ctrain 0.1.0");
+  std::vector<Command> commands = RegisterCommands(app);
+  DescribeBoolSwitches(app);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (const std::string usage = CheckCommandAndFlags(app, args); !usage.empty()) {
+    std::fprintf(stderr, "%s\n", usage.c_str());
+    return 2;
+  }
+  args = NormalizeBoolSwitches(app, std::move(args));
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
   try {
-    app.parse(argc, argv);
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }

@@ -25,6 +25,7 @@
 #include "ctrain/io/file.h"
 #include "ctrain/model/layers/bf16.h"
 #include "ctrain/train/autotune.h"
+#include "ctrain/train/threads.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::cli {

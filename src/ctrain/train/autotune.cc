@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "ctrain/train/threads.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::train {

@@ -102,7 +102,4 @@ StatusOr<optim::OptimizerConfig> OptimizerConfigFromJson(const nlohmann::json& j
 StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text);
 std::string FormatLayerList(const std::vector<int32_t>& layers);
 
-// Number of CPUs this process may run on (sched_getaffinity), at least 1.
-int32_t AvailableCpus();
-
 }  // namespace ctrain::train

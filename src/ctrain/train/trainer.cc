@@ -20,6 +20,7 @@
 #include "ctrain/optim/optimizer.h"
 #include "ctrain/train/metrics.h"
 #include "ctrain/train/parameter_table.h"
+#include "ctrain/train/threads.h"
 #include "ctrain/train/trainer_state.h"
 #include "ctrain/train/worker_pool.h"
 
