@@ -98,6 +98,11 @@ std::vector<std::string> NormalizeBoolSwitches(const CLI::App& app, std::vector<
   return out;
 }
 
+std::string SubcommandName(const std::vector<std::string>& args) {
+  const size_t at = SubcommandIndex(args);
+  return at == args.size() ? std::string() : args[at];
+}
+
 size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;

@@ -36,6 +36,10 @@ std::vector<std::string> NormalizeBoolSwitches(const CLI::App& app, std::vector<
 //   - an unknown --flag of the subcommand (names it and its value, suggests the closest flag).
 std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::string>& args);
 
+// The subcommand named in `args` (the first argument that is not an option),
+// or "" if there is none.
+std::string SubcommandName(const std::vector<std::string>& args);
+
 // Levenshtein distance (insert, delete, substitute: 1 each).
 size_t EditDistance(const std::string& a, const std::string& b);
 

@@ -9,7 +9,10 @@
 
 namespace ctrain::cli {
 
-std::vector<Command> RegisterCommands(CLI::App& app) {
+std::vector<Command> BuildApp(CLI::App& app) {
+  app.name("ctrain");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "ctrain 0.1.0");
   std::vector<Command> commands;
   // Registered subcommands (one file each under src/ctrain/cli/).
   commands.push_back(AddInspectCommand(app));
@@ -18,19 +21,20 @@ std::vector<Command> RegisterCommands(CLI::App& app) {
   commands.push_back(AddTrainCommand(app));
   commands.push_back(AddEvalCommand(app));
   commands.push_back(AddPredictCommand(app));
+  DescribeBoolSwitches(app);
   return commands;
 }
 
 int Main(int argc, char** argv) {
-  // Returns only when no re-exec was needed (or it failed: then say so and go on).
-  if (Status s = train::UsePassiveOpenMPWait(argv); !s.ok()) std::fprintf(stderr, "ctrain: %s\n", s.ToString().c_str());
-  CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
-  app.name("ctrain");
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "ctrain 0.1.0");
-  std::vector<Command> commands = RegisterCommands(app);
-  DescribeBoolSwitches(app);
   std::vector<std::string> args(argv + 1, argv + argc);
+  // The commands whose kernels run OpenMP teams (ours and oneDNN's) start with
+  // passive waiting; UsePassiveOpenMPWait returns only when no re-exec was
+  // needed (or it failed: then say so and go on). The others skip the exec.
+  const std::string command = SubcommandName(args);
+  if (command == "train" || command == "eval" || command == "predict")
+    if (Status s = train::UsePassiveOpenMPWait(argv); !s.ok()) std::fprintf(stderr, "ctrain: %s\n", s.ToString().c_str());
+  CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
+  std::vector<Command> commands = BuildApp(app);
   if (const std::string usage = CheckCommandAndFlags(app, args); !usage.empty()) {
     std::fprintf(stderr, "%s\n", usage.c_str());
     return 2;

@@ -14,7 +14,8 @@ namespace ctrain::cli {
 // (train::UsePassiveOpenMPWait) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
 int Main(int argc, char** argv);
 
-// Adds every subcommand to `app` (in --help order); tests use it to check the
-// conventions of cli/arg_parsing.h on every flag.
-std::vector<Command> RegisterCommands(CLI::App& app);
+// Sets up `app` as Main does: every subcommand (in --help order), --version,
+// boolean switches described (cli/arg_parsing.h). Tests use it to check the
+// conventions of arg_parsing.h on every flag of every subcommand.
+std::vector<Command> BuildApp(CLI::App& app);
 }  // namespace ctrain::cli
