@@ -98,7 +98,7 @@ TEST(ArgParsingTest, KnownSwitchesAreFound) {
     return false;
   };
   for (const char* name : {"--batch-norm", "--batch_norm", "--shuffle", "--drop-remainder", "--reshuffle-each-iteration",
-                           "--affinity", "--autotune", "--skip-corrupt-records"})
+                           "--affinity", "--autotune", "--deterministic", "--skip-corrupt-records"})
     EXPECT_TRUE(has("train", name)) << name;
   EXPECT_TRUE(has("inspect", "--json"));
   EXPECT_FALSE(has("train", "--help"));

@@ -121,6 +121,38 @@ TEST_F(CliArgsTest, HelpShowsSwitchesAsTrueFalse) {
   EXPECT_EQ(r.out.find("BOOLEAN"), std::string::npos) << r.out;
 }
 
+// --deterministic (item 15): refuses hogwild; autotune then measures no hogwild layout.
+TEST_F(CliArgsTest, DeterministicRefusesHogwild) {
+  RunResult r = Train("--deterministic --hogwild 2");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("hogwild (2) is not deterministic"), std::string::npos) << r.out;
+  r = Train("--deterministic --towers 2");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST_F(CliArgsTest, AutotuneTableMarksHogwildAndDeterministicLeavesItOut) {
+  RunResult r = Train("--input-mode memory --autotune --autotune-steps 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("the same layout without autotune: --intra-op-threads "), std::string::npos) << r.out;
+  // Hogwild rows exist on >= 2 CPUs and are marked; a hogwild winner gets the note.
+  const bool hogwild_won = r.out.find("picked hogwild") != std::string::npos;
+  EXPECT_EQ(hogwild_won, r.out.find("--hogwild 2 --mixed-precision") != std::string::npos) << r.out;
+  r = Train("--input-mode memory --autotune --autotune-steps 1 --deterministic");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("(not deterministic)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: hogwild layouts not measured (--deterministic"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hogwild=0"), std::string::npos) << r.out;
+}
+
+TEST_F(CliArgsTest, AutotuneWithMixedPrecisionAutoMeasuresBf16OrSaysWhyNot) {
+  RunResult r = Train("--input-mode memory --autotune --autotune-steps 1 --deterministic --mixed-precision auto");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const bool bf16_rows = r.out.find("  bf16  ") != std::string::npos;
+  const bool said_why = r.out.find("note: bf16 mixed precision not measured: bf16 GEMM needs") != std::string::npos;
+  EXPECT_NE(bf16_rows, said_why) << r.out;
+  EXPECT_NE(r.out.find("  f32  "), std::string::npos) << r.out;
+}
+
 // train/eval/predict run with OpenMP threads that sleep when idle: libgomp's
 // default spin count (300000) in the first process, 0 after the re-exec.
 TEST_F(CliArgsTest, TrainingRunsWithPassiveOpenMPWait) {

@@ -15,6 +15,10 @@ Status ParallelOptions::Validate() const {
   if (hogwild > 0 && towers > 1)
     return InvalidArgumentError("hogwild (" + std::to_string(hogwild) + ") and towers (" + std::to_string(towers) +
                                 ") are exclusive: use one kind of replica");
+  if (hogwild > 0 && deterministic)
+    return InvalidArgumentError("hogwild (" + std::to_string(hogwild) +
+                                ") is not deterministic (its replicas race on the embedding tables) and "
+                                "deterministic is set: use towers for parallel replicas, or drop deterministic");
   return Status::OK();
 }
 

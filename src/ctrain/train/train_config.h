@@ -40,6 +40,9 @@ struct ParallelOptions {
   // Pin replica threads and their OpenMP workers one per core (replica r gets
   // cores [r * intra, (r + 1) * intra) of the allowed set).
   bool affinity = false;
+  // Refuse settings whose results differ from run to run (hogwild > 0), and
+  // keep autotune to deterministic layouts (train/autotune.h).
+  bool deterministic = false;
 
   // InvalidArgument naming the field.
   Status Validate() const;
