@@ -13,7 +13,8 @@
 #            what ctrain did before): the collapse this fixes
 # examples/s come from --metrics-json. Prints min and median per mode and the
 # ratios default/one and spin/one (of the medians, and worst case: min of
-# default / median of one), then one JSON object on the last line.
+# default / median of one), whether default/one >= 0.9 (the target),
+# then one JSON object on the last line.
 #
 #   bash bench/contention_bench.sh                    # busy core, 3 rounds of 150 steps
 #   RUNS=5 STEPS=300 bash bench/contention_bench.sh
@@ -88,5 +89,9 @@ if "one" in res:
         summary[f"{m}_over_one_worst"] = res[m]["min"] / res["one"]["median"]
         print(f"{m}/one: median {summary[f'{m}_over_one_median']:.2f}x, worst run {summary[f'{m}_over_one_worst']:.2f}x",
               file=sys.stderr)
+if "one" in res and "default" in res:
+    ok = summary["default_over_one_median"] >= 0.9
+    summary["target_default_over_one_0.9_met"] = ok
+    print(f"target default/one >= 0.9 (median): {'met' if ok else 'NOT met'}", file=sys.stderr)
 print(json.dumps(summary))
 EOF

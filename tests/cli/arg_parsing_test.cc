@@ -196,6 +196,10 @@ TEST(ArgParsingTest, UnknownFlagNamesItselfItsValueAndTheClosestFlag) {
             "ctrain train: unknown flag --batchnorm; did you mean --batch-norm? (ctrain train --help lists the flags)");
   EXPECT_EQ(CheckCommandAndFlags(app, {"inspect", "--zzzzzzzz", "f"}),
             "ctrain inspect: unknown flag --zzzzzzzz (value 'f') (ctrain inspect --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"eval", "--epochs", "3"}),
+            "ctrain eval: unknown flag --epochs (value '3'); it is a flag of train (ctrain eval --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"synth", "--json"}),
+            "ctrain synth: unknown flag --json; it is a flag of inspect (ctrain synth --help lists the flags)");
   EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--learning-rate", "0.1"}), "");
   EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--help"}), "");
 }

@@ -163,8 +163,15 @@ std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::str
     if (eq != std::string::npos) msg += " (value '" + a.substr(eq + 1) + "')";
     else if (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1].compare(0, 2, "--") != 0)
       msg += " (value '" + args[i + 1] + "')";
+    std::string elsewhere;  // the subcommands that do have this flag
+    for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; })) {
+      const CLI::Option* o = other->get_option_no_throw(name);
+      if (other != sub && o != nullptr && !o->get_group().empty())
+        elsewhere += (elsewhere.empty() ? "" : ", ") + other->get_name();
+    }
     const std::string near = ClosestName(name, flags);
-    msg += near.empty() ? "" : "; did you mean " + near + "?";
+    if (!elsewhere.empty()) msg += "; it is a flag of " + elsewhere;
+    else if (!near.empty()) msg += "; did you mean " + near + "?";
     msg += " (ctrain " + sub->get_name() + " --help lists the flags)";
     return msg;
   }

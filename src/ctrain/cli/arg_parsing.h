@@ -33,7 +33,8 @@ std::vector<std::string> NormalizeBoolSwitches(const CLI::App& app, std::vector<
 
 // The usage error for `args` that CLI11 would report badly, or "" if none:
 //   - no subcommand, or an unknown one (lists them, suggests the closest);
-//   - an unknown --flag of the subcommand (names it and its value, suggests the closest flag).
+//   - an unknown --flag of the subcommand (names it and its value; names the
+//     subcommands that have it, or else suggests the closest flag).
 std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::string>& args);
 
 // The subcommand named in `args` (the first argument that is not an option),
