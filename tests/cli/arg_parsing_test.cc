@@ -172,8 +172,10 @@ TEST(ArgParsingTest, NotABooleanIsAnError) {
   EXPECT_NE(Parse(app, {"train", "--batch-norm=maybe"}), "");
   TestApp app2_holder;
   CLI::App& app2 = app2_holder.app;
-  // "maybe" is not taken as the switch's value: it is an unexpected argument.
-  EXPECT_NE(Parse(app2, {"train", "--batch-norm", "maybe"}), "");
+  // "maybe" is not taken as the switch's value; train has no positionals, so it is named as a bad value.
+  EXPECT_EQ(Parse(app2, {"train", "--batch-norm", "maybe"}),
+            "ctrain train: --batch-norm is a switch: 'maybe' is not true/false (write --batch-norm, "
+            "--batch-norm true or --batch-norm false)");
 }
 
 TEST(ArgParsingTest, ArgumentsAfterDoubleDashAreKept) {

@@ -152,10 +152,17 @@ std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::str
   for (const CLI::Option* o : sub->get_options())
     if (!o->get_group().empty())
       for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+  const std::vector<std::string> switches = BoolSwitchNames(*sub);
+  const bool has_positionals = !sub->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
   for (size_t i = at + 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") break;
     if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
+    // "--batch-norm maybe": without positionals to take it, the word was meant as the switch's value.
+    if (!has_positionals && i + 1 < args.size() && std::find(switches.begin(), switches.end(), a) != switches.end() &&
+        !args[i + 1].empty() && args[i + 1][0] != '-' && !IsBoolWord(args[i + 1]))
+      return "ctrain " + sub->get_name() + ": " + a + " is a switch: '" + args[i + 1] +
+             "' is not true/false (write " + a + ", " + a + " true or " + a + " false)";
     const size_t eq = a.find('=');
     const std::string name = a.substr(0, eq);
     if (sub->get_option_no_throw(name) != nullptr) continue;
