@@ -37,7 +37,7 @@ bool ParseInt(std::string_view s, int64_t* v) {
   return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
 }
 
-bool IsDir(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 // The limit in CPUs from one cgroup folder; nullopt when none or unreadable.
 std::optional<double> V2Limit(const std::string& dir) {
@@ -65,7 +65,7 @@ std::optional<double> V1Limit(const std::string& dir) {
 std::optional<double> SmallestOnPath(const std::string& mount, std::string path,
                                      std::optional<double> (*limit)(const std::string&)) {
   while (!path.empty() && path.back() == '/') path.pop_back();
-  if (!path.empty() && !IsDir(mount + path)) path.clear();
+  if (!path.empty() && !Exists(mount + path)) path.clear();
   std::optional<double> best;
   for (;;) {
     std::optional<double> l = limit(mount + path);
@@ -111,7 +111,7 @@ std::optional<double> CgroupCpuLimit(const CgroupFiles& files) {
     } else if (HasController(controllers, "cpu")) {  // v1
       any_line = true;
       for (const char* mount : {"/cpu", "/cpu,cpuacct", "/cpuacct,cpu"})
-        if (IsDir(files.root + mount)) {
+        if (Exists(files.root + mount)) {
           take(SmallestOnPath(files.root + mount, path, V1Limit));
           break;
         }
