@@ -1,16 +1,17 @@
 #include "ctrain/cli/main.h"
 
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "ctrain/base/signals.h"
-#include "ctrain/cli/commands.h"
+#include "ctrain/cli/arg_parsing.h"
+#include "ctrain/train/threads.h"
 
 namespace ctrain::cli {
 
-int Main(int argc, char** argv) {
-  InstallInterruptHandlers();  // interrupts remove in-progress temporary files (base/signals.h)
-  CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
+std::vector<Command> BuildApp(CLI::App& app) {
+  app.name("ctrain");
   app.require_subcommand(1);
   app.set_version_flag("--version", "ctrain 0.1.0");
   std::vector<Command> commands;
@@ -21,8 +22,29 @@ int Main(int argc, char** argv) {
   commands.push_back(AddTrainCommand(app));
   commands.push_back(AddEvalCommand(app));
   commands.push_back(AddPredictCommand(app));
+  DescribeBoolSwitches(app);
+  return commands;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // The commands whose kernels run OpenMP teams (ours and oneDNN's) start with
+  // passive waiting; UsePassiveOpenMPWait returns only when no re-exec was
+  // needed (or it failed: then say so and go on). The others skip the exec.
+  const std::string command = SubcommandName(args);
+  if (command == "train" || command == "eval" || command == "predict")
+    if (Status s = train::UsePassiveOpenMPWait(argv); !s.ok()) std::fprintf(stderr, "ctrain: %s\n", s.ToString().c_str());
+  InstallInterruptHandlers();  // interrupts remove in-progress temporary files (base/signals.h)
+  CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
+  std::vector<Command> commands = BuildApp(app);
+  if (const std::string usage = CheckCommandAndFlags(app, args); !usage.empty()) {
+    std::fprintf(stderr, "%s\n", usage.c_str());
+    return 2;
+  }
+  args = NormalizeBoolSwitches(app, std::move(args));
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them last-first
   try {
-    app.parse(argc, argv);
+    app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }

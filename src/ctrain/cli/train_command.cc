@@ -30,6 +30,7 @@
 #include "ctrain/train/input_checks.h"
 #include "ctrain/train/prediction_output.h"
 #include "ctrain/train/model_dir_lock.h"
+#include "ctrain/train/threads.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::cli {
@@ -58,7 +59,13 @@ struct ParallelFlags {
         ->capture_default_str();
     sub->add_option("--affinity", p.affinity, "Pin replica and OpenMP threads to cores (true/false)")
         ->capture_default_str();
-    sub->add_flag("--autotune", autotune, "Measure the thread layouts for a few steps and train with the fastest");
+    sub->add_flag("--autotune", autotune,
+                  "Measure the thread layouts (with --mixed-precision auto: also bf16) for a few steps and train "
+                  "with the fastest");
+    sub->add_option("--deterministic", p.deterministic,
+                    "Refuse settings whose results differ from run to run (hogwild); --autotune then measures "
+                    "only deterministic layouts")
+        ->capture_default_str();
     sub->add_option("--autotune-steps,--autotune_steps", autotune_steps, "Timed steps per autotune candidate")
         ->capture_default_str();
   }
@@ -274,8 +281,13 @@ Status RunTrain(TrainFlags& fl) {
     o.model.gemm_dtype = model::DataType::kBF16;
   } else if (fl.mixed_precision == "f32" || fl.mixed_precision == "float32") {
     o.model.gemm_dtype = model::DataType::kF32;
+  } else if (fl.mixed_precision == "auto") {  // --autotune measures both (train/autotune.h)
+    const Status bf16 = model::Bf16GemmSupported();
+    o.model.gemm_dtype = bf16.ok() ? model::DataType::kBF16 : model::DataType::kF32;
+    if (!bf16.ok() && !fl.par.autotune)
+      std::fprintf(stderr, "ctrain: --mixed-precision auto: f32 (%s)\n", std::string(bf16.message()).c_str());
   } else {
-    return InvalidArgumentError("--mixed-precision: expected f32 or bf16, got '" + fl.mixed_precision + "'");
+    return InvalidArgumentError("--mixed-precision: expected f32, bf16 or auto, got '" + fl.mixed_precision + "'");
   }
   o.model.field_size = fl.data.field_size;
   o.model.feature_size = fl.data.feature_size;
@@ -403,13 +415,12 @@ Status RunTrain(TrainFlags& fl) {
   if (fl.par.autotune) {
     std::fprintf(stderr, "ctrain: autotune: measuring thread layouts on %d cores (%lld steps each)...\n",
                  train::AvailableCpus(), static_cast<long long>(fl.par.autotune_steps));
-    train::ParallelOptions best;
-    CTRAIN_ASSIGN_OR_RETURN(std::vector<train::AutotuneRow> rows,
-                            train::Autotune(o, tr, fl.par.autotune_steps, &best));
-    std::fprintf(stderr, "%s", train::FormatAutotuneTable(rows, best).c_str());
-    best.inter_op_threads = o.parallel.inter_op_threads;
-    best.affinity = o.parallel.affinity;
-    o.parallel = best;
+    train::AutotuneOptions ao;
+    ao.steps = fl.par.autotune_steps;
+    ao.try_bf16 = fl.mixed_precision == "auto";
+    CTRAIN_ASSIGN_OR_RETURN(train::AutotuneResult at, train::Autotune(o, tr, ao));
+    std::fprintf(stderr, "%s", train::FormatAutotuneTable(at).c_str());
+    train::ApplyAutotune(at, &o);
   }
   const int32_t replicas = o.parallel.replicas();
   const int32_t intra = o.parallel.intra_op_threads > 0 ? o.parallel.intra_op_threads
@@ -654,7 +665,7 @@ Command AddTrainCommand(CLI::App& app) {
   sub->add_option("--l2-reg,--l2_reg", fl->l2_reg, "L2 on the embedding rows of each batch")->capture_default_str();
   sub->add_option("--mixed-precision,--mixed_precision", fl->mixed_precision,
                   "GEMM precision: f32, or bf16 (mixed precision: bf16 operands, f32 accumulation and master "
-                  "weights; needs AVX512_BF16)")
+                  "weights; needs AVX512_BF16), or auto (bf16 where supported; with --autotune: the faster)")
       ->capture_default_str();
   sub->add_option("--batch-size,--batch_size", o.batch_size, "Examples per step")->capture_default_str();
   sub->add_option("--epochs,--num-epochs,--num_epochs", o.epochs, "Passes over the training data")

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "ctrain/model/layers/bf16.h"
+#include "ctrain/train/threads.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::train {
@@ -15,77 +17,131 @@ std::vector<int32_t> IntraChoices(int32_t max_threads) {
   return v;
 }
 
-bool SameLayout(const ParallelOptions& a, const ParallelOptions& b) {
-  return a.intra_op_threads == b.intra_op_threads && a.towers == b.towers && a.hogwild == b.hogwild;
-}
-
 }  // namespace
 
-std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity) {
+std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity, bool deterministic) {
   if (cores < 1) cores = 1;
   std::vector<ParallelOptions> out;
+  auto add = [&](int32_t towers, int32_t hogwild, int32_t intra) {
+    ParallelOptions p;
+    p.towers = towers;
+    p.hogwild = hogwild;
+    p.intra_op_threads = intra;
+    p.affinity = affinity;
+    p.deterministic = deterministic;
+    out.push_back(p);
+  };
   for (int32_t towers = 1; towers <= cores; towers *= 2)
-    for (int32_t intra : IntraChoices(cores / towers)) {
-      ParallelOptions p;
-      p.towers = towers;
-      p.intra_op_threads = intra;
-      p.affinity = affinity;
-      out.push_back(p);
-    }
-  for (int32_t hog = 2; hog <= cores; hog *= 2)
-    for (int32_t intra : IntraChoices(cores / hog)) {
-      ParallelOptions p;
-      p.hogwild = hog;
-      p.intra_op_threads = intra;
-      p.affinity = affinity;
-      out.push_back(p);
-    }
+    for (int32_t intra : IntraChoices(cores / towers)) add(towers, 0, intra);
+  if (!deterministic)
+    for (int32_t hog = 2; hog <= cores; hog *= 2)
+      for (int32_t intra : IntraChoices(cores / hog)) add(1, hog, intra);
   return out;
 }
 
-StatusOr<std::vector<AutotuneRow>> Autotune(const TrainOptions& base, const Dataset& train, int64_t steps,
-                                            ParallelOptions* best) {
-  std::vector<AutotuneRow> rows;
+StatusOr<AutotuneResult> Autotune(const TrainOptions& base, const Dataset& train, const AutotuneOptions& opts) {
+  if (opts.steps < 1) return InvalidArgumentError("autotune steps must be >= 1, got " + std::to_string(opts.steps));
+  const bool deterministic = opts.deterministic || base.parallel.deterministic;
+  AutotuneResult res;
+  std::vector<model::DataType> dtypes{base.model.gemm_dtype};
+  if (opts.try_bf16) {
+    dtypes = {model::DataType::kF32};
+    if (Status bf16 = model::Bf16GemmSupported(); bf16.ok())
+      dtypes.push_back(model::DataType::kBF16);
+    else
+      res.notes.push_back("bf16 mixed precision not measured: " + std::string(bf16.message()));
+  }
+  if (deterministic) res.notes.push_back("hogwild layouts not measured (--deterministic: they are not deterministic)");
   Status first_error;
   double best_eps = -1;
-  for (const ParallelOptions& p : AutotuneCandidates(AvailableCpus(), base.parallel.affinity)) {
-    TrainOptions o = base;
-    o.parallel = p;
-    o.parallel.inter_op_threads = base.parallel.inter_op_threads;
-    o.model_dir.clear();
-    o.progress = ProgressMode::kNone;
-    AutotuneRow row;
-    row.parallel = o.parallel;
-    StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(o);
-    StatusOr<double> eps = t.ok() ? (*t)->MeasureThroughput(train, steps) : StatusOr<double>(t.status());
-    if (eps.ok()) {
-      row.examples_per_sec = *eps;
-      if (*eps > best_eps) {
-        best_eps = *eps;
-        *best = row.parallel;
+  for (model::DataType dtype : dtypes)
+    for (const ParallelOptions& p : AutotuneCandidates(AvailableCpus(), base.parallel.affinity, deterministic)) {
+      TrainOptions o = base;
+      o.parallel = p;
+      o.parallel.inter_op_threads = base.parallel.inter_op_threads;
+      o.model.gemm_dtype = dtype;
+      o.model_dir.clear();
+      o.progress = ProgressMode::kNone;
+      AutotuneRow row;
+      row.parallel = o.parallel;
+      row.gemm_dtype = dtype;
+      StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(o);
+      StatusOr<double> eps = t.ok() ? (*t)->MeasureThroughput(train, opts.steps) : StatusOr<double>(t.status());
+      if (eps.ok()) {
+        row.examples_per_sec = *eps;
+        if (*eps > best_eps) {
+          best_eps = *eps;
+          res.best = res.rows.size();
+        }
+      } else {
+        row.error = eps.status().ToString();
+        first_error.Update(eps.status());
       }
-    } else {
-      row.error = eps.status().ToString();
-      first_error.Update(eps.status());
+      res.rows.push_back(row);
     }
-    rows.push_back(row);
-  }
   if (best_eps < 0) return first_error;
-  return rows;
+  for (std::string& n : WinnerNotes(res, opts.try_bf16)) res.notes.push_back(std::move(n));
+  res.flags = WinnerFlags(res);
+  return res;
 }
 
-std::string FormatAutotuneTable(const std::vector<AutotuneRow>& rows, const ParallelOptions& best) {
-  std::string s = "  intra_op  towers  hogwild  examples/s\n";
-  for (const auto& r : rows) {
+std::vector<std::string> WinnerNotes(const AutotuneResult& res, bool try_bf16) {
+  std::vector<std::string> notes;
+  const AutotuneRow& b = res.rows[res.best];
+  if (b.parallel.hogwild > 0)
+    notes.push_back("picked hogwild (" + std::to_string(b.parallel.hogwild) +
+                    " asynchronous replicas): NOT deterministic, two runs give different models; "
+                    "--deterministic leaves hogwild out");
+  if (try_bf16 && b.gemm_dtype == model::DataType::kBF16) {
+    double best_f32 = 0;
+    for (const AutotuneRow& r : res.rows)
+      if (r.error.empty() && r.gemm_dtype == model::DataType::kF32 && r.examples_per_sec > best_f32)
+        best_f32 = r.examples_per_sec;
     char buf[256];
-    if (r.error.empty())
-      std::snprintf(buf, sizeof buf, "%c %8d  %6d  %7d  %10.0f\n", SameLayout(r.parallel, best) ? '*' : ' ',
-                    r.parallel.intra_op_threads, r.parallel.towers, r.parallel.hogwild, r.examples_per_sec);
+    std::snprintf(buf, sizeof buf,
+                  "picked bf16 mixed precision (%.2fx the best f32 layout): bf16 GEMM operands, f32 accumulation "
+                  "and weights; results differ slightly from f32 (docs/performance.md)",
+                  best_f32 > 0 ? b.examples_per_sec / best_f32 : 0.0);
+    notes.push_back(buf);
+  }
+  return notes;
+}
+
+std::string WinnerFlags(const AutotuneResult& res) {
+  const AutotuneRow& b = res.rows[res.best];
+  return "--intra-op-threads " + std::to_string(b.parallel.intra_op_threads) +
+         (b.parallel.hogwild > 0 ? " --hogwild " + std::to_string(b.parallel.hogwild)
+                                 : " --towers " + std::to_string(b.parallel.towers)) +
+         " --mixed-precision " + model::DataTypeName(b.gemm_dtype);
+}
+
+void ApplyAutotune(const AutotuneResult& r, TrainOptions* o) {
+  const AutotuneRow& b = r.rows[r.best];
+  ParallelOptions p = b.parallel;
+  p.inter_op_threads = o->parallel.inter_op_threads;
+  p.affinity = o->parallel.affinity;
+  p.deterministic = o->parallel.deterministic;
+  o->parallel = p;
+  o->model.gemm_dtype = b.gemm_dtype;
+}
+
+std::string FormatAutotuneTable(const AutotuneResult& r) {
+  std::string s = "  intra_op  towers  hogwild  gemm  examples/s\n";
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    const AutotuneRow& row = r.rows[i];
+    char buf[512];
+    const char* gemm = model::DataTypeName(row.gemm_dtype);
+    if (row.error.empty())
+      std::snprintf(buf, sizeof buf, "%c %8d  %6d  %7d  %4s  %10.0f%s\n", i == r.best ? '*' : ' ',
+                    row.parallel.intra_op_threads, row.parallel.towers, row.parallel.hogwild, gemm,
+                    row.examples_per_sec, row.parallel.hogwild > 0 ? "  (not deterministic)" : "");
     else
-      std::snprintf(buf, sizeof buf, "  %8d  %6d  %7d  failed: %s\n", r.parallel.intra_op_threads, r.parallel.towers,
-                    r.parallel.hogwild, r.error.c_str());
+      std::snprintf(buf, sizeof buf, "  %8d  %6d  %7d  %4s  failed: %s\n", row.parallel.intra_op_threads,
+                    row.parallel.towers, row.parallel.hogwild, gemm, row.error.c_str());
     s += buf;
   }
+  for (const std::string& n : r.notes) s += "note: " + n + "\n";
+  if (!r.flags.empty()) s += "the same layout without autotune: " + r.flags + "\n";
   return s;
 }
 

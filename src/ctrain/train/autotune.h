@@ -1,10 +1,17 @@
-// Autotune: picks the fastest thread layout for this machine and model by
-// measuring it. Each candidate (intra_op_threads x towers, and hogwild
-// replicas) with replicas * intra_op_threads <= cores gets a scratch Trainer
-// (fresh parameters, no model_dir) that runs a few steps on the real training
-// data; the one with the highest examples/s wins. The real run then starts
-// from scratch (or its checkpoint) with that layout, so autotuning never
-// changes what is trained, only how fast.
+// Autotune: picks the fastest thread layout (and, when asked, GEMM precision)
+// for this machine and model by measuring it. Each candidate (intra_op_threads
+// x towers, and hogwild replicas) with replicas * intra_op_threads <= the CPUs
+// this process may use (train/threads.h) gets a scratch Trainer (fresh
+// parameters, no model_dir) that runs a few steps on the real training data;
+// the one with the highest examples/s wins. The real run then starts from
+// scratch (or its checkpoint) with that layout, so autotuning changes how fast,
+// not what is trained: every layout is deterministic for itself except hogwild
+// (the result notes say when hogwild wins; AutotuneOptions::deterministic
+// leaves it out), and bf16 is measured only when the caller allows it.
+//
+// The layout is chosen by timing, so two autotuned runs may pick different
+// layouts (and then differ in the last bits); the result's `flags` line gives
+// the layout as flags for reruns without autotune.
 #pragma once
 
 #include <cstdint>
@@ -12,28 +19,59 @@
 #include <vector>
 
 #include "ctrain/base/status.h"
+#include "ctrain/model/layers/fully_connected.h"
 #include "ctrain/train/dataset.h"
 #include "ctrain/train/train_config.h"
 
 namespace ctrain::train {
 
+struct AutotuneOptions {
+  int64_t steps = 5;           // timed steps per candidate, after one warm-up step (>= 1)
+  bool deterministic = false;  // measure only deterministic layouts (no hogwild)
+  // Also measure every layout with bf16 GEMMs (mixed precision) when the CPU
+  // has AVX512_BF16 (model::Bf16GemmSupported); a note says why not otherwise.
+  // false: every candidate uses base.model.gemm_dtype.
+  bool try_bf16 = false;
+};
+
 struct AutotuneRow {
   ParallelOptions parallel;
+  model::DataType gemm_dtype = model::DataType::kF32;
   double examples_per_sec = 0;
   std::string error;  // non-empty if the candidate failed
 };
 
-// The candidates for `cores` CPUs: towers/hogwild in {1, 2, 4, ...} and intra
-// threads in {1, 2, 4, ..., cores / replicas} (plus cores / replicas itself).
-std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity);
+struct AutotuneResult {
+  std::vector<AutotuneRow> rows;   // in candidate order
+  size_t best = 0;                 // index of the fastest row
+  std::vector<std::string> notes;  // for the user: what was left out and why, what the winner implies
+  std::string flags;               // the winner as flags: "--intra-op-threads 2 --towers 1 --mixed-precision f32"
+};
 
-// Measures every candidate for `steps` steps (after one warm-up step) and
-// returns the rows in candidate order; *best is the fastest.
-// Errors: the first candidate's error if every candidate fails.
-StatusOr<std::vector<AutotuneRow>> Autotune(const TrainOptions& base, const Dataset& train, int64_t steps,
-                                            ParallelOptions* best);
+// The layouts for `cores` CPUs: towers in {1, 2, 4, ...} and, unless
+// `deterministic`, hogwild in {2, 4, ...}; intra threads in {1, 2, 4, ...,
+// cores / replicas} (plus cores / replicas itself). Each has `affinity` and
+// `deterministic` set as given.
+std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity, bool deterministic = false);
 
-// A fixed-width table of the rows (one line per candidate, the best marked '*').
-std::string FormatAutotuneTable(const std::vector<AutotuneRow>& rows, const ParallelOptions& best);
+// Measures every candidate for AvailableCpus() on `train` (which must hold at
+// least one batch). Errors: InvalidArgument for steps < 1; the first
+// candidate's error if every candidate fails.
+StatusOr<AutotuneResult> Autotune(const TrainOptions& base, const Dataset& train, const AutotuneOptions& opts);
+
+// The notes on rows[best]: hogwild (not deterministic), bf16 (when measured
+// against f32: its speed-up and that results differ slightly).
+std::vector<std::string> WinnerNotes(const AutotuneResult& r, bool try_bf16);
+// rows[best] as flags: "--intra-op-threads 2 --towers 1 --mixed-precision f32".
+std::string WinnerFlags(const AutotuneResult& r);
+
+// Sets o->parallel (keeping its inter_op_threads and affinity) and
+// o->model.gemm_dtype to the winner's.
+void ApplyAutotune(const AutotuneResult& r, TrainOptions* o);
+
+// A fixed-width table of the rows (one line per candidate, the best marked
+// '*', hogwild rows marked "(not deterministic)"), then the notes and the
+// flags line.
+std::string FormatAutotuneTable(const AutotuneResult& r);
 
 }  // namespace ctrain::train

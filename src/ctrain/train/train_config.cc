@@ -1,7 +1,5 @@
 #include "ctrain/train/train_config.h"
 
-#include <sched.h>
-
 #include <charconv>
 #include <string>
 
@@ -17,6 +15,10 @@ Status ParallelOptions::Validate() const {
   if (hogwild > 0 && towers > 1)
     return InvalidArgumentError("hogwild (" + std::to_string(hogwild) + ") and towers (" + std::to_string(towers) +
                                 ") are exclusive: use one kind of replica");
+  if (hogwild > 0 && deterministic)
+    return InvalidArgumentError("hogwild (" + std::to_string(hogwild) +
+                                ") is not deterministic (its replicas race on the embedding tables) and "
+                                "deterministic is set: use towers for parallel replicas, or drop deterministic");
   return Status::OK();
 }
 
@@ -189,16 +191,6 @@ std::string FormatLayerList(const std::vector<int32_t>& layers) {
   std::string s;
   for (size_t i = 0; i < layers.size(); ++i) s += (i ? "," : "") + std::to_string(layers[i]);
   return s;
-}
-
-int32_t AvailableCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  return 1;
 }
 
 }  // namespace ctrain::train

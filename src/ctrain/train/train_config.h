@@ -40,6 +40,9 @@ struct ParallelOptions {
   // Pin replica threads and their OpenMP workers one per core (replica r gets
   // cores [r * intra, (r + 1) * intra) of the allowed set).
   bool affinity = false;
+  // Refuse settings whose results differ from run to run (hogwild > 0), and
+  // keep autotune to deterministic layouts (train/autotune.h).
+  bool deterministic = false;
 
   // InvalidArgument naming the field.
   Status Validate() const;
@@ -116,8 +119,5 @@ StatusOr<optim::OptimizerConfig> OptimizerConfigFromJson(const nlohmann::json& j
 // "400,400,400" -> {400, 400, 400}; "" -> {}. InvalidArgument for a bad or non-positive width.
 StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text);
 std::string FormatLayerList(const std::vector<int32_t>& layers);
-
-// Number of CPUs this process may run on (sched_getaffinity), at least 1.
-int32_t AvailableCpus();
 
 }  // namespace ctrain::train

@@ -24,6 +24,7 @@
 #include "ctrain/train/input_checks.h"
 #include "ctrain/train/metrics.h"
 #include "ctrain/train/parameter_table.h"
+#include "ctrain/train/threads.h"
 #include "ctrain/train/trainer_state.h"
 #include "ctrain/train/worker_pool.h"
 

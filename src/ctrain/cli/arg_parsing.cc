@@ -1,0 +1,188 @@
+#include "ctrain/cli/arg_parsing.h"
+
+#include <algorithm>
+#include <cctype>
+#include <utility>
+
+namespace ctrain::cli {
+
+namespace {
+
+bool IsBoolWord(const std::string& s) {
+  std::string l = s;
+  for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return l == "true" || l == "false" || l == "yes" || l == "no" || l == "on" || l == "off" || l == "1" ||
+         l == "0";
+}
+
+// The type shown by --help for a boolean option (DescribeBoolSwitches).
+constexpr const char* kBoolType = "[true|false]";
+
+bool IsBoolSwitch(const CLI::App& sub, const CLI::Option* o) {
+  if (o == sub.get_help_ptr() || o == sub.get_help_all_ptr()) return false;
+  return o->get_type_name() == "BOOLEAN" || o->get_type_name() == kBoolType || o->get_expected_max() == 0;
+}
+
+// Other tools' words for a subcommand (suggestions only).
+constexpr std::pair<const char*, const char*> kCommandSynonyms[] = {
+    {"fit", "train"},       {"learn", "train"},   {"evaluate", "eval"}, {"test", "eval"},
+    {"score", "predict"},   {"infer", "predict"}, {"show", "inspect"},  {"info", "inspect"},
+    {"generate", "synth"},  {"gen", "synth"},     {"export", "convert"}, {"transform", "convert"},
+};
+
+// Index of the subcommand's name in args, or args.size() if there is none
+// (the main app has only --help and --version, which take no value).
+size_t SubcommandIndex(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") return args.size();
+    if (args[i].empty() || args[i][0] != '-') return i;
+  }
+  return args.size();
+}
+
+const CLI::App* FindSubcommand(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (s->check_name(name)) return s;
+  return nullptr;
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::string> BoolSwitchNames(const CLI::App& sub) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : sub.get_options())
+    if (IsBoolSwitch(sub, o))
+      for (const std::string& n : o->get_lnames()) out.push_back("--" + n);
+  return out;
+}
+
+void DescribeBoolSwitches(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    for (CLI::Option* o : sub->get_options())
+      if (o->get_type_name() == "BOOLEAN") {
+        o->type_name(kBoolType);
+        const std::string d = o->get_default_str();
+        if (d == "0" || d == "1") o->default_str(d == "1" ? "true" : "false");
+      }
+}
+
+std::vector<std::string> NormalizeBoolSwitches(const CLI::App& app, std::vector<std::string> args) {
+  const size_t at = SubcommandIndex(args);
+  if (at == args.size()) return args;
+  const CLI::App* sub = FindSubcommand(app, args[at]);
+  if (sub == nullptr) return args;
+  const std::vector<std::string> names = BoolSwitchNames(*sub);
+  std::vector<std::string> out(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  for (size_t i = at + 1; i < args.size(); ++i) {
+    if (args[i] == "--") {
+      out.insert(out.end(), args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    if (std::find(names.begin(), names.end(), args[i]) == names.end()) {
+      out.push_back(args[i]);
+      continue;
+    }
+    if (i + 1 < args.size() && IsBoolWord(args[i + 1])) {
+      out.push_back(args[i] + "=" + args[i + 1]);
+      ++i;
+    } else {
+      out.push_back(args[i] + "=true");
+    }
+  }
+  return out;
+}
+
+std::string SubcommandName(const std::vector<std::string>& args) {
+  const size_t at = SubcommandIndex(args);
+  return at == args.size() ? std::string() : args[at];
+}
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string ClosestName(const std::string& word, const std::vector<std::string>& candidates) {
+  const size_t limit = std::max<size_t>(2, word.size() / 3);
+  std::string best;
+  size_t best_d = limit + 1;
+  for (const std::string& c : candidates) {
+    const size_t d = EditDistance(word, c);
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> commands;
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
+    commands.push_back(s->get_name());
+  const size_t at = SubcommandIndex(args);
+  if (at == args.size()) {
+    for (const std::string& a : args)
+      if (a == "-h" || a == "--help" || a == "--version") return "";  // CLI11 answers these
+    return "ctrain: a command is required: " + Join(commands) + " (ctrain --help describes them)";
+  }
+  const CLI::App* sub = FindSubcommand(app, args[at]);
+  if (sub == nullptr) {
+    std::string msg = "ctrain: unknown command '" + args[at] + "'; the commands are " + Join(commands);
+    std::string near = ClosestName(args[at], commands);
+    for (const auto& [word, command] : kCommandSynonyms)
+      if (near.empty() && args[at] == word) near = command;
+    if (!near.empty()) msg += "; did you mean '" + near + "'?";
+    return msg;
+  }
+  std::vector<std::string> flags;  // visible long names, for suggestions
+  for (const CLI::Option* o : sub->get_options())
+    if (!o->get_group().empty())
+      for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
+  const std::vector<std::string> switches = BoolSwitchNames(*sub);
+  const bool has_positionals = !sub->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+  for (size_t i = at + 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
+    // "--batch-norm maybe": without positionals to take it, the word was meant as the switch's value.
+    if (!has_positionals && i + 1 < args.size() && std::find(switches.begin(), switches.end(), a) != switches.end() &&
+        !args[i + 1].empty() && args[i + 1][0] != '-' && !IsBoolWord(args[i + 1]))
+      return "ctrain " + sub->get_name() + ": " + a + " is a switch: '" + args[i + 1] +
+             "' is not true/false (write " + a + ", " + a + " true or " + a + " false)";
+    const size_t eq = a.find('=');
+    const std::string name = a.substr(0, eq);
+    if (sub->get_option_no_throw(name) != nullptr) continue;
+    std::string msg = "ctrain " + sub->get_name() + ": unknown flag " + name;
+    if (eq != std::string::npos) msg += " (value '" + a.substr(eq + 1) + "')";
+    else if (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1].compare(0, 2, "--") != 0)
+      msg += " (value '" + args[i + 1] + "')";
+    std::string elsewhere;  // the subcommands that do have this flag
+    for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; })) {
+      const CLI::Option* o = other->get_option_no_throw(name);
+      if (other != sub && o != nullptr && !o->get_group().empty())
+        elsewhere += (elsewhere.empty() ? "" : ", ") + other->get_name();
+    }
+    const std::string near = ClosestName(name, flags);
+    if (!elsewhere.empty()) msg += "; it is a flag of " + elsewhere;
+    else if (!near.empty()) msg += "; did you mean " + near + "?";
+    msg += " (ctrain " + sub->get_name() + " --help lists the flags)";
+    return msg;
+  }
+  return "";
+}
+
+}  // namespace ctrain::cli

@@ -1,0 +1,51 @@
+// Command-line conventions applied to every subcommand before CLI11 parses:
+//
+// - Boolean switches (options of type bool and add_flag flags) all take the
+//   same four forms: `--x`, `--x=true`, `--x true`, `--x false` (also yes/no,
+//   on/off, 1/0). A bare `--x` never swallows the next argument: only one of
+//   those words is taken as its value, so `--batch-norm --train f` and
+//   `inspect --json f` mean what they say.
+// - An unknown flag is named with its value, in the order given, with the
+//   closest flag of that subcommand ("did you mean --learning-rate?").
+// - An unknown subcommand lists the subcommands and suggests the closest.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace ctrain::cli {
+
+// Long and short names ("--batch-norm", "-b") of the boolean switches of `sub`
+// (the help flags excluded).
+std::vector<std::string> BoolSwitchNames(const CLI::App& sub);
+
+// Shows every boolean option of every subcommand in --help as
+// "--x [true|false]=false" (CLI11 says "BOOLEAN=0").
+void DescribeBoolSwitches(CLI::App& app);
+
+// Rewrites `args` (argv without argv[0]) so that CLI11 sees every boolean
+// switch of the chosen subcommand as `--x=VALUE`: a bare `--x` followed by a
+// boolean word becomes `--x=word` (the word is consumed), any other bare `--x`
+// becomes `--x=true`. Arguments after `--` and before the subcommand are kept.
+std::vector<std::string> NormalizeBoolSwitches(const CLI::App& app, std::vector<std::string> args);
+
+// The usage error for `args` that CLI11 would report badly, or "" if none:
+//   - no subcommand, or an unknown one (lists them, suggests the closest);
+//   - an unknown --flag of the subcommand (names it and its value; names the
+//     subcommands that have it, or else suggests the closest flag).
+std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::string>& args);
+
+// The subcommand named in `args` (the first argument that is not an option),
+// or "" if there is none.
+std::string SubcommandName(const std::vector<std::string>& args);
+
+// Levenshtein distance (insert, delete, substitute: 1 each).
+size_t EditDistance(const std::string& a, const std::string& b);
+
+// The candidate closest to `word` if it is close enough to be a typo
+// (distance <= max(2, |word| / 3)), or "".
+std::string ClosestName(const std::string& word, const std::vector<std::string>& candidates);
+
+}  // namespace ctrain::cli

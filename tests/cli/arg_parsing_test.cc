@@ -1,0 +1,235 @@
+// Command-line conventions (cli/arg_parsing.h) checked on the real app: every
+// boolean switch of every subcommand takes --x, --x=true, --x true, --x false
+// alike and never swallows the argument after it; unknown flags and commands
+// are named with the closest valid name.
+#include "ctrain/cli/arg_parsing.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctrain/cli/main.h"
+
+namespace ctrain::cli {
+namespace {
+
+// The arguments that make `sub` parse besides the switch under test: its
+// required options and positionals, given "1", or (when it has none) one
+// optional value option, to see that it still gets its value.
+struct Fillers {
+  std::vector<std::string> args;
+  std::vector<std::string> checked;  // option names whose results must be {"1"}
+};
+
+bool IsSwitch(const std::vector<std::string>& switches, const CLI::Option* o) {
+  for (const std::string& n : o->get_lnames())
+    for (const std::string& s : switches)
+      if (s == "--" + n) return true;
+  return false;
+}
+
+Fillers FillersFor(const CLI::App& sub) {
+  Fillers f;
+  const std::vector<std::string> switches = BoolSwitchNames(sub);
+  std::vector<std::string> positional;
+  for (const CLI::Option* o : sub.get_options()) {
+    if (!o->get_required() || IsSwitch(switches, o)) continue;
+    if (o->get_lnames().empty() && o->get_snames().empty()) {
+      positional.push_back("1");
+      continue;
+    }
+    const std::string name = o->get_lnames().empty() ? "-" + o->get_snames()[0] : "--" + o->get_lnames()[0];
+    f.args.insert(f.args.end(), {name, "1"});
+    f.checked.push_back(name);
+  }
+  if (f.checked.empty())
+    for (const CLI::Option* o : sub.get_options()) {
+      if (IsSwitch(switches, o) || o->get_lnames().empty() || o == sub.get_help_ptr() ||
+          o->get_expected_max() != 1 || o->get_group().empty())
+        continue;
+      f.args.insert(f.args.end(), {"--" + o->get_lnames()[0], "1"});
+      f.checked.push_back("--" + o->get_lnames()[0]);
+      break;
+    }
+  f.args.insert(f.args.end(), positional.begin(), positional.end());
+  return f;
+}
+
+// The app as Main builds it; `commands` keeps the flag variables the options write to alive.
+struct TestApp {
+  TestApp() { commands = BuildApp(app); }
+  CLI::App app;
+  std::vector<Command> commands;
+};
+
+// Parses `args` as Main does; returns the parse error ("" if none).
+std::string Parse(CLI::App& app, std::vector<std::string> args) {
+  if (std::string usage = CheckCommandAndFlags(app, args); !usage.empty()) return usage;
+  args = NormalizeBoolSwitches(app, std::move(args));
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return std::string(e.get_name()) + ": " + e.what();
+  }
+  return "";
+}
+
+std::vector<std::string> SubcommandNames() {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  std::vector<std::string> names;
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(s->get_name());
+  return names;
+}
+
+TEST(ArgParsingTest, EverySubcommandIsChecked) {
+  EXPECT_EQ(SubcommandNames(), (std::vector<std::string>{"inspect", "convert", "synth", "train", "eval", "predict"}));
+}
+
+TEST(ArgParsingTest, KnownSwitchesAreFound) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  auto has = [&](const char* sub, const char* name) {
+    for (const std::string& n : BoolSwitchNames(*app.get_subcommand(sub)))
+      if (n == name) return true;
+    return false;
+  };
+  for (const char* name : {"--batch-norm", "--batch_norm", "--shuffle", "--drop-remainder", "--reshuffle-each-iteration",
+                           "--affinity", "--autotune", "--deterministic", "--skip-corrupt-records"})
+    EXPECT_TRUE(has("train", name)) << name;
+  EXPECT_TRUE(has("inspect", "--json"));
+  EXPECT_FALSE(has("train", "--help"));
+  EXPECT_FALSE(has("train", "--learning-rate"));
+}
+
+// Every form of every switch of every subcommand, with the switch first (before
+// the other arguments, which it must not swallow) and last.
+TEST(ArgParsingTest, EverySwitchOfEverySubcommandTakesEveryForm) {
+  // {suffix glued to the name} or {" ", separate value}, and the value wanted.
+  const std::vector<std::pair<std::vector<std::string>, bool>> forms = {
+      {{""}, true},        {{"=true"}, true}, {{"=false"}, false}, {{" ", "true"}, true},
+      {{" ", "false"}, false}, {{" ", "yes"}, true}, {{" ", "off"}, false}, {{" ", "0"}, false},
+  };
+  int checked = 0;
+  for (const std::string& sub_name : SubcommandNames()) {
+    TestApp probe_holder;
+    CLI::App& probe = probe_holder.app;
+    const std::vector<std::string> switches = BoolSwitchNames(*probe.get_subcommand(sub_name));
+    const Fillers fill = FillersFor(*probe.get_subcommand(sub_name));
+    for (const std::string& sw : switches) {
+      for (const auto& [form, want] : forms) {
+        for (bool first : {true, false}) {
+          std::vector<std::string> sw_tokens;
+          if (form[0] == " ") sw_tokens = {sw, form[1]};
+          else sw_tokens = {sw + form[0]};
+          std::vector<std::string> args{sub_name};
+          if (first) args.insert(args.end(), sw_tokens.begin(), sw_tokens.end());
+          args.insert(args.end(), fill.args.begin(), fill.args.end());
+          if (!first) args.insert(args.end(), sw_tokens.begin(), sw_tokens.end());
+          std::string shown;
+          for (const auto& a : args) shown += a + " ";
+          TestApp t;
+          CLI::App& app = t.app;
+          const std::string err = Parse(app, args);
+          ASSERT_EQ(err, "") << shown;
+          CLI::App* sub = app.get_subcommand(sub_name);
+          ASSERT_TRUE(sub->parsed()) << shown;
+          EXPECT_EQ(sub->get_option(sw)->as<bool>(), want) << shown;
+          for (const std::string& name : fill.checked)
+            EXPECT_EQ(sub->get_option(name)->results(), std::vector<std::string>{"1"}) << shown << " -> " << name;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(ArgParsingTest, BareSwitchBeforeAnotherFlagIsTheTrialCase) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  ASSERT_EQ(Parse(app, {"train", "--batch-norm", "--train", "x.libsvm"}), "");
+  CLI::App* sub = app.get_subcommand("train");
+  EXPECT_TRUE(sub->get_option("--batch-norm")->as<bool>());
+  EXPECT_EQ(sub->get_option("--train")->results(), std::vector<std::string>{"x.libsvm"});
+}
+
+TEST(ArgParsingTest, InspectJsonDoesNotSwallowTheFiles) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  ASSERT_EQ(Parse(app, {"inspect", "--json", "a.libsvm", "b.libsvm"}), "");
+  CLI::App* sub = app.get_subcommand("inspect");
+  EXPECT_TRUE(sub->get_option("--json")->as<bool>());
+  EXPECT_EQ(sub->get_option("files")->results(), (std::vector<std::string>{"a.libsvm", "b.libsvm"}));
+}
+
+TEST(ArgParsingTest, NotABooleanIsAnError) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  EXPECT_NE(Parse(app, {"train", "--batch-norm=maybe"}), "");
+  TestApp app2_holder;
+  CLI::App& app2 = app2_holder.app;
+  // "maybe" is not taken as the switch's value; train has no positionals, so it is named as a bad value.
+  EXPECT_EQ(Parse(app2, {"train", "--batch-norm", "maybe"}),
+            "ctrain train: --batch-norm is a switch: 'maybe' is not true/false (write --batch-norm, "
+            "--batch-norm true or --batch-norm false)");
+}
+
+TEST(ArgParsingTest, ArgumentsAfterDoubleDashAreKept) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  EXPECT_EQ(NormalizeBoolSwitches(app, {"inspect", "--json", "--", "--json"}),
+            (std::vector<std::string>{"inspect", "--json=true", "--", "--json"}));
+}
+
+TEST(ArgParsingTest, UnknownFlagNamesItselfItsValueAndTheClosestFlag) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--train", "tr.libsvm", "--lerning-rate", "0.1"}),
+            "ctrain train: unknown flag --lerning-rate (value '0.1'); did you mean --learning-rate? "
+            "(ctrain train --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--lerning-rate=0.1"}),
+            "ctrain train: unknown flag --lerning-rate (value '0.1'); did you mean --learning-rate? "
+            "(ctrain train --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--batchnorm", "--train", "x"}),
+            "ctrain train: unknown flag --batchnorm; did you mean --batch-norm? (ctrain train --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"inspect", "--zzzzzzzz", "f"}),
+            "ctrain inspect: unknown flag --zzzzzzzz (value 'f') (ctrain inspect --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"eval", "--epochs", "3"}),
+            "ctrain eval: unknown flag --epochs (value '3'); it is a flag of train (ctrain eval --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"synth", "--json"}),
+            "ctrain synth: unknown flag --json; it is a flag of inspect (ctrain synth --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--learning-rate", "0.1"}), "");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--help"}), "");
+}
+
+TEST(ArgParsingTest, UnknownCommandListsTheCommandsAndTheClosest) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  const std::string list = "inspect, convert, synth, train, eval, predict";
+  EXPECT_EQ(CheckCommandAndFlags(app, {"fit", "--train", "x"}),
+            "ctrain: unknown command 'fit'; the commands are " + list + "; did you mean 'train'?");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"trian"}),
+            "ctrain: unknown command 'trian'; the commands are " + list + "; did you mean 'train'?");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"predcit"}),
+            "ctrain: unknown command 'predcit'; the commands are " + list + "; did you mean 'predict'?");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"xyzzy"}), "ctrain: unknown command 'xyzzy'; the commands are " + list);
+  EXPECT_EQ(CheckCommandAndFlags(app, {}),
+            "ctrain: a command is required: " + list + " (ctrain --help describes them)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"--version"}), "");
+}
+
+TEST(ArgParsingTest, EditDistanceAndClosest) {
+  EXPECT_EQ(EditDistance("", ""), 0u);
+  EXPECT_EQ(EditDistance("abc", ""), 3u);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3u);
+  EXPECT_EQ(EditDistance("--lerning-rate", "--learning-rate"), 1u);
+  EXPECT_EQ(ClosestName("--epoch", {"--epochs", "--seed"}), "--epochs");
+  EXPECT_EQ(ClosestName("--qqqqqqq", {"--epochs", "--seed"}), "");
+}
+
+}  // namespace
+}  // namespace ctrain::cli

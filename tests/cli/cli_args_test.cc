@@ -1,0 +1,169 @@
+// End-to-end: the real build/ctrain binary's argument handling (trial/10) and
+// its OpenMP wait policy (issue #7 item 14).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code;
+  std::string out;  // stdout + stderr
+};
+
+RunResult RunCtrain(const std::string& env_and_args) {
+  const std::string cmd = env_and_args.rfind("env ", 0) == 0
+                              ? env_and_args.substr(0, env_and_args.find(" @ ")) + " " + CTRAIN_BINARY + " " +
+                                    env_and_args.substr(env_and_args.find(" @ ") + 3) + " 2>&1"
+                              : std::string(CTRAIN_BINARY) + " " + env_and_args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  RunResult r{-1, {}};
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = ::pclose(p);
+  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+class CliArgsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ctrain_cli_args_test_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    data_ = (dir_ / "tr.libsvm").string();
+    RunResult s = RunCtrain("synth --rows 64 --format libsvm --feature-size 1000 -o " + data_);
+    ASSERT_EQ(s.exit_code, 0) << s.out;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  // A 2-step training run on the 64 synthetic rows, with `flags` first.
+  RunResult Train(const std::string& flags) {
+    return RunCtrain("train " + flags + " --train " + data_ +
+               " --feature-size 1000 --deep-layers 8 --batch-size 32 --progress none");
+  }
+  fs::path dir_;
+  std::string data_;
+};
+
+TEST_F(CliArgsTest, BareSwitchBeforeAnotherFlagTrains) {
+  // trial/10: was "Could not convert: --batch-norm = --train".
+  RunResult r = Train("--batch-norm");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(" bn l2="), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ctrain: done: 2 steps, 64 examples"), std::string::npos) << r.out;
+}
+
+TEST_F(CliArgsTest, SwitchFormsAgree) {
+  for (const char* form : {"--batch-norm=true", "--batch-norm true", "--batch-norm yes"}) {
+    RunResult r = Train(form);
+    ASSERT_EQ(r.exit_code, 0) << form << "\n" << r.out;
+    EXPECT_NE(r.out.find(" bn l2="), std::string::npos) << form << "\n" << r.out;
+  }
+  for (const char* form : {"--batch-norm false", "--batch-norm=false", "--batch-norm 0"}) {
+    RunResult r = Train(form);
+    ASSERT_EQ(r.exit_code, 0) << form << "\n" << r.out;
+    EXPECT_EQ(r.out.find(" bn l2="), std::string::npos) << form << "\n" << r.out;
+  }
+}
+
+TEST_F(CliArgsTest, DropRemainderBareAndWithValue) {
+  // 64 rows, batch 48: dropping the remainder leaves 1 step, keeping it 2.
+  for (const char* form : {"--drop-remainder", "--drop-remainder true", "--drop_remainder=true"}) {
+    RunResult r = RunCtrain("train " + std::string(form) + " --train " + data_ +
+                      " --feature-size 1000 --deep-layers 8 --batch-size 48 --progress none");
+    ASSERT_EQ(r.exit_code, 0) << form << "\n" << r.out;
+    EXPECT_NE(r.out.find("done: 1 steps, 48 examples"), std::string::npos) << form << "\n" << r.out;
+  }
+  RunResult r = RunCtrain("train --drop-remainder false --train " + data_ +
+                    " --feature-size 1000 --deep-layers 8 --batch-size 48 --progress none");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("done: 2 steps, 64 examples"), std::string::npos) << r.out;
+}
+
+TEST_F(CliArgsTest, InspectJsonThenFiles) {
+  RunResult r = RunCtrain("inspect --json " + data_);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"records\":64"), std::string::npos) << r.out;
+}
+
+TEST_F(CliArgsTest, UnknownFlagSuggestsTheClosestInOrder) {
+  RunResult r = RunCtrain("train --train " + data_ + " --lerning-rate 0.1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("ctrain train: unknown flag --lerning-rate (value '0.1'); did you mean --learning-rate?"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(CliArgsTest, UnknownCommandListsTheCommands) {
+  RunResult r = RunCtrain("fit --train " + data_);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("ctrain: unknown command 'fit'; the commands are inspect, convert, synth, train, eval, "
+                       "predict; did you mean 'train'?"),
+            std::string::npos)
+      << r.out;
+  r = RunCtrain("");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("a command is required: inspect, convert"), std::string::npos) << r.out;
+}
+
+TEST_F(CliArgsTest, HelpShowsSwitchesAsTrueFalse) {
+  RunResult r = RunCtrain("train --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--batch-norm,--batch_norm [true|false]=false"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("BOOLEAN"), std::string::npos) << r.out;
+}
+
+// --deterministic (item 15): refuses hogwild; autotune then measures no hogwild layout.
+TEST_F(CliArgsTest, DeterministicRefusesHogwild) {
+  RunResult r = Train("--deterministic --hogwild 2");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("hogwild (2) is not deterministic"), std::string::npos) << r.out;
+  r = Train("--deterministic --towers 2");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST_F(CliArgsTest, AutotuneTableMarksHogwildAndDeterministicLeavesItOut) {
+  RunResult r = Train("--input-mode memory --autotune --autotune-steps 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("the same layout without autotune: --intra-op-threads "), std::string::npos) << r.out;
+  // Hogwild rows exist on >= 2 CPUs and are marked; a hogwild winner gets the note.
+  const bool hogwild_won = r.out.find("picked hogwild") != std::string::npos;
+  EXPECT_EQ(hogwild_won, r.out.find("--hogwild 2 --mixed-precision") != std::string::npos) << r.out;
+  r = Train("--input-mode memory --autotune --autotune-steps 1 --deterministic");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("(not deterministic)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: hogwild layouts not measured (--deterministic"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hogwild=0"), std::string::npos) << r.out;
+}
+
+TEST_F(CliArgsTest, AutotuneWithMixedPrecisionAutoMeasuresBf16OrSaysWhyNot) {
+  RunResult r = Train("--input-mode memory --autotune --autotune-steps 1 --deterministic --mixed-precision auto");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const bool bf16_rows = r.out.find("  bf16  ") != std::string::npos;
+  const bool said_why = r.out.find("note: bf16 mixed precision not measured: bf16 GEMM needs") != std::string::npos;
+  EXPECT_NE(bf16_rows, said_why) << r.out;
+  EXPECT_NE(r.out.find("  f32  "), std::string::npos) << r.out;
+}
+
+// train/eval/predict run with OpenMP threads that sleep when idle: libgomp's
+// default spin count (300000) in the first process, 0 after the re-exec.
+TEST_F(CliArgsTest, TrainingRunsWithPassiveOpenMPWait) {
+  RunResult r = RunCtrain("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose @ train --help");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("GOMP_SPINCOUNT = '0'"), std::string::npos) << r.out;
+  // The user's setting wins: no re-exec.
+  r = RunCtrain("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=1234 OMP_DISPLAY_ENV=verbose @ train --help");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("GOMP_SPINCOUNT = '1234'"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("GOMP_SPINCOUNT = '0'"), std::string::npos) << r.out;
+}
+
+}  // namespace
