@@ -8,29 +8,20 @@
 #include <filesystem>
 #include <string>
 
+#include "cli_harness.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using namespace ctrain::testing;
 
-struct RunResult {
-  int exit_code;
-  std::string out;  // stdout + stderr
-};
-
-RunResult RunCtrain(const std::string& env_and_args) {
+// Runs build/ctrain with `env_and_args`; "env VAR=x ... @ ARGS" sets variables for it.
+RunResult RunWithEnv(const std::string& env_and_args) {
   const std::string cmd = env_and_args.rfind("env ", 0) == 0
                               ? env_and_args.substr(0, env_and_args.find(" @ ")) + " " + CTRAIN_BINARY + " " +
-                                    env_and_args.substr(env_and_args.find(" @ ") + 3) + " 2>&1"
-                              : std::string(CTRAIN_BINARY) + " " + env_and_args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  RunResult r{-1, {}};
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = ::pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+                                    env_and_args.substr(env_and_args.find(" @ ") + 3)
+                              : std::string(CTRAIN_BINARY) + " " + env_and_args;
+  return Shell(cmd);
 }
 
 class CliArgsTest : public ::testing::Test {
@@ -40,13 +31,13 @@ class CliArgsTest : public ::testing::Test {
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
     data_ = (dir_ / "tr.libsvm").string();
-    RunResult s = RunCtrain("synth --rows 64 --format libsvm --feature-size 1000 -o " + data_);
+    RunResult s = RunWithEnv("synth --rows 64 --format libsvm --feature-size 1000 -o " + data_);
     ASSERT_EQ(s.exit_code, 0) << s.out;
   }
   void TearDown() override { fs::remove_all(dir_); }
   // A 2-step training run on the 64 synthetic rows, with `flags` first.
   RunResult Train(const std::string& flags) {
-    return RunCtrain("train " + flags + " --train " + data_ +
+    return RunWithEnv("train " + flags + " --train " + data_ +
                " --feature-size 1000 --deep-layers 8 --batch-size 32 --progress none");
   }
   fs::path dir_;
@@ -77,25 +68,25 @@ TEST_F(CliArgsTest, SwitchFormsAgree) {
 TEST_F(CliArgsTest, DropRemainderBareAndWithValue) {
   // 64 rows, batch 48: dropping the remainder leaves 1 step, keeping it 2.
   for (const char* form : {"--drop-remainder", "--drop-remainder true", "--drop_remainder=true"}) {
-    RunResult r = RunCtrain("train " + std::string(form) + " --train " + data_ +
+    RunResult r = RunWithEnv("train " + std::string(form) + " --train " + data_ +
                       " --feature-size 1000 --deep-layers 8 --batch-size 48 --progress none");
     ASSERT_EQ(r.exit_code, 0) << form << "\n" << r.out;
     EXPECT_NE(r.out.find("done: 1 steps, 48 examples"), std::string::npos) << form << "\n" << r.out;
   }
-  RunResult r = RunCtrain("train --drop-remainder false --train " + data_ +
+  RunResult r = RunWithEnv("train --drop-remainder false --train " + data_ +
                     " --feature-size 1000 --deep-layers 8 --batch-size 48 --progress none");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("done: 2 steps, 64 examples"), std::string::npos) << r.out;
 }
 
 TEST_F(CliArgsTest, InspectJsonThenFiles) {
-  RunResult r = RunCtrain("inspect --json " + data_);
+  RunResult r = RunWithEnv("inspect --json " + data_);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("\"records\":64"), std::string::npos) << r.out;
 }
 
 TEST_F(CliArgsTest, UnknownFlagSuggestsTheClosestInOrder) {
-  RunResult r = RunCtrain("train --train " + data_ + " --lerning-rate 0.1");
+  RunResult r = RunWithEnv("train --train " + data_ + " --lerning-rate 0.1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("ctrain train: unknown flag --lerning-rate (value '0.1'); did you mean --learning-rate?"),
             std::string::npos)
@@ -103,19 +94,19 @@ TEST_F(CliArgsTest, UnknownFlagSuggestsTheClosestInOrder) {
 }
 
 TEST_F(CliArgsTest, UnknownCommandListsTheCommands) {
-  RunResult r = RunCtrain("fit --train " + data_);
+  RunResult r = RunWithEnv("fit --train " + data_);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("ctrain: unknown command 'fit'; the commands are inspect, convert, synth, train, eval, "
                        "predict; did you mean 'train'?"),
             std::string::npos)
       << r.out;
-  r = RunCtrain("");
+  r = RunWithEnv("");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("a command is required: inspect, convert"), std::string::npos) << r.out;
 }
 
 TEST_F(CliArgsTest, HelpShowsSwitchesAsTrueFalse) {
-  RunResult r = RunCtrain("train --help");
+  RunResult r = RunWithEnv("train --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--batch-norm,--batch_norm [true|false]=false"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("BOOLEAN"), std::string::npos) << r.out;
@@ -156,11 +147,11 @@ TEST_F(CliArgsTest, AutotuneWithMixedPrecisionAutoMeasuresBf16OrSaysWhyNot) {
 // train/eval/predict run with OpenMP threads that sleep when idle: libgomp's
 // default spin count (300000) in the first process, 0 after the re-exec.
 TEST_F(CliArgsTest, TrainingRunsWithPassiveOpenMPWait) {
-  RunResult r = RunCtrain("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose @ train --help");
+  RunResult r = RunWithEnv("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT OMP_DISPLAY_ENV=verbose @ train --help");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("GOMP_SPINCOUNT = '0'"), std::string::npos) << r.out;
   // The user's setting wins: no re-exec.
-  r = RunCtrain("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=1234 OMP_DISPLAY_ENV=verbose @ train --help");
+  r = RunWithEnv("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=1234 OMP_DISPLAY_ENV=verbose @ train --help");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("GOMP_SPINCOUNT = '1234'"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("GOMP_SPINCOUNT = '0'"), std::string::npos) << r.out;

@@ -12,48 +12,18 @@
 #include <sstream>
 #include <string>
 
+#include "cli_harness.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using namespace ctrain::testing;
 
-struct RunResult {
-  int exit_code;
-  std::string out;  // stdout + stderr
-};
-
-RunResult RunCtrain(const std::string& args) {
-  std::string cmd = std::string(CTRAIN_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  RunResult r{-1, {}};
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int st = ::pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-class CliTest : public ::testing::Test {
+class CliTest : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ctrain_cli_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string P(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  CliTest() : ScratchDirTest("ctrain_cli_test") {}
 };
 
-const std::string kData = CTRAIN_SHARED_DATA_DIR;
 
 TEST_F(CliTest, InspectJsonCountsEveryRecordFileInSharedData) {
   if (!fs::exists(kData)) GTEST_SKIP() << "shared data folder " << kData << " is absent";

@@ -26,12 +26,13 @@
 #include "ctrain/train/checkpoint.h"
 #include "ctrain/train/model_dir_lock.h"
 
+#include "cli_harness.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using namespace ctrain::testing;
 using Clock = std::chrono::steady_clock;
-
-const std::string kCtrain = CTRAIN_BINARY;
 
 // The status a shell would report: the exit code, or 128 + the signal.
 int ShellCode(int status) {
@@ -40,22 +41,8 @@ int ShellCode(int status) {
   return -1;
 }
 
-struct RunResult {
-  int code;
-  std::string out;  // stdout + stderr
-};
-
 // Runs `cmd` with sh -c (stdout + stderr captured).
-RunResult Sh(const std::string& cmd) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  RunResult r{-1, {}};
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  r.code = ShellCode(::pclose(p));
-  return r;
-}
+RunResult Sh(const std::string& cmd) { return Shell(cmd); }
 
 // A ctrain process with default signal dispositions and its stdout+stderr on a pipe.
 struct Child {
@@ -128,13 +115,6 @@ int OpenWriter(const std::string& fifo) {
   return -1;
 }
 
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 // Names in `dir` containing ".tmp." (leftover temporaries).
 std::vector<std::string> Temporaries(const fs::path& dir) {
   std::vector<std::string> t;
@@ -162,7 +142,7 @@ class ProcessSafetyTest : public ::testing::Test {
   // Small LibSVM training data (synth, 0-based ids).
   void Synth(const std::string& name, int rows) {
     RunResult r = Sh(C() + " synth --rows " + std::to_string(rows) + " --format libsvm -o " + name);
-    ASSERT_EQ(r.code, 0) << r.out;
+    ASSERT_EQ(r.exit_code, 0) << r.out;
   }
   fs::path dir_;
 };
@@ -174,7 +154,7 @@ constexpr const char* kSmallModel =
 // ---- B32: a FIFO that never gets a writer, in every command ----
 TEST_F(ProcessSafetyTest, B32WriterlessFifoTimesOutInEveryCommand) {
   Synth("s.libsvm", 200);
-  ASSERT_EQ(Sh(C() + " train --train s.libsvm" + kSmallModel + " --max-steps 2 --model-dir m --progress none").code, 0);
+  ASSERT_EQ(Sh(C() + " train --train s.libsvm" + kSmallModel + " --max-steps 2 --model-dir m --progress none").exit_code, 0);
   ASSERT_EQ(::mkdir(P("ch").c_str(), 0755), 0);
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"train_channel", "train --progress none --pipe-timeout-ms 1200 --train pipe:ch/train"},
@@ -192,7 +172,7 @@ TEST_F(ProcessSafetyTest, B32WriterlessFifoTimesOutInEveryCommand) {
     script += " { timeout 30 " + kCtrain + " " + args + " > " + fifo + ".log 2>&1; echo $? > " + fifo + ".rc; } &";
   }
   const auto t0 = Clock::now();
-  ASSERT_EQ(Sh(script + " wait").code, 0);
+  ASSERT_EQ(Sh(script + " wait").exit_code, 0);
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(15));  // all in parallel, 1.2 s each
   for (const auto& [fifo, args] : cases) {
     SCOPED_TRACE(args);
@@ -246,7 +226,7 @@ TEST_F(ProcessSafetyTest, Trial02SecondTrainingNamesTheHolderAndFailsUpFront) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_NE(Slurp(dir_ / "dup/.lock").find(pid), std::string::npos);
   RunResult second = Sh(C() + " " + args + " --learning-rate 0.01");
-  EXPECT_EQ(second.code, 1) << second.out;
+  EXPECT_EQ(second.exit_code, 1) << second.out;
   EXPECT_EQ(second.out.find("ctrain: streaming"), std::string::npos) << second.out;  // before reading any data
   EXPECT_NE(second.out.find("ctrain: FailedPrecondition: dup: model directory is in use by another training (pid " +
                             std::to_string(first.pid) + " on host "),
@@ -259,7 +239,7 @@ TEST_F(ProcessSafetyTest, Trial02SecondTrainingNamesTheHolderAndFailsUpFront) {
   EXPECT_EQ(first.Finish(), 0) << first.out;
   // The lock went with the first process: training again resumes (nothing to do).
   RunResult again = Sh(C() + " " + args);
-  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_EQ(again.exit_code, 0) << again.out;
   EXPECT_NE(again.out.find("nothing to do"), std::string::npos) << again.out;
 }
 
@@ -269,17 +249,17 @@ TEST_F(ProcessSafetyTest, Trial02LockHeldByAnotherProcessIsNamed) {
   auto lock = ctrain::train::ModelDirLock::Acquire(P("held"), "ctrain train --model-dir held (the test)");
   ASSERT_TRUE(lock.ok()) << lock.status().ToString();
   RunResult r = Sh(C() + " train --train s.libsvm --max-steps 2 --progress none --model-dir held" + kSmallModel);
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("(pid " + std::to_string(::getpid()) + " on host "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(": ctrain train --model-dir held (the test)); wait"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "held/checkpoint"));
   // eval/predict only read: no lock needed.
   lock->reset();
-  ASSERT_EQ(Sh(C() + " train --train s.libsvm --max-steps 2 --progress none --model-dir held" + kSmallModel).code, 0);
+  ASSERT_EQ(Sh(C() + " train --train s.libsvm --max-steps 2 --progress none --model-dir held" + kSmallModel).exit_code, 0);
   lock = ctrain::train::ModelDirLock::Acquire(P("held"), "x");
   ASSERT_TRUE(lock.ok());
   RunResult e = Sh(C() + " eval --model-dir held --input s.libsvm");
-  EXPECT_EQ(e.code, 0) << e.out;
+  EXPECT_EQ(e.exit_code, 0) << e.out;
 }
 
 // ---- trial/04: synth --row-offset ----
@@ -287,10 +267,10 @@ TEST_F(ProcessSafetyTest, Trial04RowOffsetGivesTheRowsOfOneBiggerFile) {
   for (const char* fmt : {"libsvm", "tfrecord"}) {
     SCOPED_TRACE(fmt);
     const std::string f(fmt);
-    ASSERT_EQ(Sh(C() + " synth --rows 300 --seed 5 --format " + f + " -o big." + f).code, 0);
-    ASSERT_EQ(Sh(C() + " synth --rows 200 --seed 5 --format " + f + " -o tr." + f).code, 0);
+    ASSERT_EQ(Sh(C() + " synth --rows 300 --seed 5 --format " + f + " -o big." + f).exit_code, 0);
+    ASSERT_EQ(Sh(C() + " synth --rows 200 --seed 5 --format " + f + " -o tr." + f).exit_code, 0);
     RunResult va = Sh(C() + " synth --rows 100 --row-offset 200 --seed 5 --format " + f + " -o va." + f);
-    ASSERT_EQ(va.code, 0) << va.out;
+    ASSERT_EQ(va.exit_code, 0) << va.out;
     EXPECT_NE(va.out.find("wrote 100 rows (rows 200..299,"), std::string::npos) << va.out;
     const std::string big = Slurp(dir_ / ("big." + f)), tr = Slurp(dir_ / ("tr." + f)),
                       valid = Slurp(dir_ / ("va." + f));
@@ -298,40 +278,40 @@ TEST_F(ProcessSafetyTest, Trial04RowOffsetGivesTheRowsOfOneBiggerFile) {
     EXPECT_EQ(tr + valid, big);  // rows 0..199 then 200..299 of the same ground truth
   }
   RunResult bad = Sh(C() + " synth --rows 10 --row-offset -1 -o x.tfrecord");
-  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.out.find("--row-offset must be in [0"), std::string::npos) << bad.out;
 }
 
 // ---- trial/05: read-only model dir / outputs fail before any training ----
 TEST_F(ProcessSafetyTest, Trial05UnwritableModelDirFailsUpFront) {
   Synth("s.libsvm", 2000);
-  ASSERT_EQ(Sh(C() + " train --train s.libsvm --epochs 1 --progress none --model-dir a" + kSmallModel).code, 0);
+  ASSERT_EQ(Sh(C() + " train --train s.libsvm --epochs 1 --progress none --model-dir a" + kSmallModel).exit_code, 0);
   // Tests run as root, which may write anywhere: drop to nobody (setpriv) when root.
   std::string as_user;
   if (::geteuid() == 0) {
-    if (Sh("setpriv --reuid=65534 --regid=65534 --clear-groups true").code != 0)
+    if (Sh("setpriv --reuid=65534 --regid=65534 --clear-groups true").exit_code != 0)
       GTEST_SKIP() << "running as root without setpriv: cannot test an unwritable directory";
     as_user = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
-    if (Sh(as_user + "test -r '" + P("s.libsvm") + "'").code != 0)
+    if (Sh(as_user + "test -r '" + P("s.libsvm") + "'").exit_code != 0)
       GTEST_SKIP() << "user 65534 cannot read the test directory " << dir_;
   }
   ASSERT_EQ(::chmod(P("a").c_str(), 0555), 0);
   ASSERT_EQ(::chmod(dir_.c_str(), 0555), 0);
   const std::string cd = "cd '" + dir_.string() + "' && " + as_user + kCtrain;
   RunResult r = Sh(cd + " train --train s.libsvm --epochs 2 --progress log --model-dir a" + kSmallModel);
-  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("ctrain: PermissionDenied: a: --model-dir: cannot create files in the directory: Permission "
                        "denied"),
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("epoch 1/"), std::string::npos) << r.out;  // nothing trained
   RunResult p = Sh(cd + " predict --model-dir a --input s.libsvm -o a/p.txt");
-  EXPECT_EQ(p.code, 1);
+  EXPECT_EQ(p.exit_code, 1);
   EXPECT_NE(p.out.find("a/p.txt: --output: cannot create files in its directory 'a': Permission denied"),
             std::string::npos)
       << p.out;
   RunResult e = Sh(cd + " eval --model-dir a --input s.libsvm --metrics-json m.json");
-  EXPECT_EQ(e.code, 1);
+  EXPECT_EQ(e.exit_code, 1);
   EXPECT_NE(e.out.find("m.json: --metrics-json: cannot create files in its directory '.': Permission denied"),
             std::string::npos)
       << e.out;
@@ -342,7 +322,7 @@ TEST_F(ProcessSafetyTest, Trial05UnwritableModelDirFailsUpFront) {
 // (needs an unprivileged user + mount namespace: `unshare -rm`).
 TEST_F(ProcessSafetyTest, Trial05ReadOnlyFileSystemFailsUpFront) {
   ASSERT_EQ(::mkdir(P("ro").c_str(), 0755), 0);
-  if (Sh("unshare -rm sh -c 'mount -t tmpfs tmpfs " + P("ro") + " && mount -o remount,ro " + P("ro") + "'").code != 0)
+  if (Sh("unshare -rm sh -c 'mount -t tmpfs tmpfs " + P("ro") + " && mount -o remount,ro " + P("ro") + "'").exit_code != 0)
     GTEST_SKIP() << "no unprivileged user + mount namespace (unshare -rm) to mount a read-only file system";
   Synth("s.libsvm", 2000);
   RunResult r = Sh("cd '" + dir_.string() + "' && unshare -rm sh -c 'mount -t tmpfs tmpfs ro && " + kCtrain +
@@ -447,9 +427,9 @@ TEST_F(ProcessSafetyTest, Trial11SigtermCheckpointsAndResumeMatchesAnUninterrupt
 
   const std::string until = " --progress none --max-steps " + std::to_string(step + 150);
   RunResult resumed = Sh(C() + " " + common + until + " --model-dir sig");
-  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
   EXPECT_NE(resumed.out.find("resumed from sig at step " + std::to_string(step)), std::string::npos) << resumed.out;
-  ASSERT_EQ(Sh(C() + " " + common + until + " --model-dir ref").code, 0);
+  ASSERT_EQ(Sh(C() + " " + common + until + " --model-dir ref").exit_code, 0);
   // Bit-identical state: every tensor (parameters and optimizer slots) and the position.
   auto a = ctrain::train::LoadLatestCheckpoint(P("sig")), b = ctrain::train::LoadLatestCheckpoint(P("ref"));
   ASSERT_TRUE(a.ok() && b.ok());

@@ -15,45 +15,20 @@
 #include <sstream>
 #include <string>
 
+#include "cli_harness.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using namespace ctrain::testing;
 using nlohmann::json;
 
-struct RunResult {
-  int exit_code;
-  std::string out;  // stdout + stderr
-};
+RunResult Ctrain(const std::string& args) { return RunCtrain(args); }
 
-RunResult Ctrain(const std::string& args) {
-  const std::string cmd = std::string(CTRAIN_BINARY) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  RunResult r{-1, {}};
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int st = ::pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
 
-const std::string kCases = std::string(CTRAIN_SOURCE_DIR) + "/tests/cases";
-const std::string kSharedCases = std::string(CTRAIN_SOURCE_DIR) + "/../shared/cases";
-
-class ReadersCli : public ::testing::Test {
+class ReadersCli : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ctrain_readers_cli_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string P(const std::string& name) const { return (dir_ / name).string(); }
-  void Write(const std::string& name, const std::string& bytes) const {
-    std::ofstream(P(name), std::ios::binary) << bytes;
-  }
-  fs::path dir_;
+  ReadersCli() : ScratchDirTest("ctrain_readers_cli") {}
 };
 
 // A Criteo row of `cells` tab-separated cells ("1", then "1"s and hex).

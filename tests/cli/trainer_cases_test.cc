@@ -18,36 +18,14 @@
 
 #include "ctrain/train/checkpoint.h"
 
+#include "cli_harness.h"
+
 namespace {
 
 namespace fs = std::filesystem;
-
-struct RunResult {
-  int exit_code;
-  std::string out;  // stdout + stderr
-};
+using namespace ctrain::testing;
 
 // Runs `sh -c "<cmd>"` in `dir` with stderr folded into stdout.
-RunResult Shell(const std::string& dir, const std::string& cmd) {
-  const std::string full = "cd '" + dir + "' && { " + cmd + " ; } 2>&1";
-  FILE* p = ::popen(full.c_str(), "r");
-  RunResult r{-1, {}};
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  const int st = ::pclose(p);
-  r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string Slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::vector<std::string> Lines(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream is(s);
@@ -55,25 +33,14 @@ std::vector<std::string> Lines(const std::string& s) {
   return out;
 }
 
-const std::string kBin = CTRAIN_BINARY;
-const std::string kCases = std::string(CTRAIN_SOURCE_DIR) + "/tests/cases";
-const std::string kData = CTRAIN_SHARED_DATA_DIR;
 // A tiny model: every case trains in well under a second.
 const std::string kTiny = " --embedding-size 4 --deep-layers 8 --progress none";
 
-class TrainerCasesTest : public ::testing::Test {
+class TrainerCasesTest : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("ctrain_cases_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  RunResult Run(const std::string& args) { return Shell(dir_.string(), kBin + " " + args); }
-  RunResult Sh(const std::string& cmd) { return Shell(dir_.string(), cmd); }
-  std::string P(const std::string& name) const { return (dir_ / name).string(); }
-  void Write(const std::string& name, const std::string& text) { std::ofstream(P(name)) << text; }
+  TrainerCasesTest() : ScratchDirTest("ctrain_cases_test") {}
+  RunResult Run(const std::string& args) { return RunCtrain(args, dir_.string()); }
+  RunResult Sh(const std::string& cmd) { return Shell(cmd, dir_.string()); }
   // True if model_dir holds a checkpoint file.
   bool HasCheckpoint(const std::string& model_dir) const {
     if (!fs::exists(dir_ / model_dir)) return false;
@@ -81,7 +48,6 @@ class TrainerCasesTest : public ::testing::Test {
       if (e.path().filename().string().rfind("ckpt-", 0) == 0) return true;
     return false;
   }
-  fs::path dir_;
 };
 
 // ---- B05 / trial/01: empty input in any mode is an error naming the input ----
@@ -105,7 +71,7 @@ TEST_F(TrainerCasesTest, B05EmptyFileMemoryModeFailsNamingIt) {
 
 TEST_F(TrainerCasesTest, B05EmptyStdinFailsInBothModes) {
   for (const char* mode : {"stream", "memory"}) {
-    RunResult r = Sh("false | " + kBin + " train --train - --input-mode " + mode + kB05Flags + " --model-dir m");
+    RunResult r = Sh("false | " + kCtrain + " train --train - --input-mode " + mode + kB05Flags + " --model-dir m");
     EXPECT_EQ(r.exit_code, 1) << mode << ": " << r.out;
     EXPECT_NE(r.out.find("no examples in stdin (-)"), std::string::npos) << mode << ": " << r.out;
     EXPECT_FALSE(HasCheckpoint("m")) << mode;
@@ -113,7 +79,7 @@ TEST_F(TrainerCasesTest, B05EmptyStdinFailsInBothModes) {
 }
 
 TEST_F(TrainerCasesTest, B05EmptyStdinWithACacheFails) {
-  RunResult r = Sh("printf '' | " + kBin + " train --train - --cache memory --epochs 2" + kB05Flags + " --model-dir m");
+  RunResult r = Sh("printf '' | " + kCtrain + " train --train - --cache memory --epochs 2" + kB05Flags + " --model-dir m");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("no examples in stdin (-) (epoch 1 read 0 records)"), std::string::npos) << r.out;
   EXPECT_FALSE(HasCheckpoint("m"));
@@ -121,12 +87,12 @@ TEST_F(TrainerCasesTest, B05EmptyStdinWithACacheFails) {
 
 TEST_F(TrainerCasesTest, B05EmptyFifoAndChannelFail) {
   ASSERT_EQ(::mkfifo(P("f.libsvm").c_str(), 0600), 0);
-  RunResult r = Sh(": > f.libsvm & " + kBin + " train --train f.libsvm" + kB05Flags);
+  RunResult r = Sh(": > f.libsvm & " + kCtrain + " train --train f.libsvm" + kB05Flags);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("no examples in f.libsvm"), std::string::npos) << r.out;
   fs::create_directories(dir_ / "ch");
   ASSERT_EQ(::mkfifo(P("ch/train_0").c_str(), 0600), 0);
-  r = Sh(": > ch/train_0 & " + kBin + " train --train pipe:ch/train" + kB05Flags + " --model-dir m");
+  r = Sh(": > ch/train_0 & " + kCtrain + " train --train pipe:ch/train" + kB05Flags + " --model-dir m");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("no examples in pipe:ch/train (FIFO ch/train_0)"), std::string::npos) << r.out;
   EXPECT_FALSE(HasCheckpoint("m"));
@@ -160,7 +126,7 @@ TEST_F(TrainerCasesTest, B05EmptyValidationEvalAndPredictInputsFail) {
   r = Run("eval --model-dir m --input e.libsvm");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--input: no examples in e.libsvm"), std::string::npos) << r.out;
-  r = Sh("printf '' | " + kBin + " predict --model-dir m --input - -o p.txt");
+  r = Sh("printf '' | " + kCtrain + " predict --model-dir m --input - -o p.txt");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("no examples in stdin (-)"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(P("p.txt")));
@@ -257,10 +223,10 @@ TEST_F(Trial03Test, VocabularyTfrecordModelRefusesRawTsvAndHashedModelRefusesAno
   r = Run("eval --model-dir h --input " + tsv_);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("examples 100"), std::string::npos) << r.out;
-  r = Sh("cat " + tsv_ + " | " + kBin + " eval --model-dir h --input -");
+  r = Sh("cat " + tsv_ + " | " + kCtrain + " eval --model-dir h --input -");
   EXPECT_EQ(r.exit_code, 0) << r.out;
   // ... but not LibSVM ids, even from stdin (checked once read).
-  r = Sh("cat va.libsvm | " + kBin + " eval --model-dir h --input -");
+  r = Sh("cat va.libsvm | " + kCtrain + " eval --model-dir h --input -");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("the model in h was trained on criteo-tsv (hashed ids, 5000 buckets, seed 0)"),
             std::string::npos)
@@ -348,11 +314,11 @@ TEST_F(TrainerCasesTest, B33PredictKeepsOneLinePerRecordWithNanForTheDroppedOne)
   EXPECT_EQ(lines[2], "2\tnan\tnan");
   EXPECT_EQ(lines[3].substr(0, 4), "3\t1\t");
   // The same from stdin.
-  r = Sh("cat " + tfr + " | " + kBin + " predict --model-dir m --input - -o s.txt --skip-corrupt-records --format tfrecord");
+  r = Sh("cat " + tfr + " | " + kCtrain + " predict --model-dir m --input - -o s.txt --skip-corrupt-records --format tfrecord");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(Lines(Slurp(P("s.txt"))), Lines(Slurp(P("p.txt"))));
   // eval and memory-mode train log each dropped record too.
-  for (const std::string cmd : {"eval --model-dir m --input " + tfr,
+  for (const std::string& cmd : {"eval --model-dir m --input " + tfr,
                                 "train --input-mode memory --field-size 1 --feature-size 10" + kTiny + " --train " + tfr}) {
     r = Run(cmd + " --skip-corrupt-records");
     ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -420,7 +386,7 @@ TEST_F(TrainerCasesTest, Trial10InputBoundHintNeedsFiftyStepsAndTwoSeconds) {
   ASSERT_EQ(::mkfifo(P("slow.libsvm").c_str(), 0600), 0);
   // A writer that starts late: the one step waits most of the run for input
   // (input wait ~80%), but one step in under a second says nothing about the pipeline.
-  RunResult r = Sh("(sleep 0.4; cat a.libsvm > slow.libsvm) & " + kBin +
+  RunResult r = Sh("(sleep 0.4; cat a.libsvm > slow.libsvm) & " + kCtrain +
                    " train --train slow.libsvm --format libsvm --field-size 3 --feature-size 10" + kTiny);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("input wait"), std::string::npos) << r.out;
@@ -450,7 +416,7 @@ TEST_F(TrainerCasesTest, B17NonFiniteLossNamesTheInputLineInStreamAndMemoryMode)
             std::string::npos)
       << r.out;
   // From stdin the line cannot be re-read: the batch row and value are named.
-  r = Sh("cat " + file + " | " + kBin + " train --train -" + kB17Flags);
+  r = Sh("cat " + file + " | " + kCtrain + " train --train -" + kB17Flags);
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("(label 0, from a stream that cannot be re-read): field 1 value 1e+30"), std::string::npos)
       << r.out;
