@@ -27,6 +27,7 @@
 #include "ctrain/train/model_dir_lock.h"
 
 #include "cli_harness.h"
+#include "testing/fifo.h"
 
 namespace {
 
@@ -101,19 +102,7 @@ struct Child {
   }
 };
 
-// Opens the write end of `fifo` once a reader has it open; -1 after 10 s
-// (a blocking open would hang the test if the reader failed early).
-int OpenWriter(const std::string& fifo) {
-  for (int i = 0; i < 1000; ++i) {
-    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-    if (fd >= 0) {
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-      return fd;
-    }
-    ::usleep(10 * 1000);
-  }
-  return -1;
-}
+using ctrain::testing::OpenFifoWriter;
 
 // Names in `dir` containing ".tmp." (leftover temporaries).
 std::vector<std::string> Temporaries(const fs::path& dir) {
@@ -364,7 +353,7 @@ TEST_F(ProcessSafetyTest, InterruptedConvertFromAStalledFifoLeavesNoTemporary) {
   Child c = Child::Start({"convert", "-i", "in", "-o", "out.tfrecord", "--pipe-timeout-ms", "0"}, dir_.string());
   std::atomic<bool> wrote{false}, done{false};
   std::thread writer([&] {
-    const int fd = OpenWriter(P("in"));  // connects once convert reads (its output is open by then)
+    const int fd = OpenFifoWriter(P("in"));  // connects once convert reads (its output is open by then)
     if (fd < 0) return;
     const std::string head = Slurp(dir_ / "s.libsvm").substr(0, 3000);
     EXPECT_EQ(::write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));

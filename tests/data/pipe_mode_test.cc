@@ -17,6 +17,7 @@
 
 #include "ctrain/data/example_reader.h"
 #include "ctrain/data/pipeline.h"
+#include "testing/fifo.h"
 
 namespace ctrain::data {
 namespace {
@@ -46,19 +47,7 @@ PipelineOptions Options(int64_t timeout_ms) {
   return o;
 }
 
-// Opens the write end of `fifo` once a reader has it open; -1 after 10 s
-// (a blocking open would hang the test if the reader failed early).
-int OpenWriter(const std::string& fifo) {
-  for (int i = 0; i < 1000; ++i) {
-    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-    if (fd >= 0) {
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-      return fd;
-    }
-    ::usleep(10 * 1000);
-  }
-  return -1;
-}
+using ctrain::testing::OpenFifoWriter;
 
 Status DrainAll(Pipeline* p, int64_t* rows) {
   Batch b;
@@ -88,7 +77,7 @@ TEST(PipeMode, StalledWriterTimesOutAfterItsRecords) {
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   std::atomic<bool> done{false};
   std::thread writer([&] {
-    const int fd = OpenWriter(fifo);
+    const int fd = OpenFifoWriter(fifo);
     if (fd < 0) return;
     const std::string lines = "1 0:1 1:1\n0 0:1 1:2\n";
     EXPECT_EQ(::write(fd, lines.data(), lines.size()), static_cast<ssize_t>(lines.size()));

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ctrain/base/signals.h"
+#include "testing/fifo.h"
 
 namespace ctrain::io {
 namespace {
@@ -60,19 +61,7 @@ StreamWaitOptions Wait(int64_t timeout_ms) {
   return w;
 }
 
-// Opens the write end of `fifo` once a reader has it open; -1 after 10 s
-// (a blocking open would hang the test if the reader failed early).
-int OpenWriter(const std::string& fifo) {
-  for (int i = 0; i < 1000; ++i) {
-    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
-    if (fd >= 0) {
-      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-      return fd;
-    }
-    ::usleep(10 * 1000);
-  }
-  return -1;
-}
+using ctrain::testing::OpenFifoWriter;
 
 double SecondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -107,7 +96,7 @@ TEST(StreamWait, StalledWriterTimesOutAfterItsBytes) {
   auto f = OpenSequentialFile(fifo, Wait(300));
   ASSERT_TRUE(f.ok());
   std::thread writer([&] {
-    const int fd = OpenWriter(fifo);
+    const int fd = OpenFifoWriter(fifo);
     if (fd < 0) return;
     EXPECT_EQ(::write(fd, "0 1:1\n1 2:1\n", 12), 12);
     while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(10));  // stalls, stays connected
@@ -130,7 +119,7 @@ TEST(StreamWait, WriterThatFinishesIsReadToEof) {
   ASSERT_TRUE(f.ok());
   std::thread writer([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));  // connects late
-    const int fd = OpenWriter(fifo);
+    const int fd = OpenFifoWriter(fifo);
     ASSERT_GE(fd, 0);
     EXPECT_EQ(::write(fd, "abc", 3), 3);
     std::this_thread::sleep_for(std::chrono::milliseconds(150));  // a pause shorter than the timeout
