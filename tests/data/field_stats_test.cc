@@ -58,5 +58,25 @@ TEST(FieldStats, ManyFieldsShareTheExactBudget) {
   EXPECT_NEAR(static_cast<double>(st.fields()[0].ids.Count()), 5000.0, 5000.0 * 0.1);
 }
 
+// The rules train::InputStats shares, on a FieldStats that counts only up to caps.
+TEST(FieldStats, CappedCountsAndTheSharedRules) {
+  FieldStats st(/*id_cap=*/2, /*value_cap=*/4);
+  for (int i = 0; i < 10; ++i) {
+    st.Add(0, 5, i);      // codes 0..9 on one id
+    st.Add(1, 5, i - 5);  // negative integers: not codes
+    st.Add(2, i, 1.0);    // one-hot
+  }
+  const auto& f = st.fields();
+  EXPECT_EQ(f[0].values.Count(), 4u);  // at least 4
+  EXPECT_EQ(f[0].ids.Count(), 1u);
+  EXPECT_EQ(f[2].ids.Count(), 2u);  // at least 2
+  EXPECT_TRUE(FieldStats::LooksLikeCodes(f[0]));
+  EXPECT_FALSE(FieldStats::LooksLikeCodes(f[0], 5));  // counted up to 4 only
+  EXPECT_FALSE(FieldStats::LooksLikeCodes(f[1]));
+  EXPECT_FALSE(FieldStats::LooksLikeCodes(f[2]));
+  EXPECT_FALSE(FieldStats::Unscaled(f[0]));
+  EXPECT_TRUE(FieldStats::Unscaled(f[0], 5.0));
+}
+
 }  // namespace
 }  // namespace ctrain::data

@@ -9,7 +9,7 @@
 
 namespace ctrain::data {
 
-void DistinctCounter::Add(uint64_t hash) {
+void DistinctCounter::Insert(uint64_t hash) {
   if (exact_) {
     set_.insert(hash);
     if (set_.size() <= limit_) return;
@@ -34,11 +34,18 @@ uint64_t DistinctCounter::Count() const {
   return static_cast<uint64_t>(std::llround(static_cast<double>(kmv_.size() - 1) / kth));
 }
 
+FieldStats::FieldStats(size_t id_cap, size_t value_cap)
+    : id_cap_(std::max<size_t>(id_cap, 2)), value_cap_(std::max<size_t>(value_cap, 2)) {}
+
 FieldStat& FieldStats::At(size_t i, std::string_view name) {
   if (i >= fields_.size()) {
     const size_t old = fields_.size();
     fields_.resize(i + 1);
-    for (size_t k = old; k <= i; ++k) fields_[k].name = std::to_string(k + 1);
+    for (size_t k = old; k <= i; ++k) {
+      fields_[k].name = std::to_string(k + 1);
+      fields_[k].ids.set_cap(id_cap_);
+      fields_[k].values.set_cap(value_cap_);
+    }
     // Two counters per field share the budget.
     const size_t limit =
         std::clamp<size_t>(kExactBudget / (2 * fields_.size()), 4096, DistinctCounter::kExactLimit);
@@ -66,8 +73,8 @@ void AddValueTo(FieldStat& f, double value) {
     f.max = std::max(f.max, value);
   }
   ++f.count;
-  if (f.all_integral && value != std::floor(value)) f.all_integral = false;
-  f.values.Add(ValueHash(value));
+  if (f.all_integral && !(std::isfinite(value) && value == std::floor(value))) f.all_integral = false;
+  if (!f.values.full()) f.values.Add(ValueHash(value));
 }
 std::string Num(double v) {
   char buf[32];
@@ -77,13 +84,13 @@ std::string Num(double v) {
 }  // namespace
 
 void FieldStats::Add(size_t i, int64_t id, double value) {
-  FieldStat& f = At(i);
+  FieldStat& f = i < fields_.size() ? fields_[i] : At(i);
   if (f.id_observations++ == 0) f.first_id = id;
-  f.ids.Add(io::Mix64(static_cast<uint64_t>(id)));
+  if (!f.ids.full()) f.ids.Add(io::Mix64(static_cast<uint64_t>(id)));
   AddValueTo(f, value);
 }
 
-void FieldStats::AddValue(size_t i, double value) { AddValueTo(At(i), value); }
+void FieldStats::AddValue(size_t i, double value) { AddValueTo(i < fields_.size() ? fields_[i] : At(i), value); }
 
 void FieldStats::AddIdHash(size_t i, uint64_t hash) {
   FieldStat& f = At(i);
@@ -91,17 +98,24 @@ void FieldStats::AddIdHash(size_t i, uint64_t hash) {
   f.ids.Add(hash);
 }
 
+bool FieldStats::Unscaled(const FieldStat& f, double abs_limit) {
+  return f.count > 0 && !(std::max(std::fabs(f.min), std::fabs(f.max)) <= abs_limit);
+}
+
+bool FieldStats::LooksLikeCodes(const FieldStat& f, uint64_t min_codes) {
+  return f.count > 0 && f.id_observations > 0 && f.ids.Count() == 1 && f.all_integral && f.min >= 0 &&
+         f.min != f.max && f.values.Count() >= min_codes;
+}
+
 std::vector<std::string> FieldStats::Warnings() const {
   std::vector<std::string> out;
   for (const FieldStat& f : fields_) {
     if (f.count == 0) continue;
-    const double big = std::max(std::fabs(f.min), std::fabs(f.max));
-    const bool codes = f.id_observations > 0 && f.ids.Count() == 1 && f.min != f.max && f.all_integral &&
-                       f.values.Count() >= 3;
+    const bool codes = LooksLikeCodes(f);
     const std::string codes_fix =
         "if these are category codes, write each code as its own id with value 1 (hash it): DeepFM turns a code "
         "stored as a value into a scale of one embedding";
-    if (big > kUnscaledAbs) {
+    if (Unscaled(f)) {
       std::string w = "field " + f.name + ": values range " + Num(f.min) + ".." + Num(f.max) +
                       ": unscaled? DeepFM multiplies the embedding by the value, so large values saturate the "
                       "model; scale them (log1p, or min-max to [0, 1])";

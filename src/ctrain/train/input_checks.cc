@@ -28,55 +28,58 @@ std::string FieldList(const std::vector<int32_t>& fields) {
 }  // namespace
 
 InputStats::InputStats(int32_t field_size, const InputCheckOptions& options)
-    : field_size_(field_size), options_(options), fields_(std::max(0, field_size)) {}
+    : field_size_(field_size), options_(options), stats_(2, kMaxDistinct), peaks_(std::max(0, field_size)) {
+  if (field_size > 0) stats_.At(static_cast<size_t>(field_size) - 1);  // fields 1..F
+}
 
 void InputStats::Add(const int64_t* ids, const float* values, int64_t rows, const float* labels) {
   const int64_t take = std::min(rows, options_.max_examples - examples_);
   for (int64_t r = 0; r < take; ++r) {
+    const int64_t* row_ids = ids + r * field_size_;
+    const float* row_values = values + r * field_size_;
     for (int32_t f = 0; f < field_size_; ++f) {
-      Field& s = fields_[f];
-      const int64_t id = ids[r * field_size_ + f];
-      const float v = values[r * field_size_ + f];
-      if (s.count == 0) {
-        s.min = s.max = v;
-        s.first_id = id;
-      } else {
-        s.min = std::min(s.min, v);
-        s.max = std::max(s.max, v);
-        s.id_varies |= id != s.first_id;
-      }
+      const float v = row_values[f];
+      stats_.Add(f, row_ids[f], v);
       // Keep the row of a new largest |value| (NaN/inf beat everything once).
-      const bool peak = s.peak_ids.empty() ||
-                        (std::isfinite(s.peak_values[f]) &&
-                         (!std::isfinite(v) || std::fabs(v) > std::fabs(s.peak_values[f])));
-      if (peak) {
-        s.peak_label = labels != nullptr ? labels[r] : 0.0f;
-        s.peak_ids.assign(ids + r * field_size_, ids + (r + 1) * field_size_);
-        s.peak_values.assign(values + r * field_size_, values + (r + 1) * field_size_);
+      Peak& p = peaks_[f];
+      if (p.ids.empty() ||
+          (std::isfinite(p.values[f]) && (!std::isfinite(v) || std::fabs(v) > std::fabs(p.values[f])))) {
+        p.label = labels != nullptr ? labels[r] : 0.0f;
+        p.ids.assign(row_ids, row_ids + field_size_);
+        p.values.assign(row_values, row_values + field_size_);
       }
-      ++s.count;
-      s.integral &= std::isfinite(v) && v == std::nearbyint(v);
-      if (s.distinct.size() < kMaxDistinct && std::find(s.distinct.begin(), s.distinct.end(), v) == s.distinct.end())
-        s.distinct.push_back(v);
     }
   }
   examples_ += std::max<int64_t>(take, 0);
+}
+
+std::vector<InputStats::Field> InputStats::fields() const {
+  std::vector<Field> out;
+  for (const data::FieldStat& s : stats_.fields()) {
+    Field f;
+    f.count = static_cast<int64_t>(s.count);
+    f.min = static_cast<float>(s.min);
+    f.max = static_cast<float>(s.max);
+    f.first_id = s.first_id;
+    f.id_varies = s.ids.Count() > 1;
+    f.integral = s.all_integral;
+    f.distinct = s.values.Count();
+    out.push_back(f);
+  }
+  return out;
 }
 
 std::vector<std::string> InputStats::Warnings(const std::string& what, const std::vector<std::string>* paths,
                                               const data::ExampleReaderOptions* reader, int64_t max_scan) const {
   std::vector<std::string> out;
   if (examples_ == 0) return out;
+  const std::vector<data::FieldStat>& fields = stats_.fields();
+  const uint64_t min_codes = static_cast<uint64_t>(std::max(options_.min_codes, 0));
+  auto looks_like_codes = [&](int32_t f) { return data::FieldStats::LooksLikeCodes(fields[f], min_codes); };
   std::vector<int32_t> unscaled, codes;
-  auto looks_like_codes = [&](const Field& s) {
-    return !s.id_varies && s.integral && s.min >= 0 &&
-           static_cast<int32_t>(s.distinct.size()) >= options_.min_codes;
-  };
   for (int32_t f = 0; f < field_size_; ++f) {
-    const Field& s = fields_[f];
-    const double big = std::max(std::fabs(static_cast<double>(s.min)), std::fabs(static_cast<double>(s.max)));
-    if (!(big <= options_.unscaled_abs_value)) unscaled.push_back(f);  // also NaN
-    else if (looks_like_codes(s)) codes.push_back(f);
+    if (data::FieldStats::Unscaled(fields[f], options_.unscaled_abs_value)) unscaled.push_back(f);
+    else if (looks_like_codes(f)) codes.push_back(f);
   }
   const std::string seen = " in the first " + std::to_string(examples_) + " " + what;
   if (!unscaled.empty()) {
@@ -93,22 +96,22 @@ std::vector<std::string> InputStats::Warnings(const std::string& what, const std
       peaks.field_size = field_size_;
       std::vector<ExtremeRow> rows;
       for (size_t i = 0; i < listed; ++i) {
-        const Field& s = fields_[unscaled[i]];
-        if (s.peak_ids.empty()) continue;
-        rows.push_back({peaks.size(), unscaled[i], s.peak_values[unscaled[i]]});
-        peaks.labels.push_back(s.peak_label);
-        peaks.ids.insert(peaks.ids.end(), s.peak_ids.begin(), s.peak_ids.end());
-        peaks.values.insert(peaks.values.end(), s.peak_values.begin(), s.peak_values.end());
+        const Peak& p = peaks_[unscaled[i]];
+        if (p.ids.empty()) continue;
+        rows.push_back({peaks.size(), unscaled[i], p.values[unscaled[i]]});
+        peaks.labels.push_back(p.label);
+        peaks.ids.insert(peaks.ids.end(), p.ids.begin(), p.ids.end());
+        peaks.values.insert(peaks.values.end(), p.values.begin(), p.values.end());
       }
       const std::vector<std::string> found = LocateRows(*paths, *reader, peaks, rows, max_scan);
       for (size_t k = 0, i = 0; i < listed && k < found.size(); ++i) {
-        if (fields_[unscaled[i]].peak_ids.empty()) continue;
+        if (peaks_[unscaled[i]].ids.empty()) continue;
         const std::string& loc = found[k++];
         if (loc.rfind("row ", 0) != 0) where[i] = loc.substr(0, loc.find(": field "));  // a real location
       }
     }
     for (size_t i = 0; i < listed; ++i) {
-      const Field& s = fields_[unscaled[i]];
+      const data::FieldStat& s = fields[unscaled[i]];
       m += (i ? "; " : "") + std::string("field ") + std::to_string(unscaled[i] + 1) + ": " + G(s.min) + " .. " +
            G(s.max);
       if (!where[i].empty()) m += ", largest at " + where[i];
@@ -116,7 +119,7 @@ std::vector<std::string> InputStats::Warnings(const std::string& what, const std
     m += "). DeepFM multiplies each value into its field's embedding, so values this large saturate the "
          "predictions at 0/1 (AUC near 0.5): scale them before training, e.g. log1p(x) for counts, or standardise";
     bool any_codes = false;
-    for (int32_t f : unscaled) any_codes |= looks_like_codes(fields_[f]);
+    for (int32_t f : unscaled) any_codes |= looks_like_codes(f);
     if (any_codes)
       m += "; if a field's integers are category codes (its id never varies), hash each code into the id instead";
     out.push_back(m);
@@ -126,10 +129,11 @@ std::vector<std::string> InputStats::Warnings(const std::string& what, const std
     m += codes.size() > 1 ? "s " : " ";
     m += FieldList(codes) + ": the id never varies while the value takes several integer values" + seen + " (";
     for (size_t i = 0; i < codes.size() && i < 5; ++i) {
-      const Field& s = fields_[codes[i]];
+      const data::FieldStat& s = fields[codes[i]];
+      const uint64_t distinct = s.values.Count();  // counted up to kMaxDistinct
       m += (i ? "; " : "") + std::string("field ") + std::to_string(codes[i] + 1) + ": id " +
-           std::to_string(s.first_id) + ", " + (s.distinct.size() >= kMaxDistinct ? ">= " : "") +
-           std::to_string(s.distinct.size()) + " values " + G(s.min) + " .. " + G(s.max);
+           std::to_string(s.first_id) + ", " + (distinct >= kMaxDistinct ? ">= " : "") + std::to_string(distinct) +
+           " values " + G(s.min) + " .. " + G(s.max);
     }
     m += "). DeepFM turns such a field into a scale of one embedding, not one embedding per value: if these are "
          "label-encoded category codes, hash each code into the id (id = hash(field, code), value 1); if they are "

@@ -4,15 +4,17 @@
 //   InputStats      one cheap pass over the first max_examples training
 //                   examples (memory mode: the first rows of the Dataset;
 //                   stream mode: the first batches of the first epoch):
-//                   per field the value range, whether the id varies, whether
-//                   the values are integers and how many distinct values
-//                   (up to a cap). Warnings():
-//                     * unscaled values: a field with |value| above
-//                       unscaled_abs_value (DeepFM multiplies each value into
-//                       its embedding; raw counts up to 1e8 saturate every
-//                       prediction). Fix: log1p / standardise.
-//                     * category codes stored as values: a field whose id
-//                       never varies while its value takes several
+//                   per field a data::FieldStat (value range, whether the id
+//                   varies, whether the values are integers, distinct values
+//                   up to a cap) and the row of the largest |value|.
+//                   Warnings(), by the rules of data::FieldStats:
+//                     * unscaled values (FieldStats::Unscaled): a field with
+//                       |value| above unscaled_abs_value (DeepFM multiplies
+//                       each value into its embedding; raw counts up to 1e8
+//                       saturate every prediction). Fix: log1p / standardise.
+//                     * category codes stored as values
+//                       (FieldStats::LooksLikeCodes): a field whose id never
+//                       varies while its value takes min_codes or more
 //                       non-negative integer values: DeepFM turns it into a
 //                       scale of one embedding. Fix: hash the code into the id.
 //   SaturationWarning  validation predictions that are (almost) all < 0.001
@@ -35,6 +37,7 @@
 
 #include "ctrain/data/batch.h"
 #include "ctrain/data/example_reader.h"
+#include "ctrain/data/field_stats.h"
 
 namespace ctrain::train {
 
@@ -42,27 +45,26 @@ struct InputCheckOptions {
   int64_t max_examples = 100000;    // examples InputStats looks at
   // Larger |value| in a field: "unscaled" warning. Scaled Criteo data reaches
   // ~650 (criteo_deepfm_va10k.libsvm) and trains; raw counts reach 1e8.
-  double unscaled_abs_value = 1000;
-  int32_t min_codes = 3;            // distinct integer values under one id that look like codes
+  double unscaled_abs_value = data::FieldStats::kUnscaledAbs;
+  // Distinct integer values under one id that look like codes.
+  int32_t min_codes = static_cast<int32_t>(data::FieldStats::kMinCodes);
   double extreme_abs_value = 1e6;   // ExtremeRows threshold
   double saturated_fraction = 0.99; // SaturationWarning threshold
 };
 
 class InputStats {
  public:
-  // What one field (column f of the [rows, F] layout) looked like.
+  // What one field (column f of the [rows, F] layout) looked like: a summary
+  // of stats().fields()[f].
   struct Field {
     int64_t count = 0;
     float min = 0, max = 0;         // of the values
     int64_t first_id = 0;
     bool id_varies = false;
-    bool integral = true;           // every value an integer
-    std::vector<float> distinct;    // up to kMaxDistinct distinct values
-    // The first row with the largest |value| of this field (not finite counts as largest).
-    float peak_label = 0;
-    std::vector<int64_t> peak_ids;
-    std::vector<float> peak_values;
+    bool integral = true;           // every value a finite integer
+    uint64_t distinct = 0;          // distinct values, counted up to kMaxDistinct
   };
+  // Distinct values are counted up to this many per field (ids up to 2).
   static constexpr size_t kMaxDistinct = 64;
 
   explicit InputStats(int32_t field_size, const InputCheckOptions& options = {});
@@ -74,7 +76,8 @@ class InputStats {
   void Add(const int64_t* ids, const float* values, int64_t rows, const float* labels = nullptr);
   bool full() const { return examples_ >= options_.max_examples; }
   int64_t examples() const { return examples_; }
-  const std::vector<Field>& fields() const { return fields_; }
+  const data::FieldStats& stats() const { return stats_; }
+  std::vector<Field> fields() const;
 
   // One sentence per problem (fields numbered from 1, as in the readers'
   // errors), each with the fix; empty when nothing looks wrong. `what` names
@@ -88,10 +91,18 @@ class InputStats {
                                     int64_t max_scan = 1000000) const;
 
  private:
+  // The first row with the largest |value| of a field (not finite counts as largest).
+  struct Peak {
+    float label = 0;
+    std::vector<int64_t> ids;
+    std::vector<float> values;
+  };
+
   int32_t field_size_;
   InputCheckOptions options_;
   int64_t examples_ = 0;
-  std::vector<Field> fields_;
+  data::FieldStats stats_;   // field f = column f
+  std::vector<Peak> peaks_;  // per field
 };
 
 // Fraction of `probs` below 0.001 or above 0.999.
