@@ -273,6 +273,58 @@ TEST_F(Trial03Test, ResumingOnAnotherEncodingIsRefused) {
       << r.out;
 }
 
+TEST_F(Trial03Test, TrainRefusesAValidEncodedDifferentlyFromTrainNamingBothSides) {
+  for (const char* mode : {"stream", "memory"}) {
+    RunResult r = Run(std::string("train --input-mode ") + mode + " --train tr.libsvm --valid " + tsv_ +
+                      " --id-base 1 --feature-size 921 --model-dir m" + kTiny);
+    EXPECT_EQ(r.exit_code, 1) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("FailedPrecondition: --valid " + tsv_ +
+                         " is criteo-tsv (hashed ids, 921 buckets, seed 0); this run trains on --train tr.libsvm, "
+                         "which is libsvm with id base 1"),
+              std::string::npos)
+        << mode << ": " << r.out;
+    EXPECT_EQ(r.out.find("valid auc"), std::string::npos) << mode << ": " << r.out;
+  }
+  // Vocabulary ids (tfrecord) validated on the raw TSV (hashed): refused too, also from stdin.
+  ASSERT_EQ(Run("convert -i " + tsv_ + " -o v.tfrecord --vocab-min-count 2").exit_code, 0);
+  RunResult r = Sh("cat " + tsv_ + " | " + kCtrain + " train --train v.tfrecord --valid - --feature-size 268" + kTiny);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--valid - is criteo-tsv (hashed ids, 268 buckets, seed 0); this run trains on --train "
+                       "v.tfrecord, which is tfrecord (ids as stored)"),
+            std::string::npos)
+      << r.out;
+  // The same encoding on both sides trains and validates.
+  r = Run("train --train tr.libsvm --valid va.libsvm --id-base 1 --feature-size 921 --batch-size 100" + kTiny);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("valid auc"), std::string::npos) << r.out;
+}
+
+TEST_F(TrainerCasesTest, StdinGivenToBothTrainAndValidIsRefusedUpFront) {
+  RunResult r = Sh("printf '1 0:1 1:1 2:1\\n' | " + kCtrain + " train --train - --valid -" + kB05Flags);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("InvalidArgument: --train - and --valid - both read stdin, which can be read once"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("no examples"), std::string::npos) << r.out;
+}
+
+TEST_F(TrainerCasesTest, EvalAndPredictExpandGlobsAndDirectoriesAsTrainDoes) {
+  fs::create_directories(dir_ / "gd");
+  Write("gd/a.libsvm", "1 0:1 1:1 2:1\n0 0:1 1:2 2:1\n");
+  Write("gd/b.libsvm", "1 0:3 1:1 2:1\n");
+  ASSERT_EQ(Run("train --train gd" + kB05Flags + " --model-dir m").exit_code, 0);
+  RunResult r = Run("eval --model-dir m --input 'gd/*.libsvm'");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("input: 3 examples from 2 file(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("examples 3"), std::string::npos) << r.out;
+  r = Run("predict --model-dir m --input gd -o p.txt");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(Lines(Slurp(P("p.txt"))).size(), 3u);
+  r = Run("eval --model-dir m --input 'gd/*.tfrecord'");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--input: gd/*.tfrecord: glob matched no files"), std::string::npos) << r.out;
+}
+
 TEST_F(TrainerCasesTest, OldCheckpointWithoutRecordedFormatStillEvaluatesAndSaysWhatCannotBeChecked) {
   Write("a.libsvm", "1 1:1 2:1 3:1\n0 1:1 2:2 3:1\n1 1:3 2:1 3:1\n");
   ASSERT_EQ(Run("train --train a.libsvm --field-size 3 --feature-size 10 --id-base 1 --model-dir m" + kTiny).exit_code, 0);

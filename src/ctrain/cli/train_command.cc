@@ -21,6 +21,7 @@
 #include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/data/file_list.h"
 #include "ctrain/data/pipeline.h"
 #include "ctrain/data/shard.h"
 #include "ctrain/io/file.h"
@@ -326,8 +327,13 @@ Status RunTrain(TrainFlags& fl) {
       if (opt->count() > 0)
         std::fprintf(stderr, "ctrain: warning: %s is ignored with --input-mode memory\n", opt->get_name().c_str());
 
+  for (const std::string& t : fl.train)
+    for (const std::string& v : fl.valid)
+      if (t == "-" && v == "-")
+        return InvalidArgumentError("--train - and --valid - both read stdin, which can be read once: give one of "
+                                    "them as a file");
   train::Dataset tr, va;
-  train::LoadStats tr_stats;
+  train::LoadStats tr_stats, va_stats;
   train::StreamInput si;
   bool have_valid = false;
   if (stream) {
@@ -350,7 +356,7 @@ Status RunTrain(TrainFlags& fl) {
                  si.pipeline.prefetch_buffer_size, si.pipeline.cache.empty() ? "none" : si.pipeline.cache.c_str(),
                  si.pipeline.shard_index, si.pipeline.num_shards);
     if (!fl.valid.empty()) {
-      CTRAIN_RETURN_IF_ERROR(LoadData(fl.valid, fl.data, o.model.feature_size, &va, "valid"));
+      CTRAIN_RETURN_IF_ERROR(LoadData(fl.valid, fl.data, o.model.feature_size, &va, "valid", &va_stats));
       have_valid = true;
     }
   } else if (fl.train.empty()) {
@@ -369,7 +375,7 @@ Status RunTrain(TrainFlags& fl) {
   } else {
     CTRAIN_RETURN_IF_ERROR(LoadData(fl.train, fl.data, o.model.feature_size, &tr, "train", &tr_stats));
     if (!fl.valid.empty()) {
-      CTRAIN_RETURN_IF_ERROR(LoadData(fl.valid, fl.data, o.model.feature_size, &va, "valid"));
+      CTRAIN_RETURN_IF_ERROR(LoadData(fl.valid, fl.data, o.model.feature_size, &va, "valid", &va_stats));
       have_valid = true;
     }
   }
@@ -385,6 +391,10 @@ Status RunTrain(TrainFlags& fl) {
       formats = train::InputFormatsRead(tr_stats);
     }
     CTRAIN_ASSIGN_OR_RETURN(o.data, train::DescribeTrainingData(formats, ro, AbsolutePath(fl.data.feature_map)));
+    // --valid must be encoded like --train (the check eval makes against a checkpoint).
+    if (have_valid)
+      CTRAIN_RETURN_IF_ERROR(train::CheckValidMatchesTraining(o.data, fl.train, train::InputFormatsRead(va_stats), ro,
+                                                              AbsolutePath(fl.data.feature_map)));
   }
   CTRAIN_RETURN_IF_ERROR(o.Validate());
 
@@ -548,6 +558,11 @@ Status CheckInputEncoding(InferFlags& fl, const train::TrainOptions& to, const s
 Status RunInfer(InferFlags& fl, bool predict) {
   const char* command = predict ? "predict" : "eval";
   CTRAIN_RETURN_IF_ERROR(fl.par.RejectTrainOnly(command));
+  {  // globs and directories expand as for train and inspect (data/file_list.h)
+    StatusOr<std::vector<std::string>> expanded = data::ExpandFileList(fl.input);
+    if (!expanded.ok()) return expanded.status().WithContext("--input");
+    fl.input = std::move(expanded).value();
+  }
   CTRAIN_RETURN_IF_ERROR(CheckOutputWritable(predict ? "--output" : "--metrics-json",
                                              predict ? fl.output : fl.metrics_json));
   std::vector<train::PredictColumn> columns;

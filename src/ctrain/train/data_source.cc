@@ -99,9 +99,12 @@ StatusOr<DataSourceOptions> DescribeTrainingData(const std::vector<InputFormat>&
   return MakeDataSource(first ? first->format : "", first ? first->compression : "", reader, feature_map);
 }
 
-Status CheckInputMatchesModel(const DataSourceOptions& model, const std::string& model_dir,
-                              const DataSourceOptions& input, const std::string& input_name,
-                              std::vector<std::string>* notes) {
+namespace {
+
+// CheckInputMatchesModel with the model side named by `trained` ("the model in
+// <dir> was trained on ") and `model_dir` used in notes.
+Status CheckEncoding(const DataSourceOptions& model, const std::string& model_dir, const std::string& trained,
+                     const DataSourceOptions& input, const std::string& input_name, std::vector<std::string>* notes) {
   auto note = [&](const std::string& n) {
     for (const std::string& have : *notes)
       if (have == n) return;
@@ -113,7 +116,6 @@ Status CheckInputMatchesModel(const DataSourceOptions& model, const std::string&
          "encoded like the training data");
     return Status::OK();
   }
-  const std::string trained = "the model in " + model_dir + " was trained on ";
   auto refuse = [&](const std::string& why) {
     return FailedPreconditionError(input_name + " is " + DescribeDataSource(input) + "; " + trained +
                                    DescribeDataSource(model) + ": " + why);
@@ -168,6 +170,29 @@ Status CheckInputMatchesModel(const DataSourceOptions& model, const std::string&
   }
   if (model.hash_buckets > 0 && (model.hash_buckets != input.hash_buckets || model.hash_seed != input.hash_seed))
     return refuse("different hashing gives different ids");
+  return Status::OK();
+}
+
+}  // namespace
+
+Status CheckInputMatchesModel(const DataSourceOptions& model, const std::string& model_dir,
+                              const DataSourceOptions& input, const std::string& input_name,
+                              std::vector<std::string>* notes) {
+  return CheckEncoding(model, model_dir, "the model in " + model_dir + " was trained on ", input, input_name, notes);
+}
+
+Status CheckValidMatchesTraining(const DataSourceOptions& training, const std::vector<std::string>& train_paths,
+                                 const std::vector<InputFormat>& valid, const data::ExampleReaderOptions& reader,
+                                 const std::string& feature_map) {
+  if (training.format.empty()) return Status::OK();  // a stream with --format auto: checked once it is read
+  std::string names;
+  for (const std::string& p : train_paths) names += (names.empty() ? "" : " ") + p;
+  const std::string trained = "this run trains on --train " + names + ", which is ";
+  std::vector<std::string> notes;
+  for (const InputFormat& f : valid) {
+    const DataSourceOptions in = MakeDataSource(f.format, f.compression, reader, feature_map);
+    CTRAIN_RETURN_IF_ERROR(CheckEncoding(training, "--train " + names, trained, in, "--valid " + f.path, &notes));
+  }
   return Status::OK();
 }
 

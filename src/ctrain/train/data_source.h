@@ -70,6 +70,17 @@ Status CheckInputMatchesModel(const DataSourceOptions& model, const std::string&
                               const DataSourceOptions& input, const std::string& input_name,
                               std::vector<std::string>* notes);
 
+// The same check for `ctrain train --valid`: each of `valid` (read with the
+// same `reader` as the training data) must be encoded like `training` (this
+// run's DescribeTrainingData of `train_paths`). FailedPrecondition naming both
+// sides, e.g. "--valid v.tsv is criteo-tsv (hashed ids, 921 buckets, seed 0);
+// this run trains on --train tr.libsvm, which is libsvm with id base 1: ...".
+// OK without a check when the training format is not known yet (a stream
+// read with --format auto).
+Status CheckValidMatchesTraining(const DataSourceOptions& training, const std::vector<std::string>& train_paths,
+                                 const std::vector<InputFormat>& valid, const data::ExampleReaderOptions& reader,
+                                 const std::string& feature_map);
+
 // CheckInputMatchesModel for each of `inputs` (named "--input <path>"), read
 // with `reader` (id base, sizes, vocabulary) and `feature_map` (its path).
 Status CheckInputsMatchModel(const DataSourceOptions& model, const std::string& model_dir,
