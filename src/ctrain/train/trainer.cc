@@ -1,5 +1,7 @@
 #include "ctrain/train/trainer.h"
 
+#include "ctrain/train/memory_budget.h"
+
 #include <omp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -212,6 +214,13 @@ struct Trainer::Impl {
       r.model->InitDense(options.seed);
     }
     auto& dense = replicas[0].model->dense_params();
+    {  // a --feature-size too large for this machine: refused here, not OOM-killed while filling the tables
+      int64_t dense_floats = 0;
+      for (const auto& d : dense) dense_floats += static_cast<int64_t>(d.value.size());
+      CTRAIN_RETURN_IF_ERROR(CheckParameterMemory(options.model.feature_size, options.model.embedding_size,
+                                                  optimizer->num_slots(), options.optimizer.name, dense_floats,
+                                                  ReadMemoryAvailable()));
+    }
     dense_slots.resize(dense.size());
     for (size_t i = 0; i < dense.size(); ++i) {
       dense_slots[i].resize(optimizer->num_slots());
