@@ -132,6 +132,53 @@ TEST_F(TrainerCasesTest, B05EmptyValidationEvalAndPredictInputsFail) {
   EXPECT_FALSE(fs::exists(P("p.txt")));
 }
 
+TEST_F(TrainerCasesTest, StreamModeNamesEachInputThatGaveNoExamples) {
+  Write("a.libsvm", "1 0:1 1:1 2:1\n0 0:1 1:2 2:1\n");
+  Write("nl.libsvm", "\n");
+  ASSERT_EQ(Sh("printf '' | gzip > e.gz").exit_code, 0);
+  for (const std::string extra : {"", " --cache memory --epochs 2"}) {
+    for (const std::string empty : {"nl.libsvm", "e.gz"}) {
+      RunResult r = Run("train --train a.libsvm " + empty + extra + kB05Flags + " --model-dir m");
+      EXPECT_EQ(r.exit_code, 1) << empty << extra << ": " << r.out;
+      EXPECT_NE(r.out.find("InvalidArgument: no examples in " + empty +
+                           " (epoch 1 read no records from it; 1 of 2 inputs are empty)"),
+                std::string::npos)
+          << empty << extra << ": " << r.out;
+      EXPECT_FALSE(HasCheckpoint("m")) << empty << extra;
+    }
+  }
+  // Of three files, shard 2 of 3 holds only the third: the error names that one.
+  Write("b.libsvm", "1 0:1 1:1 2:1\n");
+  RunResult r = Run("train --train a.libsvm b.libsvm nl.libsvm --num-shards 3 --shard-index 2" + kB05Flags);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("no examples in nl.libsvm (the inputs of shard 2 of 3) (epoch 1 read 0 records"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("a.libsvm"), std::string::npos) << r.out;
+}
+
+TEST_F(TrainerCasesTest, AnEmptyLaterEpochSaysWhatWasTrainedAndKept) {
+  Write("a.libsvm", "1 0:1 1:1 2:1\n0 0:1 1:2 2:1\n");
+  fs::create_directories(dir_ / "ch");
+  ASSERT_EQ(::mkfifo(P("ch/train_0").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo(P("ch/train_1").c_str(), 0600), 0);
+  RunResult r = Sh("(cat a.libsvm > ch/train_0; : > ch/train_1) & " + kCtrain +
+                   " train --train pipe:ch/train --epochs 2" + kB05Flags + " --model-dir m");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("no examples in pipe:ch/train (FIFO ch/train_1) (epoch 2 read 0 records); training stopped "
+                       "there: the checkpoint of step 1 in m stays"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("nothing was trained"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(P("m/ckpt-1.bin")));
+  r = Sh("cat a.libsvm | " + kCtrain + " train --train /dev/stdin --epochs 2" + kB05Flags);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("no examples in /dev/stdin (epoch 2 read 0 records); training stopped there after step 1 (no "
+                       "--model-dir)"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST_F(TrainerCasesTest, Trial01DropRemainderLeavingNoBatchAndZeroEpochsFail) {
   Write("a.libsvm", "1 0:1 1:1 2:1\n0 0:1 1:2 2:1\n");
   RunResult r = Run("train --train a.libsvm --batch-size 10 --drop-remainder true" + kB05Flags + " --model-dir m");
@@ -297,6 +344,38 @@ TEST_F(Trial03Test, TrainRefusesAValidEncodedDifferentlyFromTrainNamingBothSides
   r = Run("train --train tr.libsvm --valid va.libsvm --id-base 1 --feature-size 921 --batch-size 100" + kTiny);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("valid auc"), std::string::npos) << r.out;
+}
+
+TEST_F(Trial03Test, AStreamReadWithFormatAutoRecordsTheFormatReadAndEvalRefusesAnotherEncoding) {
+  RunResult r = Sh("cat " + tsv_ + " | " + kCtrain + " train --train - --feature-size 268 --batch-size 50 --model-dir s" +
+                   kTiny);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string ckpt = Slurp(dir_ / "s" / "ckpt-2.bin");
+  EXPECT_NE(ckpt.find(R"("feature_size":268,"field_size":39,"format":"criteo-tsv")"), std::string::npos);
+  EXPECT_EQ(ckpt.find(R"("format":"")"), std::string::npos);
+  ASSERT_EQ(Run("convert -i " + tsv_ + " -o v.tfrecord --vocab-min-count 2").exit_code, 0);
+  r = Run("eval --model-dir s --input v.tfrecord");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--input v.tfrecord is tfrecord (ids as stored); the model in s was trained on criteo-tsv "
+                       "(hashed ids, 268 buckets, seed 0)"),
+            std::string::npos)
+      << r.out;
+  // Resuming from stdin on LibSVM ids is refused before a step is trained on them.
+  std::string row = "1";
+  for (int f = 0; f < 39; ++f) row += " " + std::to_string(f) + ":1";
+  Write("ids.libsvm", row + "\n" + row + "\n");
+  r = Sh("cat ids.libsvm | " + kCtrain + " train --train - --feature-size 268 --batch-size 50 --epochs 2 "
+         "--model-dir s" + kTiny);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("resume: this run's --train is libsvm with id base 0; the model in s was trained on criteo-tsv"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(P("s/ckpt-4.bin")));
+  // A stream and a file of different encodings in one run: named both.
+  r = Sh("cat " + tsv_ + " | " + kCtrain + " train --train - tr.libsvm --feature-size 1000 --id-base 1" + kTiny);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("training inputs mix encodings: tr.libsvm is libsvm, <stdin> is criteo-tsv"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(TrainerCasesTest, StdinGivenToBothTrainAndValidIsRefusedUpFront) {

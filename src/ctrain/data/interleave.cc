@@ -178,6 +178,14 @@ class InterleaveSource final : public RecordStage {
     src.file = f;
     src.pass = pass;
     src.format = reader->format();
+    InputReadStats input_stats;  // the first pass: what was opened and how much it held
+    if (pass == 0) {
+      input_stats.file = f;
+      input_stats.name = InputName(o_.files, f, pass);
+      input_stats.format = std::string(RecordFormatName(reader->format()));
+      input_stats.compression = std::string(io::CompressionName(reader->compression()));
+      c_->NoteInput(input_stats);
+    }
     Status st;
     RawBatch probe;
     bool probed = *probe_budget == 0;
@@ -231,6 +239,11 @@ class InterleaveSource final : public RecordStage {
     c_->header_lines.fetch_add(rc.header_lines, std::memory_order_relaxed);
     c_->unterminated_last_lines.fetch_add(rc.unterminated_last_lines, std::memory_order_relaxed);
     c_->corrupt_records.fetch_add(rc.corrupt_records, std::memory_order_relaxed);
+    if (pass == 0) {
+      input_stats.records = rc.records;
+      input_stats.finished = st.ok();
+      c_->NoteInput(input_stats);
+    }
     return st;
   }
 

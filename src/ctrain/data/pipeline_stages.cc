@@ -28,6 +28,9 @@ void PipelineCounters::Fill(PipelineStats* s) const {
   s->cache_records = r(cache_records);
   s->cache_bytes = r(cache_bytes);
   s->shuffle_buffer_max = r(shuffle_max);
+  std::lock_guard<std::mutex> lock(inputs_mu);
+  s->inputs.clear();
+  for (const auto& [file, in] : inputs) s->inputs.push_back(in);
 }
 
 namespace {

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +33,13 @@ struct PipelineCounters {
   std::atomic<uint64_t> unterminated_last_lines{0};  // text inputs whose last line has no '\n' (per pass)
   std::atomic<uint64_t> dropped_remainder{0}, epochs_completed{0};
   std::atomic<uint64_t> cache_records{0}, cache_bytes{0}, shuffle_max{0};
+  // First-pass inputs by file index (the interleave source's reader threads).
+  mutable std::mutex inputs_mu;
+  std::map<uint32_t, InputReadStats> inputs;  // GUARDED_BY(inputs_mu)
+  void NoteInput(const InputReadStats& in) {
+    std::lock_guard<std::mutex> lock(inputs_mu);
+    inputs[in.file] = in;
+  }
   void Fill(PipelineStats* s) const;
 };
 

@@ -20,6 +20,17 @@
 
 namespace ctrain::data {
 
+// One input as this pipeline's first pass read it (file-level shards: only
+// the shard's own inputs appear).
+struct InputReadStats {
+  uint32_t file = 0;         // index in the pipeline's input list
+  std::string name;          // display name (a channel: its FIFO "<prefix>_<pass>")
+  std::string format;        // as opened: given or sniffed (never "auto"), e.g. "libsvm"
+  std::string compression;   // as opened: "none", "gzip" or "zlib"
+  uint64_t records = 0;      // raw records read (before the record-level shard filter)
+  bool finished = false;     // read to its end without an error
+};
+
 struct PipelineStats {
   double elapsed_seconds = 0;      // since Pipeline::Create
   uint64_t records = 0;            // records delivered to the consumer (in batches)
@@ -37,6 +48,9 @@ struct PipelineStats {
   uint64_t cache_records = 0, cache_bytes = 0;  // what the cache holds
   uint64_t shuffle_buffer_max = 0; // most records ever held by the shuffle buffer
   std::vector<QueueStats> queues;  // every bounded queue, upstream first
+  // The inputs opened by the first pass, in input-list order; an entry appears
+  // once the input is opened (format known) and is complete once finished.
+  std::vector<InputReadStats> inputs;
 
   // Consumer side (InputWaitMeter).
   uint64_t steps = 0;

@@ -206,6 +206,23 @@ Status CheckInputsMatchModel(const DataSourceOptions& model, const std::string& 
   return Status::OK();
 }
 
+Status RecordFormatsRead(const std::vector<InputFormat>& read, const std::string& known_from, DataSourceOptions* d) {
+  std::string from = known_from;
+  for (const InputFormat& in : read) {
+    if (in.format.empty()) continue;
+    if (d->format.empty()) {
+      d->format = in.format;
+      d->compression = in.compression;
+      from = in.path;
+    } else if (Family(in.format) != Family(d->format)) {
+      return InvalidArgumentError("training inputs mix encodings: " + from + " is " + d->format + ", " + in.path +
+                                  " is " + in.format +
+                                  " (Criteo rows and id files give unrelated ids; convert them to one encoding)");
+    }
+  }
+  return Status::OK();
+}
+
 std::vector<InputFormat> InputFormatsRead(const LoadStats& stats) {
   std::vector<InputFormat> out;
   for (const LoadStats::File& f : stats.per_file)

@@ -87,6 +87,14 @@ Status CheckInputsMatchModel(const DataSourceOptions& model, const std::string& 
                              const std::vector<InputFormat>& inputs, const data::ExampleReaderOptions& reader,
                              const std::string& feature_map, std::vector<std::string>* notes);
 
+// Streams read with --format auto are described once read: `read` (the
+// formats the pipeline opened, PipelineStats::inputs) fills d->format and
+// d->compression when they are still empty. Inputs of different encoding
+// families (e.g. criteo-tsv from stdin, libsvm from a file) are
+// InvalidArgument naming both, as in DescribeTrainingData; `known_from` names
+// where an already-known d->format came from (e.g. "--train a.libsvm").
+Status RecordFormatsRead(const std::vector<InputFormat>& read, const std::string& known_from, DataSourceOptions* d);
+
 // The formats LoadDataset actually read, per file (LoadStats::per_file).
 std::vector<InputFormat> InputFormatsRead(const LoadStats& stats);
 

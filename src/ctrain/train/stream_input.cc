@@ -103,12 +103,19 @@ Status CheckNoEmptyFiles(const nlohmann::json& inputs) {
   return InvalidArgumentError(m + ")");
 }
 
-Status EmptyEpochError(const StreamInput& input, int64_t epoch, int64_t batch_size, const data::PipelineStats& st) {
+Status EmptyEpochError(const StreamInput& input, int64_t epoch, int64_t batch_size, const data::PipelineStats& st,
+                       const std::string& kept) {
   std::string names;
-  for (const std::string& f : input.files) {
-    std::string name = f == "-" ? "stdin (-)" : f;
-    if (IsChannel(f)) name += " (FIFO " + data::ChannelFifoPath(f, epoch) + ")";
-    names += (names.empty() ? "" : ", ") + name;
+  if (input.pipeline.num_shards > 1 && !st.inputs.empty()) {  // the shard's own inputs
+    for (const data::InputReadStats& in : st.inputs) names += (names.empty() ? "" : ", ") + in.name;
+    names += " (the inputs of shard " + std::to_string(input.pipeline.shard_index) + " of " +
+             std::to_string(input.pipeline.num_shards) + ")";
+  } else {
+    for (const std::string& f : input.files) {
+      std::string name = f == "-" ? "stdin (-)" : f;
+      if (IsChannel(f)) name += " (FIFO " + data::ChannelFifoPath(f, epoch) + ")";
+      names += (names.empty() ? "" : ", ") + name;
+    }
   }
   const std::string e = "epoch " + std::to_string(epoch + 1);
   if (st.dropped_remainder_records > 0)
@@ -128,7 +135,19 @@ Status EmptyEpochError(const StreamInput& input, int64_t epoch, int64_t batch_si
                                                         st.corrupt_records) +
                                          " blank/comment/header lines or corrupt records"
                                    : std::string()) +
-                              "); nothing was trained and no checkpoint written");
+                              ")" + (kept.empty() ? "; nothing was trained and no checkpoint written" : kept));
+}
+
+Status CheckEveryInputGaveRecords(const data::PipelineStats& st, int64_t epoch) {
+  std::vector<std::string> empty;
+  for (const data::InputReadStats& in : st.inputs)
+    if (in.finished && in.records == 0) empty.push_back(in.name == "-" ? "stdin (-)" : in.name);
+  if (empty.empty()) return Status::OK();
+  std::string m = "no examples in ";
+  for (size_t i = 0; i < empty.size(); ++i) m += (i ? ", " : "") + empty[i];
+  return InvalidArgumentError(m + " (epoch " + std::to_string(epoch + 1) + " read no records from " +
+                              (empty.size() > 1 ? "them" : "it") + "; " + std::to_string(empty.size()) + " of " +
+                              std::to_string(st.inputs.size()) + " inputs are empty)");
 }
 
 StatusOr<std::unique_ptr<EpochBatchSource>> EpochBatchSource::Create(const StreamInput& input, int64_t batch_size,

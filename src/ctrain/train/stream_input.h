@@ -77,7 +77,17 @@ Status CheckNoEmptyFiles(const nlohmann::json& inputs);
 // reason from the pass's stats: nothing read ("no examples in ... (epoch E
 // read 0 records)"), --drop-remainder dropping every record (the batch size
 // is larger than the epoch), or the shard receiving none of the records.
-Status EmptyEpochError(const StreamInput& input, int64_t epoch, int64_t batch_size, const data::PipelineStats& stats);
+// With several shards, the shard's own inputs are named (stats.inputs).
+// `kept`: appended when an earlier epoch was trained (e.g. "; training
+// stopped there: the checkpoint of step 8 in m stays"); empty = nothing was
+// trained and no checkpoint written.
+Status EmptyEpochError(const StreamInput& input, int64_t epoch, int64_t batch_size, const data::PipelineStats& stats,
+                       const std::string& kept = "");
+
+// InvalidArgument "no examples in <input>, <input> (epoch E read no records
+// from them; K of N inputs are empty)" for every input the epoch read to its
+// end that held no record (stats.inputs), although others did.
+Status CheckEveryInputGaveRecords(const data::PipelineStats& stats, int64_t epoch);
 
 class EpochBatchSource {
  public:

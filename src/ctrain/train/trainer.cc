@@ -1,7 +1,5 @@
 #include "ctrain/train/trainer.h"
 
-#include "ctrain/train/memory_budget.h"
-
 #include <omp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -24,6 +22,7 @@
 #include "ctrain/train/checkpoint.h"
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/input_checks.h"
+#include "ctrain/train/memory_budget.h"
 #include "ctrain/train/metrics.h"
 #include "ctrain/train/parameter_table.h"
 #include "ctrain/train/threads.h"
@@ -144,6 +143,32 @@ struct Trainer::Impl {
   // as meta "train_inputs". restored_inputs: the checkpoint's (null if none).
   nlohmann::json train_inputs, restored_inputs;
   std::string restored_path;  // the checkpoint file Restore() loaded
+  // Stream mode with --format auto: the checkpoint's data description, checked
+  // against this run's once its inputs were read (restored_data_checked).
+  DataSourceOptions restored_data;
+  bool restored_data_checked = true;
+  // Stream mode: the running source, whose opened inputs give the format
+  // recorded in checkpoints; stream_known_from names where an already known
+  // format came from.
+  const EpochBatchSource* stream_src = nullptr;
+  std::string stream_known_from;
+  // Fills options.data's format/compression from the inputs the pipeline
+  // opened (streams read with --format auto), refuses mixed encodings, and a
+  // resume on another encoding than the checkpoint's.
+  Status NoteStreamFormats() {
+    if (stream_src == nullptr || !options.data.recorded()) return Status::OK();
+    std::vector<InputFormat> read;
+    for (const data::InputReadStats& in : stream_src->stats().inputs) read.push_back({in.name, in.format, in.compression});
+    CTRAIN_RETURN_IF_ERROR(RecordFormatsRead(read, stream_known_from, &options.data));
+    if (!restored_data_checked && !options.data.format.empty()) {
+      restored_data_checked = true;
+      std::vector<std::string> notes;
+      CTRAIN_RETURN_IF_ERROR(
+          CheckInputMatchesModel(restored_data, options.model_dir, options.data, "this run's --train", &notes)
+              .WithContext(restored_path + ": resume"));
+    }
+    return Status::OK();
+  }
   std::function<void(const std::string&)> sink;
   bool terminal = false;
   const std::atomic<int>* stop_flag = nullptr;  // set_stop_flag
@@ -345,6 +370,7 @@ struct Trainer::Impl {
 
   Status Save() {
     if (options.model_dir.empty()) return Status::OK();
+    CTRAIN_RETURN_IF_ERROR(NoteStreamFormats());  // the format a stream was read in, never ""
     if (!hog_master.empty()) SyncReplicas();
     CheckpointTensors t = Tensors();
     CTRAIN_RETURN_IF_ERROR(
@@ -872,6 +898,14 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
                           EpochBatchSource::Create(checked, options.batch_size, options.epochs, options.seed,
                                                    options.shuffle, pos.epoch, pos.batch_in_epoch));
   result->restored = pos.global_step > 0;
+  stream_src = src.get();
+  struct ClearSource {
+    const EpochBatchSource** p;
+    ~ClearSource() { *p = nullptr; }
+  } clear_source{&stream_src};
+  stream_known_from.clear();
+  for (const std::string& f : input.files)  // an up-front format comes from the files (DetectInputFormats)
+    if (f != "-" && f.rfind("pipe:", 0) != 0) stream_known_from += (stream_known_from.empty() ? "" : " ") + f;
   pool->ConfigureThread(0);
   const int64_t B = options.batch_size;
   const int32_t H = options.parallel.hogwild;
@@ -961,6 +995,8 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
         }
         CTRAIN_RETURN_IF_ERROR(CheckBatch(*dst));
         check_inputs(*dst);
+        // A stream's format is known now: a resume on another encoding stops before training on it.
+        if (!restored_data_checked || options.data.format.empty()) CTRAIN_RETURN_IF_ERROR(NoteStreamFormats());
         const int64_t n = dst->size();
         double loss = 0;
         CTRAIN_RETURN_IF_ERROR(SyncStep(
@@ -995,7 +1031,19 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
     if (epoch_done) {
       // An empty pass (empty input, stdin or FIFO that gave 0 bytes, every
       // record dropped by drop_remainder) is an error, never a 0-step run.
-      if (src->epoch_records() == 0) return EmptyEpochError(input, pos.epoch, B, src->stats());
+      if (src->epoch_records() == 0) {
+        std::string kept;  // what an empty later epoch leaves behind
+        if (pos.global_step > 0)
+          kept = saved_this_run || !restored_path.empty()
+                     ? "; training stopped there: the checkpoint of step " +
+                           std::to_string(saved_this_run ? saved_pos.global_step : pos.global_step) + " in " +
+                           options.model_dir + " stays"
+                     : "; training stopped there after step " + std::to_string(pos.global_step) + " (no --model-dir)";
+        return EmptyEpochError(input, pos.epoch, B, src->stats(), kept);
+      }
+      // Every input must give records, not just the epoch as a whole.
+      CTRAIN_RETURN_IF_ERROR(CheckEveryInputGaveRecords(src->stats(), pos.epoch));
+      CTRAIN_RETURN_IF_ERROR(NoteStreamFormats());
       if (in_stats.examples() > 0) WarnInputs(in_stats, result, kStreamLocateExamples);  // a short first epoch
       const int64_t finished = pos.epoch + 1;
       pos.train_rows = src->epoch_records();
@@ -1097,6 +1145,10 @@ Status Trainer::Restore(bool* restored) {
                                      "', this run has '" + m.options.data.feature_map +
                                      "' (use the same --feature-map or a new --model-dir)");
     } else {
+      if (m.options.data.format.empty() && !d.format.empty()) {  // a stream: checked once read (NoteStreamFormats)
+        m.restored_data = d;
+        m.restored_data_checked = false;
+      }
       // Same id base and map: the encoding (format family, hashing, vocabulary content) must match too.
       std::vector<std::string> notes;
       CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(d, m.options.model_dir, m.options.data, "this run's --train", &notes)
