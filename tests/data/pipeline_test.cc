@@ -195,6 +195,34 @@ TEST(PipelineTest, TFRecordAndGzipMatchLibSvm) {
   EXPECT_EQ(RunAll({d / "g.tfrecord"}, o), Iota(0, 50));
 }
 
+TEST(PipelineTest, StatsNameEachInputWithItsDetectedFormatCompressionAndRecords) {
+  TempDir d;
+  WriteFile(d / "a.libsvm", LibSvmLines(0, 5));
+  WriteFile(d / "b.tfrecord", TFRecordBytes(100, 3));
+  WriteFile(d / "blank.libsvm", "\n\n");
+  auto w = io::TFRecordWriter::Open(d / "g.tfrecord", io::Compression::kGzip);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->Close().ok());  // gzip of no records
+  PipelineOptions o = Quiet();
+  o.num_parallel_reads = 2;
+  auto p = Pipeline::Create({d / "a.libsvm", d / "b.tfrecord", d / "blank.libsvm", d / "g.tfrecord"}, SmallReader(), o);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_TRUE(Drain(p->get()).ok());
+  const std::vector<InputReadStats> in = (*p)->stats().inputs;
+  ASSERT_EQ(in.size(), 4u);
+  EXPECT_EQ(in[0].name, d / "a.libsvm");
+  EXPECT_EQ(in[0].format, "libsvm");
+  EXPECT_EQ(in[0].compression, "none");
+  EXPECT_EQ(in[0].records, 5u);
+  EXPECT_EQ(in[1].format, "tfrecord");
+  EXPECT_EQ(in[1].records, 3u);
+  EXPECT_EQ(in[2].records, 0u);
+  EXPECT_EQ(in[3].file, 3u);
+  EXPECT_EQ(in[3].compression, "gzip");
+  EXPECT_EQ(in[3].records, 0u);
+  for (const InputReadStats& s : in) EXPECT_TRUE(s.finished) << s.name;
+}
+
 void CheckShards(const std::vector<std::string>& files, const std::vector<int64_t>& all, int32_t n,
                  ShardLevel level, bool tfrecord) {
   std::vector<int64_t> uni;
