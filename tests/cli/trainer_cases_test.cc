@@ -340,6 +340,15 @@ TEST_F(Trial03Test, TrainRefusesAValidEncodedDifferentlyFromTrainNamingBothSides
                        "v.tfrecord, which is tfrecord (ids as stored)"),
             std::string::npos)
       << r.out;
+  // Training from stdin with --format auto: checked once the stream's format is known, before a step.
+  r = Sh("cat " + tsv_ + " | " + kCtrain + " train --train - --valid va.libsvm --id-base 1 --feature-size 1000 "
+         "--model-dir s" + kTiny);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--valid va.libsvm is libsvm with id base 1; this run trains on --train -, which is criteo-tsv "
+                       "(hashed ids, 1000 buckets, seed 0)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(HasCheckpoint("s"));
   // The same encoding on both sides trains and validates.
   r = Run("train --train tr.libsvm --valid va.libsvm --id-base 1 --feature-size 921 --batch-size 100" + kTiny);
   EXPECT_EQ(r.exit_code, 0) << r.out;

@@ -451,6 +451,7 @@ Status RunTrain(TrainFlags& fl) {
                  static_cast<long long>(trainer->global_step()));
   train::TrainResult r;
   trainer->set_stop_flag(PendingInterruptFlag());
+  if (have_valid && !fl.valid.empty()) trainer->set_valid_formats(train::InputFormatsRead(va_stats));
   {
     InterruptDeferral defer;  // SIGINT/SIGTERM: checkpoint at the current step, then exit 130/143
     if (stream)

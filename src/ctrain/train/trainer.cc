@@ -151,6 +151,7 @@ struct Trainer::Impl {
   // recorded in checkpoints; stream_known_from names where an already known
   // format came from.
   const EpochBatchSource* stream_src = nullptr;
+  std::vector<InputFormat> valid_formats;  // set_valid_formats
   std::string stream_known_from;
   // Fills options.data's format/compression from the inputs the pipeline
   // opened (streams read with --format auto), refuses mixed encodings, and a
@@ -159,7 +160,11 @@ struct Trainer::Impl {
     if (stream_src == nullptr || !options.data.recorded()) return Status::OK();
     std::vector<InputFormat> read;
     for (const data::InputReadStats& in : stream_src->stats().inputs) read.push_back({in.name, in.format, in.compression});
+    const bool was_unknown = options.data.format.empty();
     CTRAIN_RETURN_IF_ERROR(RecordFormatsRead(read, stream_known_from, &options.data));
+    if (was_unknown && !options.data.format.empty() && !valid_formats.empty())
+      CTRAIN_RETURN_IF_ERROR(CheckValidMatchesTraining(options.data, source_paths, valid_formats, source_reader,
+                                                       options.data.feature_map));
     if (!restored_data_checked && !options.data.format.empty()) {
       restored_data_checked = true;
       std::vector<std::string> notes;
@@ -1229,6 +1234,7 @@ int64_t Trainer::global_step() const { return impl_->pos.global_step; }
 const TrainOptions& Trainer::options() const { return impl_->options; }
 void Trainer::set_log_sink(std::function<void(const std::string&)> sink) { impl_->sink = std::move(sink); }
 void Trainer::set_stop_flag(const std::atomic<int>* flag) { impl_->stop_flag = flag; }
+void Trainer::set_valid_formats(std::vector<InputFormat> formats) { impl_->valid_formats = std::move(formats); }
 
 StatusOr<model::DeepFMConfig> ReadCheckpointModelConfig(const std::string& model_dir) {
   CTRAIN_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> ck, ReadTrainerCheckpoint(model_dir));

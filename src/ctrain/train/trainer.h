@@ -50,6 +50,7 @@
 
 #include "ctrain/base/status.h"
 #include "ctrain/data/pipeline_stats.h"
+#include "ctrain/train/data_source.h"
 #include "ctrain/train/dataset.h"
 #include "ctrain/train/stream_input.h"
 #include "ctrain/train/train_config.h"
@@ -180,6 +181,12 @@ class Trainer {
   // resume continues exactly where the run stopped. A stream input that is
   // waiting for data also ends with Cancelled. Null = never stop.
   void set_stop_flag(const std::atomic<int>* flag);
+
+  // TrainStream over a stream read with --format auto learns the training
+  // format only once read: the --valid inputs (as read, data_source.h
+  // InputFormatsRead) are then checked with CheckValidMatchesTraining and a
+  // mismatch stops the run before its first step (FailedPrecondition).
+  void set_valid_formats(std::vector<InputFormat> formats);
 
  private:
   struct Impl;
