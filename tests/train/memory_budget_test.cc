@@ -43,7 +43,8 @@ TEST_F(MemoryBudgetTest, ReadsMemAvailableAndTheSmallestV2LimitOnThePath) {
   Write("meminfo", "MemTotal:       16000000 kB\nMemFree:  1000 kB\nMemAvailable:    8000000 kB\n");
   Write("self", "0::/a/b\n");
   Write("cg/a/memory.max", "1073741824\n");  // 1 GiB on the parent
-  Write("cg/a/memory.current", "104857600\n");
+  Write("cg/a/memory.current", "304857600\n");
+  Write("cg/a/memory.stat", "anon 104857600\nfile 200000000\ninactive_file 200000000\nactive_file 0\n");
   Write("cg/a/b/memory.max", "max\n");
   MemoryAvailable m = ReadMemoryAvailable({P("cg"), P("self")}, P("meminfo"));
   ASSERT_TRUE(m.mem_available.has_value());

@@ -43,6 +43,13 @@ void ReadCgroup(const std::string& mount, std::string path, const char* limit_fi
       out->cgroup_limit = limit;
       std::optional<std::string> u = Read(mount + path + "/" + usage_file);
       out->cgroup_usage = u ? ParseBytes(*u) : std::nullopt;
+      // Page cache that the kernel reclaims under the limit is not in use: usage - inactive_file.
+      if (out->cgroup_usage) {
+        std::istringstream stat(Read(mount + path + "/memory.stat").value_or(""));
+        for (std::string key, value; stat >> key >> value;)
+          if (key == "inactive_file" || key == "total_inactive_file")
+            if (std::optional<int64_t> v = ParseBytes(value)) out->cgroup_usage = std::max<int64_t>(0, *out->cgroup_usage - *v);
+      }
     }
     if (path.empty()) break;
     const size_t slash = path.find_last_of('/');

@@ -19,7 +19,8 @@ namespace ctrain::train {
 struct MemoryAvailable {
   std::optional<int64_t> mem_available;  // MemAvailable of /proc/meminfo
   std::optional<int64_t> cgroup_limit;   // the smallest memory limit on this process's cgroup path
-  std::optional<int64_t> cgroup_usage;   // that cgroup's current usage (memory.current / memory.usage_in_bytes)
+  std::optional<int64_t> cgroup_usage;   // that cgroup's usage (memory.current / memory.usage_in_bytes)
+                                         // less its reclaimable page cache (memory.stat inactive_file)
   // min(mem_available, cgroup_limit - cgroup_usage); nullopt when nothing is known.
   std::optional<int64_t> bytes() const;
   // e.g. "MemAvailable 12.3 GiB, cgroup memory limit 4.0 GiB (1.1 GiB in use)".
