@@ -179,6 +179,23 @@ TEST_F(TrainerCasesTest, AnEmptyLaterEpochSaysWhatWasTrainedAndKept) {
       << r.out;
 }
 
+TEST_F(TrainerCasesTest, AFeatureSizeThatCannotFitIsRefusedBeforeAllocating) {
+  // 2^50 rows x 5 floats: no machine has that; refused up front (nothing is allocated), in both modes.
+  Write("a.libsvm", "1 0:1 1:1 2:1\n0 0:1 1:2 2:1\n");
+  for (const char* mode : {"stream", "memory"}) {
+    RunResult r = Run(std::string("train --input-mode ") + mode +
+                      " --train a.libsvm --format libsvm --field-size 3 --feature-size 1125899906842624 --max-steps 1" +
+                      kTiny);
+    EXPECT_EQ(r.exit_code, 1) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("ResourceExhausted: the model needs "), std::string::npos) << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("(--feature-size 1125899906842624 x (--embedding-size 4 + 1) x 4 bytes x (1 + 2 adam "
+                         "slot(s)), plus "),
+              std::string::npos)
+        << mode << ": " << r.out;
+    EXPECT_NE(r.out.find("is available (MemAvailable "), std::string::npos) << mode << ": " << r.out;
+  }
+}
+
 TEST_F(TrainerCasesTest, Trial01DropRemainderLeavingNoBatchAndZeroEpochsFail) {
   Write("a.libsvm", "1 0:1 1:1 2:1\n0 0:1 1:2 2:1\n");
   RunResult r = Run("train --train a.libsvm --batch-size 10 --drop-remainder true" + kB05Flags + " --model-dir m");
