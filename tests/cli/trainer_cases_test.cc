@@ -147,6 +147,11 @@ TEST_F(TrainerCasesTest, StreamModeNamesEachInputThatGaveNoExamples) {
       EXPECT_FALSE(HasCheckpoint("m")) << empty << extra;
     }
   }
+  RunResult s = Sh("printf '\\n' | " + kCtrain + " train --train - a.libsvm" + kB05Flags);
+  EXPECT_EQ(s.exit_code, 1) << s.out;
+  EXPECT_NE(s.out.find("no examples in stdin (-) (epoch 1 read no records from it; 1 of 2 inputs are empty)"),
+            std::string::npos)
+      << s.out;
   // Of three files, shard 2 of 3 holds only the third: the error names that one.
   Write("b.libsvm", "1 0:1 1:1 2:1\n");
   RunResult r = Run("train --train a.libsvm b.libsvm nl.libsvm --num-shards 3 --shard-index 2" + kB05Flags);

@@ -141,7 +141,7 @@ Status EmptyEpochError(const StreamInput& input, int64_t epoch, int64_t batch_si
 Status CheckEveryInputGaveRecords(const data::PipelineStats& st, int64_t epoch) {
   std::vector<std::string> empty;
   for (const data::InputReadStats& in : st.inputs)
-    if (in.finished && in.records == 0) empty.push_back(in.name == "-" ? "stdin (-)" : in.name);
+    if (in.finished && in.records == 0) empty.push_back(in.name == "-" || in.name == "<stdin>" ? "stdin (-)" : in.name);
   if (empty.empty()) return Status::OK();
   std::string m = "no examples in ";
   for (size_t i = 0; i < empty.size(); ++i) m += (i ? ", " : "") + empty[i];
