@@ -321,6 +321,21 @@ Status RunTrain(TrainFlags& fl) {
     CTRAIN_ASSIGN_OR_RETURN(model_dir_lock, train::ModelDirLock::Acquire(o.model_dir));
   }
   CTRAIN_RETURN_IF_ERROR(CheckOutputWritable("--metrics-json", fl.metrics_json));
+  const bool cache_file = !fl.pipe.cache.empty() && fl.pipe.cache != "memory";
+  if (stream && cache_file) CTRAIN_RETURN_IF_ERROR(CheckOutputWritable("--cache", fl.pipe.cache));
+  {  // No output may overwrite an input (or another output), before any work.
+    std::vector<io::FlagPath> in, out;
+    for (const std::string& p : fl.train) in.push_back({"--train", p});
+    for (const std::string& p : fl.valid) in.push_back({"--valid", p});
+    in.push_back({"--feature-map", fl.data.feature_map});
+    in.push_back({"--config", fl.config});
+    if (stream && cache_file) out.push_back({"--cache", fl.pipe.cache});
+    out.push_back({"--metrics-json", fl.metrics_json});
+    auto checkpoint_file = [](std::string_view name) {  // train/checkpoint.h, train/model_dir_lock.h
+      return name == "checkpoint" || name == train::kModelDirLockName || name.starts_with("ckpt-");
+    };
+    CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, out, {{"--model-dir", o.model_dir, checkpoint_file}}));
+  }
   if (!stream)
     for (CLI::Option* opt : fl.pipeline_opts)
       if (opt->count() > 0)
@@ -550,6 +565,12 @@ Status RunInfer(InferFlags& fl, bool predict) {
   CTRAIN_RETURN_IF_ERROR(fl.par.RejectTrainOnly(command));
   CTRAIN_RETURN_IF_ERROR(CheckOutputWritable(predict ? "--output" : "--metrics-json",
                                              predict ? fl.output : fl.metrics_json));
+  {  // The output must not overwrite an input or the model (eval/predict read the model dir).
+    const std::string out_flag = predict ? "--output" : "--metrics-json";
+    std::vector<io::FlagPath> in{{"--model-dir", fl.model_dir}, {"--feature-map", fl.data.feature_map}};
+    for (const std::string& p : fl.input) in.push_back({"--input", p});
+    CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, {{out_flag, predict ? fl.output : fl.metrics_json}}));
+  }
   std::vector<train::PredictColumn> columns;
   if (predict) {
     CTRAIN_ASSIGN_OR_RETURN(columns, train::ParsePredictColumns(fl.output_columns));
