@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <utility>
 #include <string>
 
 #include "cli_harness.h"
@@ -93,6 +95,31 @@ TEST_F(OutputsCliTest, CacheThatIsADirectoryFailsUpFront) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--cache cdir: is a directory, not a file"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("streaming training data"), std::string::npos) << "failed after starting: " << r.out;
+}
+
+// synth never writes a file every reader refuses: each numeric flag is checked
+// first, named as written, and nothing is created.
+TEST_F(OutputsCliTest, SynthRefusesFlagsThatGiveNoUsableData) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--rows 0", "InvalidArgument: --rows must be >= 1, got 0"},
+      {"--rows -5", "InvalidArgument: --rows must be >= 1, got -5"},
+      {"--rows 10 --field-size 0", "--field-size must be >= 1, got 0"},
+      {"--rows 10 --num-numeric 40", "--num-numeric must be in [0, --field-size 39], got 40"},
+      {"--rows 10 --num-numeric -1", "--num-numeric must be in [0, --field-size 39], got -1"},
+      {"--rows 10 --feature-size 5", "--feature-size must be >= --field-size 39 (each field needs an id), got 5"},
+      {"--rows 10 --id-base -1", "--id-base must be >= 0, got -1"},
+  };
+  for (const auto& [flags, message] : cases) {
+    SCOPED_TRACE(flags);
+    RunResult r = Run(std::string("synth ") + flags + " -o sy.out");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir_ / "sy.out"));
+  }
+  RunResult one = Run("synth --rows 1 --format libsvm -o sy.out");
+  EXPECT_EQ(one.exit_code, 0) << one.out;
+  const std::string written = Slurp(dir_ / "sy.out");
+  EXPECT_EQ(std::count(written.begin(), written.end(), '\n'), 1);
 }
 
 }  // namespace
