@@ -122,4 +122,20 @@ TEST_F(OutputsCliTest, SynthRefusesFlagsThatGiveNoUsableData) {
   EXPECT_EQ(std::count(written.begin(), written.end(), '\n'), 1);
 }
 
+// The real binary: --help wins over a flag missing its value; typos are named.
+TEST_F(OutputsCliTest, HelpWinsAndUsageErrorsNameTheFlag) {
+  RunResult help = Run("train --help --train");
+  EXPECT_EQ(help.exit_code, 0) << help.out;
+  EXPECT_NE(help.out.find("Usage: ctrain train"), std::string::npos) << help.out;
+  RunResult lr = Run("train --train s.libsvm -lr 0.1");
+  EXPECT_EQ(lr.exit_code, 2) << lr.out;
+  EXPECT_NE(lr.out.find("unknown flag -lr (value '0.1'); did you mean --learning-rate?"), std::string::npos) << lr.out;
+  RunResult version = Run("--verison");
+  EXPECT_EQ(version.exit_code, 2) << version.out;
+  EXPECT_NE(version.out.find("did you mean --version?"), std::string::npos) << version.out;
+  RunResult stray = Run("train s.libsvm");
+  EXPECT_EQ(stray.exit_code, 2) << stray.out;
+  EXPECT_NE(stray.out.find("did you mean --train s.libsvm?"), std::string::npos) << stray.out;
+}
+
 }  // namespace
