@@ -46,22 +46,27 @@ struct ParallelFlags {
   int64_t autotune_steps = 5;
   // eval/predict: registered only to be refused (hidden options have no get_name()).
   std::vector<std::pair<CLI::Option*, std::string>> train_only;
+  // train: the thread flags, to keep explicit ones fixed under --autotune.
+  CLI::Option* intra_opt = nullptr;
+  CLI::Option* towers_opt = nullptr;
+  CLI::Option* hogwild_opt = nullptr;
   void Register(CLI::App* sub) {
-    sub->add_option("--intra-op-parallelism-threads,--intra_op_parallelism_threads,--intra-op-threads", p.intra_op_threads,
-                    "OpenMP threads per replica (0 = cores / replicas)")
-        ->capture_default_str();
+    intra_opt = sub->add_option("--intra-op-parallelism-threads,--intra_op_parallelism_threads,--intra-op-threads",
+                                p.intra_op_threads, "OpenMP threads per replica (0 = cores / replicas)")
+                    ->capture_default_str();
     sub->add_option("--inter-op-parallelism-threads,--inter_op_parallelism_threads,--inter-op-threads", p.inter_op_threads,
                     "Threads preparing batches ahead of compute (0 = inline)")
         ->capture_default_str();
-    sub->add_option("--towers", p.towers, "Synchronous replicas splitting each batch (deterministic)")
-        ->capture_default_str();
-    sub->add_option("--hogwild", p.hogwild, "Asynchronous lock-free replicas (0 = off; not deterministic)")
-        ->capture_default_str();
+    towers_opt = sub->add_option("--towers", p.towers, "Synchronous replicas splitting each batch (deterministic)")
+                     ->capture_default_str();
+    hogwild_opt = sub->add_option("--hogwild", p.hogwild, "Asynchronous lock-free replicas (0 = off; not deterministic)")
+                      ->capture_default_str();
     sub->add_option("--affinity", p.affinity, "Pin replica and OpenMP threads to cores (true/false)")
         ->capture_default_str();
     sub->add_flag("--autotune", autotune,
                   "Measure the thread layouts (with --mixed-precision auto: also bf16) for a few steps and train "
-                  "with the fastest");
+                  "with the fastest; --intra-op-threads, --towers or --hogwild given explicitly are kept as given "
+                  "and only the rest is measured");
     sub->add_option("--deterministic", p.deterministic,
                     "Refuse settings whose results differ from run to run (hogwild); --autotune then measures "
                     "only deterministic layouts")
@@ -433,6 +438,9 @@ Status RunTrain(TrainFlags& fl) {
     train::AutotuneOptions ao;
     ao.steps = fl.par.autotune_steps;
     ao.try_bf16 = fl.mixed_precision == "auto";
+    if (fl.par.intra_opt->count() > 0) ao.fixed_intra_op_threads = fl.par.p.intra_op_threads;
+    if (fl.par.towers_opt->count() > 0) ao.fixed_towers = fl.par.p.towers;
+    if (fl.par.hogwild_opt->count() > 0) ao.fixed_hogwild = fl.par.p.hogwild;
     CTRAIN_ASSIGN_OR_RETURN(train::AutotuneResult at, train::Autotune(o, tr, ao));
     std::fprintf(stderr, "%s", train::FormatAutotuneTable(at).c_str());
     train::ApplyAutotune(at, &o);
