@@ -81,12 +81,16 @@ TEST_F(OutputsCliTest, PredictAndEvalRefuseAnOutputThatIsAnInputOrInTheModelDir)
   ExpectRefused("predict --model-dir m --input s.libsvm -o s.libsvm",
                 "--output s.libsvm is the same file as --input s.libsvm");
   ExpectRefused("predict --model-dir m --input s.libsvm -o m/ckpt-5.bin",
-                "--output m/ckpt-5.bin is inside the input directory --model-dir m");
+                "--output m/ckpt-5.bin is the same file as --model-dir m/ckpt-5.bin");
+  ExpectRefused("eval --model-dir m --input s.libsvm --metrics-json m/checkpoint",
+                "--metrics-json m/checkpoint is the same file as --model-dir m/checkpoint");
   ExpectRefused("eval --model-dir m --input s.libsvm --metrics-json ./s.libsvm",
                 "--metrics-json ./s.libsvm is the same file as --input s.libsvm");
   EXPECT_TRUE(fs::exists(dir_ / "m" / "ckpt-5.bin"));
-  RunResult ok = Run("predict --model-dir m --input s.libsvm -o p.txt");
+  RunResult ok = Run("predict --model-dir m --input s.libsvm -o m/p.txt");  // next to the model is fine
   EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  RunResult ev = Run("eval --model-dir m --input s.libsvm --metrics-json m/eval.json");
+  EXPECT_EQ(ev.exit_code, 0) << ev.out;
 }
 
 TEST_F(OutputsCliTest, CacheThatIsADirectoryFailsUpFront) {

@@ -575,8 +575,13 @@ Status RunInfer(InferFlags& fl, bool predict) {
                                              predict ? fl.output : fl.metrics_json));
   {  // The output must not overwrite an input or the model (eval/predict read the model dir).
     const std::string out_flag = predict ? "--output" : "--metrics-json";
-    std::vector<io::FlagPath> in{{"--model-dir", fl.model_dir}, {"--feature-map", fl.data.feature_map}};
+    std::vector<io::FlagPath> in{{"--feature-map", fl.data.feature_map}};
     for (const std::string& p : fl.input) in.push_back({"--input", p});
+    std::error_code ec;  // the model's files (other files in the model dir, e.g. eval.json, may be written)
+    for (const auto& e : std::filesystem::directory_iterator(fl.model_dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name == "checkpoint" || name.starts_with("ckpt-")) in.push_back({"--model-dir", e.path().string()});
+    }
     CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, {{out_flag, predict ? fl.output : fl.metrics_json}}));
   }
   std::vector<train::PredictColumn> columns;
