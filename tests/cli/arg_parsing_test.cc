@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ctrain/cli/main.h"
+#include "ctrain/train/train_config.h"
 
 namespace ctrain::cli {
 namespace {
@@ -220,6 +221,94 @@ TEST(ArgParsingTest, UnknownCommandListsTheCommandsAndTheClosest) {
   EXPECT_EQ(CheckCommandAndFlags(app, {}),
             "ctrain: a command is required: " + list + " (ctrain --help describes them)");
   EXPECT_EQ(CheckCommandAndFlags(app, {"--version"}), "");
+}
+
+// Issue #7 rough edges, second round: single-dash unknowns, empty values,
+// repeats, a typo before the command, --help next to errors, stray file names.
+TEST(ArgParsingTest, SingleDashUnknownFlagIsNamedInOrderWithTheUsualSpelling) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--train", "s.libsvm", "-lr", "0.1"}),
+            "ctrain train: unknown flag -lr (value '0.1'); did you mean --learning-rate? "
+            "(ctrain train --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "-learning-rate", "0.1"}),
+            "ctrain train: unknown flag -learning-rate (value '0.1'); did you mean --learning-rate? "
+            "(ctrain train --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"synth", "-n", "10", "-o", "x"}),
+            "ctrain synth: unknown flag -n (value '10'); did you mean --rows? (ctrain synth --help lists the flags)");
+  // Known short flags, "-" and negative numbers are not unknown flags.
+  EXPECT_EQ(CheckCommandAndFlags(app, {"convert", "-i", "-", "-o", "-", "--output-id-base", "-1"}), "");
+}
+
+TEST(ArgParsingTest, EmptyOrMissingValueNamesTheFlagAndNeverTakesTheNext) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--batch-norm=", "--train", "x"}),
+            "ctrain train: --batch-norm= has an empty value (write --batch-norm=VALUE, or leave --batch-norm out)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--model-dir=", "--train", "x"}),
+            "ctrain train: --model-dir= has an empty value (write --model-dir=VALUE, or leave --model-dir out)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--model-dir", "--train", "x"}),
+            "ctrain train: --model-dir needs a value (the next argument, --train, is a flag) "
+            "(ctrain train --help lists the flags)");
+}
+
+TEST(ArgParsingTest, AFlagGivenTwiceIsNamedWithBothValues) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--learning-rate", "1", "--learning-rate", "2"}),
+            "ctrain train: --learning-rate given twice ('1' and '2'); give it once");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--learning-rate=1", "--learning_rate", "2"}),
+            "ctrain train: --learning-rate (also spelled --learning_rate) given twice ('1' and '2'); give it once");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--batch-norm", "--batch-norm", "false"}),
+            "ctrain train: --batch-norm given twice ('true' and 'false'); give it once");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"predict", "-o", "a", "--output", "b"}),
+            "ctrain predict: -o (also spelled --output) given twice ('a' and 'b'); give it once");
+  // Lists may repeat and take several words.
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "--train", "a", "b", "--train", "c", "--valid", "d"}), "");
+}
+
+TEST(ArgParsingTest, TypoBeforeTheCommandSuggestsVersionOrHelp) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  EXPECT_EQ(CheckCommandAndFlags(app, {"--verison"}),
+            "ctrain: unknown flag --verison; did you mean --version? (ctrain --help describes the commands)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"--hlep", "train"}),
+            "ctrain: unknown flag --hlep; did you mean --help? (ctrain --help describes the commands)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"--version"}), "");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"-h"}), "");
+}
+
+TEST(ArgParsingTest, HelpWinsOverEverythingElse) {
+  EXPECT_EQ(HelpWins({"train", "--help", "--train"}), (std::vector<std::string>{"train", "--help"}));
+  EXPECT_EQ(HelpWins({"train", "--learning-rate", "-h", "--lr", "x"}), (std::vector<std::string>{"train", "--help"}));
+  EXPECT_EQ(HelpWins({"--help", "--verison"}), (std::vector<std::string>{"--help"}));
+  EXPECT_EQ(HelpWins({"inspect", "--", "--help"}), (std::vector<std::string>{"inspect", "--", "--help"}));
+  TestApp app_holder;
+  EXPECT_TRUE(Parse(app_holder.app, HelpWins({"train", "--help", "--train"})).starts_with("CallForHelp"));
+}
+
+TEST(ArgParsingTest, AStrayFileNameSuggestsTheInputFlag) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  EXPECT_EQ(CheckCommandAndFlags(app, {"train", "s.libsvm"}),
+            "ctrain train: unexpected argument 's.libsvm'; did you mean --train s.libsvm? "
+            "(ctrain train --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"eval", "--model-dir", "m", "s.libsvm"}),
+            "ctrain eval: unexpected argument 's.libsvm'; did you mean --input s.libsvm? "
+            "(ctrain eval --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"synth", "--rows", "5", "x"}),
+            "ctrain synth: unexpected argument 'x' (ctrain synth --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"inspect", "s.libsvm"}), "");  // inspect takes files
+}
+
+TEST(ArgParsingTest, DeepLayersNamesTheBadElement) {
+  EXPECT_EQ(train::ParseLayerList("8,,8").status().message(),
+            "deep_layers '8,,8': element 2 is empty; expected positive widths like 400,400,400");
+  EXPECT_EQ(train::ParseLayerList("8,").status().message(),
+            "deep_layers '8,': element 2 is empty; expected positive widths like 400,400,400");
+  EXPECT_EQ(train::ParseLayerList("8,x").status().message(),
+            "deep_layers '8,x': element 2 ('x') is not a positive width; expected positive widths like 400,400,400");
+  EXPECT_EQ(*train::ParseLayerList("400, 200,100"), (std::vector<int32_t>{400, 200, 100}));
 }
 
 TEST(ArgParsingTest, EditDistanceAndClosest) {

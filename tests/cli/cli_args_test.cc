@@ -135,6 +135,20 @@ TEST_F(CliArgsTest, AutotuneTableMarksHogwildAndDeterministicLeavesItOut) {
   EXPECT_NE(r.out.find("hogwild=0"), std::string::npos) << r.out;
 }
 
+// Explicit thread flags are kept under --autotune, and the note says so.
+TEST_F(CliArgsTest, AutotuneKeepsExplicitThreadFlags) {
+  RunResult r = Train("--input-mode memory --autotune --autotune-steps 1 --intra-op-threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("note: kept as given: --intra-op-threads 1; measured only the other settings"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("threads: intra_op=1 "), std::string::npos) << r.out;
+  r = Train("--input-mode memory --autotune --autotune-steps 1 --towers 1 --hogwild 0");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("(not deterministic)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("towers=1 hogwild=0"), std::string::npos) << r.out;
+}
+
 TEST_F(CliArgsTest, AutotuneWithMixedPrecisionAutoMeasuresBf16OrSaysWhyNot) {
   RunResult r = Train("--input-mode memory --autotune --autotune-steps 1 --deterministic --mixed-precision auto");
   ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -388,6 +388,100 @@ TEST_F(ProcessSafetyTest, ClosedStdoutPipeEndsQuietlyWithSigpipe) {
   EXPECT_TRUE(Temporaries(dir_).empty());
 }
 
+// ---- convert --vocab-min-count publishes the data and its feature map together ----
+// `rows` Criteo TSV rows (label, 13 counts, 26 hex categories); category k of
+// row r is drawn from `distinct` values, so the vocabulary size depends on the
+// min count.
+std::string CriteoTsv(int rows, int distinct) {
+  std::string s;
+  for (int r = 0; r < rows; ++r) {
+    s += std::to_string(r % 4 == 0);
+    for (int i = 0; i < 13; ++i) s += "\t" + std::to_string((r * 7 + i) % 50);
+    for (int c = 0; c < 26; ++c) {
+      char h[16];
+      std::snprintf(h, sizeof h, "\t%08x", static_cast<unsigned>(((r * 131 + c * 17) % distinct) * 2654435761u));
+      s += h;
+    }
+    s += "\n";
+  }
+  return s;
+}
+
+// The second input is a FIFO: the vocabulary pass reads it once; the data
+// pass then waits for a new writer, with the data and the map half done. An
+// interrupt there must leave the previous pair (or nothing) and no temporary.
+TEST_F(ProcessSafetyTest, InterruptedVocabularyConvertKeepsDataAndFeatureMapTogether) {
+  std::ofstream(P("a.tsv"), std::ios::binary) << CriteoTsv(400, 300);
+  const std::string fifo_rows = CriteoTsv(50, 40);
+  ASSERT_EQ(::mkfifo(P("in").c_str(), 0600), 0);
+  const std::string flags = " --input-format criteo-tsv --pipe-timeout-ms 0 --vocab-min-count ";
+  // A complete earlier conversion (from regular files only).
+  std::ofstream(P("b.tsv"), std::ios::binary) << fifo_rows;
+  RunResult first = Sh(C() + " convert -i a.tsv -i b.tsv -o bv.tfr" + flags + "1");
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  const std::string old_data = Slurp(dir_ / "bv.tfr"), old_map = Slurp(dir_ / "bv.tfr.feature_map.txt");
+  ASSERT_FALSE(old_data.empty());
+  ASSERT_FALSE(old_map.empty());
+  for (const std::string out : {"bv.tfr", "fresh.tfr"}) {
+    SCOPED_TRACE(out);
+    Child c = Child::Start({"convert", "-i", "a.tsv", "-i", "in", "-o", out, "--input-format", "criteo-tsv",
+                            "--pipe-timeout-ms", "0", "--vocab-min-count", "3"},
+                           dir_.string());
+    std::thread writer([&] {  // the vocabulary pass's only writer (bounded by convert's own timeout)
+      const int fd = OpenFifoWriter(P("in"));
+      if (fd < 0) return;
+      EXPECT_EQ(::write(fd, fifo_rows.data(), fifo_rows.size()), static_cast<ssize_t>(fifo_rows.size()));
+      ::close(fd);
+    });
+    writer.join();
+    const bool waiting = c.ReadUntil("waiting for writer on in", 10);
+    if (waiting) {
+      EXPECT_TRUE(fs::exists(P(out + ".tmp." + std::to_string(c.pid)))) << "no data temporary";
+      EXPECT_TRUE(fs::exists(P(out + ".feature_map.txt.tmp." + std::to_string(c.pid)))) << "no map temporary";
+    }
+    ASSERT_EQ(::kill(c.pid, SIGINT), 0);
+    EXPECT_EQ(c.Finish(), 130) << c.out;
+    ASSERT_TRUE(waiting) << c.out;
+    EXPECT_TRUE(Temporaries(dir_).empty());
+    if (out == "bv.tfr") {
+      EXPECT_EQ(Slurp(dir_ / "bv.tfr"), old_data);
+      EXPECT_EQ(Slurp(dir_ / "bv.tfr.feature_map.txt"), old_map);
+    } else {
+      EXPECT_FALSE(fs::exists(P("fresh.tfr")));
+      EXPECT_FALSE(fs::exists(P("fresh.tfr.feature_map.txt"))) << "an orphan feature map";
+    }
+  }
+  // Uninterrupted, both are replaced together: the new map reads the new data.
+  RunResult again = Sh(C() + " convert -i a.tsv -i b.tsv -o bv.tfr" + flags + "3");
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(Slurp(dir_ / "bv.tfr.feature_map.txt"), old_map);
+  EXPECT_NE(again.out.find("written to bv.tfr.feature_map.txt"), std::string::npos) << again.out;
+}
+
+TEST_F(ProcessSafetyTest, ConvertRefusesAnOutputThatIsAnInput) {
+  Synth("s.libsvm", 100);
+  const std::string before = Slurp(dir_ / "s.libsvm");
+  ASSERT_EQ(::symlink("s.libsvm", P("link").c_str()), 0);
+  for (const std::string& args : {std::string(" convert -i s.libsvm -o s.libsvm"),
+                                  std::string(" convert -i s.libsvm -o ./link --output-format libsvm")}) {
+    RunResult r = Sh(C() + args);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_NE(r.out.find("is the same file as --input s.libsvm: writing it would destroy the input"),
+              std::string::npos)
+        << r.out;
+  }
+  std::ofstream(P("a.tsv"), std::ios::binary) << CriteoTsv(20, 10);
+  RunResult m = Sh(C() + " convert -i a.tsv -o o.tfr --vocab-min-count 1 --feature-map-out a.tsv");
+  EXPECT_EQ(m.exit_code, 1) << m.out;
+  EXPECT_NE(m.out.find("--feature-map-out a.tsv is the same file as --input a.tsv"), std::string::npos) << m.out;
+  RunResult both = Sh(C() + " convert -i a.tsv -o o.tfr --vocab-min-count 1 --feature-map-out ./o.tfr");
+  EXPECT_EQ(both.exit_code, 1) << both.out;
+  EXPECT_NE(both.out.find("--feature-map-out ./o.tfr and --output o.tfr are the same file"), std::string::npos)
+      << both.out;
+  EXPECT_EQ(Slurp(dir_ / "s.libsvm"), before);
+  EXPECT_EQ(Slurp(dir_ / "a.tsv"), CriteoTsv(20, 10));
+}
+
 // ---- trial/11: a signal during training checkpoints the current step; resume is exact ----
 // The interrupted run is long (20 epochs) so that the signal always lands
 // mid-run; the comparison stops both runs at the same later step K.

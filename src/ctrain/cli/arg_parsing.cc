@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <map>
 #include <utility>
 
 namespace ctrain::cli {
@@ -30,7 +32,23 @@ constexpr std::pair<const char*, const char*> kCommandSynonyms[] = {
     {"generate", "synth"},  {"gen", "synth"},     {"export", "convert"}, {"transform", "convert"},
 };
 
-// Index of the subcommand's name in args, or args.size() if there is none
+// Other tools' spellings of a flag (suggestions only; used when the subcommand has the flag).
+constexpr std::pair<const char*, const char*> kFlagSynonyms[] = {
+    {"-lr", "--learning-rate"}, {"--lr", "--learning-rate"}, {"-bs", "--batch-size"}, {"--bs", "--batch-size"},
+    {"-e", "--epochs"},         {"-n", "--rows"},            {"-j", "--intra-op-threads"},
+};
+
+// True for an argument that is a flag: "-x", "--x", "--x=v"; false for values
+// such as "-" (stdin/stdout), negative numbers ("-1", "-0.5e3") and words.
+bool IsFlagWord(const std::string& s) {
+  if (s.size() < 2 || s[0] != '-') return false;
+  if (s[1] == '-') return s.size() > 2;
+  char* end = nullptr;
+  std::strtod(s.c_str(), &end);
+  return end != s.c_str() + s.size();
+}
+
+// Index of the subcommand's name in args// Index of the subcommand's name in args, or args.size() if there is none
 // (the main app has only --help and --version, which take no value).
 size_t SubcommandIndex(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
@@ -98,6 +116,16 @@ std::vector<std::string> NormalizeBoolSwitches(const CLI::App& app, std::vector<
   return out;
 }
 
+std::vector<std::string> HelpWins(const std::vector<std::string>& args) {
+  const size_t at = SubcommandIndex(args);
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i)
+    if (args[i] == "-h" || args[i] == "--help") {
+      if (at == args.size() || i < at) return {"--help"};
+      return {args[at], "--help"};
+    }
+  return args;
+}
+
 std::string SubcommandName(const std::vector<std::string>& args) {
   const size_t at = SubcommandIndex(args);
   return at == args.size() ? std::string() : args[at];
@@ -134,9 +162,21 @@ std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::str
   for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
     commands.push_back(s->get_name());
   const size_t at = SubcommandIndex(args);
+  bool answered = false;  // --help / --version: CLI11 answers these
+  for (size_t i = 0; i < std::min(at, args.size()); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") break;
+    if (a == "-h" || a == "--help" || a == "--version") {
+      answered = true;
+      continue;
+    }
+    std::string msg = "ctrain: unknown flag " + a;
+    const std::string near = ClosestName(a.starts_with("--") ? a : "-" + a, {"--help", "--version"});
+    if (!near.empty()) msg += "; did you mean " + near + "?";
+    return msg + " (ctrain --help describes the commands)";
+  }
   if (at == args.size()) {
-    for (const std::string& a : args)
-      if (a == "-h" || a == "--help" || a == "--version") return "";  // CLI11 answers these
+    if (answered) return "";
     return "ctrain: a command is required: " + Join(commands) + " (ctrain --help describes them)";
   }
   const CLI::App* sub = FindSubcommand(app, args[at]);
@@ -154,33 +194,77 @@ std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::str
       for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
   const std::vector<std::string> switches = BoolSwitchNames(*sub);
   const bool has_positionals = !sub->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
+  const std::string prefix = "ctrain " + sub->get_name() + ": ";
+  const std::string help = " (ctrain " + sub->get_name() + " --help lists the flags)";
+  std::map<const CLI::Option*, std::pair<std::string, std::string>> given;  // scalar option -> (spelling, value)
   for (size_t i = at + 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--") break;
-    if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
+    if (!IsFlagWord(a)) {  // a word no flag took as its value
+      if (has_positionals) continue;
+      std::string msg = prefix + "unexpected argument '" + a + "'";
+      for (const char* input : {"--train", "--input"})
+        if (sub->get_option_no_throw(input) != nullptr) {
+          msg += std::string("; did you mean ") + input + " " + a + "?";
+          break;
+        }
+      return msg + help;
+    }
     // "--batch-norm maybe": without positionals to take it, the word was meant as the switch's value.
     if (!has_positionals && i + 1 < args.size() && std::find(switches.begin(), switches.end(), a) != switches.end() &&
         !args[i + 1].empty() && args[i + 1][0] != '-' && !IsBoolWord(args[i + 1]))
-      return "ctrain " + sub->get_name() + ": " + a + " is a switch: '" + args[i + 1] +
-             "' is not true/false (write " + a + ", " + a + " true or " + a + " false)";
+      return prefix + a + " is a switch: '" + args[i + 1] + "' is not true/false (write " + a + ", " + a +
+             " true or " + a + " false)";
     const size_t eq = a.find('=');
     const std::string name = a.substr(0, eq);
-    if (sub->get_option_no_throw(name) != nullptr) continue;
-    std::string msg = "ctrain " + sub->get_name() + ": unknown flag " + name;
-    if (eq != std::string::npos) msg += " (value '" + a.substr(eq + 1) + "')";
-    else if (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1].compare(0, 2, "--") != 0)
-      msg += " (value '" + args[i + 1] + "')";
-    std::string elsewhere;  // the subcommands that do have this flag
-    for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; })) {
-      const CLI::Option* o = other->get_option_no_throw(name);
-      if (other != sub && o != nullptr && !o->get_group().empty())
-        elsewhere += (elsewhere.empty() ? "" : ", ") + other->get_name();
+    const CLI::Option* o = sub->get_option_no_throw(name);
+    if (o == nullptr) {
+      std::string msg = prefix + "unknown flag " + name;
+      if (eq != std::string::npos) msg += " (value '" + a.substr(eq + 1) + "')";
+      else if (i + 1 < args.size() && !IsFlagWord(args[i + 1]))
+        msg += " (value '" + args[i + 1] + "')";
+      std::string elsewhere;  // the subcommands that do have this flag
+      for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; })) {
+        const CLI::Option* oo = other->get_option_no_throw(name);
+        if (other != sub && oo != nullptr && !oo->get_group().empty())
+          elsewhere += (elsewhere.empty() ? "" : ", ") + other->get_name();
+      }
+      std::string near;
+      for (const auto& [word, flag] : kFlagSynonyms)
+        if (name == word && std::find(flags.begin(), flags.end(), flag) != flags.end()) near = flag;
+      // "-learning-rate" is compared as "--learning-rate".
+      if (near.empty()) near = ClosestName(name.starts_with("--") ? name : "-" + name, flags);
+      if (!elsewhere.empty()) msg += "; it is a flag of " + elsewhere;
+      else if (!near.empty()) msg += "; did you mean " + near + "?";
+      return msg + help;
     }
-    const std::string near = ClosestName(name, flags);
-    if (!elsewhere.empty()) msg += "; it is a flag of " + elsewhere;
-    else if (!near.empty()) msg += "; did you mean " + near + "?";
-    msg += " (ctrain " + sub->get_name() + " --help lists the flags)";
-    return msg;
+    if (o == sub->get_help_ptr()) continue;
+    if (eq != std::string::npos && eq + 1 == a.size())
+      return prefix + name + "= has an empty value (write " + name + "=VALUE, or leave " + name + " out)";
+    // The value(s) this flag takes, as CLI11 will read them.
+    std::string value;
+    const bool is_switch = IsBoolSwitch(*sub, o);
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+    } else if (is_switch) {
+      value = "true";
+      if (i + 1 < args.size() && IsBoolWord(args[i + 1])) value = args[++i];
+    } else if (o->get_expected_max() >= 1) {
+      if (i + 1 >= args.size() || IsFlagWord(args[i + 1]) || args[i + 1] == "--")
+        return prefix + name + " needs a value" +
+               (i + 1 < args.size() ? " (the next argument, " + args[i + 1] + ", is a flag)" : std::string()) + help;
+      value = args[++i];
+      if (o->get_expected_max() > 1)  // a list (--train a b c): every word up to the next flag
+        while (i + 1 < args.size() && !IsFlagWord(args[i + 1]) && args[i + 1] != "--") ++i;
+    }
+    if (o->get_expected_max() <= 1 && o->get_multi_option_policy() == CLI::MultiOptionPolicy::Throw) {
+      const auto [it, first] = given.emplace(o, std::make_pair(name, value));
+      if (!first) {
+        const std::string& before = it->second.first;
+        return prefix + (before == name ? name : before + " (also spelled " + name + ")") + " given twice ('" +
+               it->second.second + "' and '" + value + "'); give it once";
+      }
+    }
   }
   return "";
 }

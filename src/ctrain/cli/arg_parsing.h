@@ -5,8 +5,9 @@
 //   on/off, 1/0). A bare `--x` never swallows the next argument: only one of
 //   those words is taken as its value, so `--batch-norm --train f` and
 //   `inspect --json f` mean what they say.
-// - An unknown flag is named with its value, in the order given, with the
-//   closest flag of that subcommand ("did you mean --learning-rate?").
+// - An unknown flag (--x or -x) is named with its value, in the order given,
+//   with the closest flag of that subcommand ("did you mean --learning-rate?").
+// - --help wins over everything else on the line (HelpWins).
 // - An unknown subcommand lists the subcommands and suggests the closest.
 #pragma once
 
@@ -33,9 +34,20 @@ std::vector<std::string> NormalizeBoolSwitches(const CLI::App& app, std::vector<
 
 // The usage error for `args` that CLI11 would report badly, or "" if none:
 //   - no subcommand, or an unknown one (lists them, suggests the closest);
-//   - an unknown --flag of the subcommand (names it and its value; names the
-//     subcommands that have it, or else suggests the closest flag).
+//   - an unknown flag before the subcommand (suggests --help or --version);
+//   - an unknown --flag or -f of the subcommand (names it and its value; names
+//     the subcommands that have it, or else suggests the closest flag or the
+//     usual spelling: -lr is --learning-rate);
+//   - a flag with an empty explicit value (--x=), or without its value;
+//   - a single-value flag given twice (names both values), also under two spellings;
+//   - a word no flag takes, in a subcommand without positionals ("did you
+//     mean --train FILE?").
 std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::string>& args);
+
+// --help wins: when `args` ask for help (-h or --help before any "--"), only
+// the subcommand (if any) and "--help" are kept, so that a missing value or a
+// bad flag next to it never hides the help. Otherwise `args` unchanged.
+std::vector<std::string> HelpWins(const std::vector<std::string>& args);
 
 // The subcommand named in `args` (the first argument that is not an option),
 // or "" if there is none.

@@ -1,7 +1,9 @@
 // `ctrain convert`: libsvm <-> tfrecord (seed schema) and criteo-tsv/csv -> libsvm/tfrecord.
 #include <cstdio>
+#include <memory>
 #include <vector>
 
+#include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
 #include "ctrain/io/file.h"
@@ -44,14 +46,20 @@ Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io
 Status Convert(ConvertFlags& fl) {
   // Up front: --vocab-min-count reads every input before the output is opened.
   CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--output", fl.output));
-  if (fl.vocab_min_count > 0)
-    CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable(
-        "--feature-map-out", fl.feature_map_out.empty() ? fl.output + ".feature_map.txt" : fl.feature_map_out));
+  const std::string map_path = fl.feature_map_out.empty() ? fl.output + ".feature_map.txt" : fl.feature_map_out;
+  if (fl.vocab_min_count > 0) CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--feature-map-out", map_path));
+  {  // No output may overwrite an input (or the other output).
+    std::vector<io::FlagPath> in{{"--feature-map", fl.data.feature_map}}, out{{"--output", fl.output}};
+    for (const std::string& p : fl.inputs) in.push_back({"--input", p});
+    if (fl.vocab_min_count > 0) out.push_back({"--feature-map-out", map_path});
+    CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, out));
+  }
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
   if (fl.hash_buckets > 0 && fl.vocab_min_count > 0)
     return InvalidArgumentError("--hash-buckets and --vocab-min-count are mutually exclusive");
   if (fl.hash_buckets > 0) ro.feature_size = fl.hash_buckets;
   io::CriteoVocabulary vocab;
+  std::unique_ptr<io::WritableFile> map_file;  // the vocabulary's feature map, published with the data
   if (fl.vocab_min_count > 0) {
     if (ro.format == data::RecordFormat::kAuto && !fl.inputs.empty() && fl.inputs[0] != "-") {
       CTRAIN_ASSIGN_OR_RETURN(data::SniffResult sniff, data::SniffFile(fl.inputs[0], ro.compression));
@@ -60,10 +68,11 @@ Status Convert(ConvertFlags& fl) {
     if (ro.format != data::RecordFormat::kCriteoTsv && ro.format != data::RecordFormat::kCriteoCsv)
       return InvalidArgumentError("--vocab-min-count needs --input-format criteo-tsv or criteo-csv");
     CTRAIN_RETURN_IF_ERROR(BuildVocabulary(fl, ro, &vocab));
-    std::string map_path = fl.feature_map_out.empty() ? fl.output + ".feature_map.txt" : fl.feature_map_out;
-    CTRAIN_RETURN_IF_ERROR(vocab.WriteFeatureMap(map_path));
-    std::fprintf(stderr, "ctrain convert: vocabulary of %lld ids (min count %lld) written to %s\n",
-                 static_cast<long long>(vocab.size()), static_cast<long long>(fl.vocab_min_count), map_path.c_str());
+    // The map and the data are published together: the map goes to a
+    // temporary now and is renamed only after the data is complete, so an
+    // interruption never pairs a new map with old data or leaves a map without data.
+    CTRAIN_ASSIGN_OR_RETURN(map_file, io::OpenWritableFile(map_path, io::WriteOptions{.atomic = true}));
+    CTRAIN_RETURN_IF_ERROR(map_file->Append(vocab.FeatureMapText()));
     ro.vocabulary = &vocab;
   }
   data::ExampleWriterOptions wo;
@@ -101,9 +110,17 @@ Status Convert(ConvertFlags& fl) {
                  std::string(data::RecordFormatName(reader->format())).c_str(),
                  std::string(io::CompressionName(reader->compression())).c_str(), reader->SkippedSummary().c_str());
   }
-  CTRAIN_RETURN_IF_ERROR(writer->Close());
+  {
+    InterruptDeferral defer;  // no interrupt between the two renames
+    CTRAIN_RETURN_IF_ERROR(writer->Close());
+    if (map_file != nullptr) CTRAIN_RETURN_IF_ERROR(map_file->Close());
+  }
   std::fprintf(stderr, "ctrain convert: wrote %llu records to %s\n",
                static_cast<unsigned long long>(writer->records()), fl.output.c_str());
+  if (map_file != nullptr)
+    std::fprintf(stderr, "ctrain convert: vocabulary of %lld ids (min count %lld) written to %s\n",
+                 static_cast<long long>(vocab.size()), static_cast<long long>(fl.vocab_min_count), map_path.c_str());
+  if (PendingInterrupt() != 0) ExitForSignal(PendingInterrupt());  // both files are complete
   return Status::OK();
 }
 

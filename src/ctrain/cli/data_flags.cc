@@ -20,7 +20,8 @@ void DataFlags::Register(CLI::App* app, bool with_feature_size, const std::strin
   app->add_flag("--skip-corrupt-records,--skip_corrupt_records", skip_corrupt_records,
                 "TFRecord: skip records whose CRC does not match (counted, capped)");
   app->add_option("--max-skipped-records,--max_skipped_records", max_skipped_records,
-                  "Cap for --skip-corrupt-records; more is an error")->capture_default_str();
+                  "Cap for --skip-corrupt-records, per input file (each TFRecord file counts its own skips); one more is "
+                  "an error. 0 = no limit")->capture_default_str();
   app->add_option("--pipe-timeout-ms,--pipe_timeout_ms", pipe_timeout_ms,
                   "FIFOs and pipe:<dir>/<channel>: longest wait for the FIFO to appear, a writer to connect, "
                   "or the next byte (0 = no limit)")

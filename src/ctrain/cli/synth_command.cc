@@ -26,6 +26,18 @@ struct SynthFlags {
 };
 
 Status Synth(const SynthFlags& fl) {
+  // Every numeric flag up front, named as the user wrote it (an empty output
+  // would only be refused later by every reader).
+  const data::SynthOptions& so = fl.synth;
+  if (so.rows < 1) return InvalidArgumentError("--rows must be >= 1, got " + std::to_string(so.rows));
+  if (so.field_size < 1)
+    return InvalidArgumentError("--field-size must be >= 1, got " + std::to_string(so.field_size));
+  if (so.num_numeric < 0 || so.num_numeric > so.field_size)
+    return InvalidArgumentError("--num-numeric must be in [0, --field-size " + std::to_string(so.field_size) +
+                                "], got " + std::to_string(so.num_numeric));
+  if (so.feature_size < so.field_size)
+    return InvalidArgumentError("--feature-size must be >= --field-size " + std::to_string(so.field_size) +
+                                " (each field needs an id), got " + std::to_string(so.feature_size));
   if (fl.id_base < 0) return InvalidArgumentError("--id-base must be >= 0, got " + std::to_string(fl.id_base));
   if (fl.row_offset < 0 || fl.row_offset > INT64_MAX - std::max<int64_t>(fl.synth.rows, 0))
     return InvalidArgumentError("--row-offset must be in [0, 2^63 - 1 - rows], got " + std::to_string(fl.row_offset));
@@ -62,7 +74,7 @@ Status Synth(const SynthFlags& fl) {
 Command AddSynthCommand(CLI::App& app) {
   auto fl = std::make_shared<SynthFlags>();
   CLI::App* sub = app.add_subcommand("synth", "Write deterministic Criteo-shaped synthetic data");
-  sub->add_option("--rows", fl->synth.rows, "Number of examples")->required();
+  sub->add_option("--rows", fl->synth.rows, "Number of examples (>= 1)")->required();
   sub->add_option("--output,-o", fl->output, "Output file ('-' = stdout)")->required();
   sub->add_option("--format", fl->format, "libsvm|tfrecord")->capture_default_str();
   sub->add_option("--compression", fl->compression, "none|gzip|zlib")->capture_default_str();

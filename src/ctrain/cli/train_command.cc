@@ -47,22 +47,27 @@ struct ParallelFlags {
   int64_t autotune_steps = 5;
   // eval/predict: registered only to be refused (hidden options have no get_name()).
   std::vector<std::pair<CLI::Option*, std::string>> train_only;
+  // train: the thread flags, to keep explicit ones fixed under --autotune.
+  CLI::Option* intra_opt = nullptr;
+  CLI::Option* towers_opt = nullptr;
+  CLI::Option* hogwild_opt = nullptr;
   void Register(CLI::App* sub) {
-    sub->add_option("--intra-op-parallelism-threads,--intra_op_parallelism_threads,--intra-op-threads", p.intra_op_threads,
-                    "OpenMP threads per replica (0 = cores / replicas)")
-        ->capture_default_str();
+    intra_opt = sub->add_option("--intra-op-parallelism-threads,--intra_op_parallelism_threads,--intra-op-threads",
+                                p.intra_op_threads, "OpenMP threads per replica (0 = cores / replicas)")
+                    ->capture_default_str();
     sub->add_option("--inter-op-parallelism-threads,--inter_op_parallelism_threads,--inter-op-threads", p.inter_op_threads,
                     "Threads preparing batches ahead of compute (0 = inline)")
         ->capture_default_str();
-    sub->add_option("--towers", p.towers, "Synchronous replicas splitting each batch (deterministic)")
-        ->capture_default_str();
-    sub->add_option("--hogwild", p.hogwild, "Asynchronous lock-free replicas (0 = off; not deterministic)")
-        ->capture_default_str();
+    towers_opt = sub->add_option("--towers", p.towers, "Synchronous replicas splitting each batch (deterministic)")
+                     ->capture_default_str();
+    hogwild_opt = sub->add_option("--hogwild", p.hogwild, "Asynchronous lock-free replicas (0 = off; not deterministic)")
+                      ->capture_default_str();
     sub->add_option("--affinity", p.affinity, "Pin replica and OpenMP threads to cores (true/false)")
         ->capture_default_str();
     sub->add_flag("--autotune", autotune,
                   "Measure the thread layouts (with --mixed-precision auto: also bf16) for a few steps and train "
-                  "with the fastest");
+                  "with the fastest; --intra-op-threads, --towers or --hogwild given explicitly are kept as given "
+                  "and only the rest is measured");
     sub->add_option("--deterministic", p.deterministic,
                     "Refuse settings whose results differ from run to run (hogwild); --autotune then measures "
                     "only deterministic layouts")
@@ -322,6 +327,21 @@ Status RunTrain(TrainFlags& fl) {
     CTRAIN_ASSIGN_OR_RETURN(model_dir_lock, train::ModelDirLock::Acquire(o.model_dir));
   }
   CTRAIN_RETURN_IF_ERROR(CheckOutputWritable("--metrics-json", fl.metrics_json));
+  const bool cache_file = !fl.pipe.cache.empty() && fl.pipe.cache != "memory";
+  if (stream && cache_file) CTRAIN_RETURN_IF_ERROR(CheckOutputWritable("--cache", fl.pipe.cache));
+  {  // No output may overwrite an input (or another output), before any work.
+    std::vector<io::FlagPath> in, out;
+    for (const std::string& p : fl.train) in.push_back({"--train", p});
+    for (const std::string& p : fl.valid) in.push_back({"--valid", p});
+    in.push_back({"--feature-map", fl.data.feature_map});
+    in.push_back({"--config", fl.config});
+    if (stream && cache_file) out.push_back({"--cache", fl.pipe.cache});
+    out.push_back({"--metrics-json", fl.metrics_json});
+    auto checkpoint_file = [](std::string_view name) {  // train/checkpoint.h, train/model_dir_lock.h
+      return name == "checkpoint" || name == train::kModelDirLockName || name.starts_with("ckpt-");
+    };
+    CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, out, {{"--model-dir", o.model_dir, checkpoint_file}}));
+  }
   if (!stream)
     for (CLI::Option* opt : fl.pipeline_opts)
       if (opt->count() > 0)
@@ -428,6 +448,9 @@ Status RunTrain(TrainFlags& fl) {
     train::AutotuneOptions ao;
     ao.steps = fl.par.autotune_steps;
     ao.try_bf16 = fl.mixed_precision == "auto";
+    if (fl.par.intra_opt->count() > 0) ao.fixed_intra_op_threads = fl.par.p.intra_op_threads;
+    if (fl.par.towers_opt->count() > 0) ao.fixed_towers = fl.par.p.towers;
+    if (fl.par.hogwild_opt->count() > 0) ao.fixed_hogwild = fl.par.p.hogwild;
     CTRAIN_ASSIGN_OR_RETURN(train::AutotuneResult at, train::Autotune(o, tr, ao));
     std::fprintf(stderr, "%s", train::FormatAutotuneTable(at).c_str());
     train::ApplyAutotune(at, &o);
@@ -566,6 +589,17 @@ Status RunInfer(InferFlags& fl, bool predict) {
   }
   CTRAIN_RETURN_IF_ERROR(CheckOutputWritable(predict ? "--output" : "--metrics-json",
                                              predict ? fl.output : fl.metrics_json));
+  {  // The output must not overwrite an input or the model (eval/predict read the model dir).
+    const std::string out_flag = predict ? "--output" : "--metrics-json";
+    std::vector<io::FlagPath> in{{"--feature-map", fl.data.feature_map}};
+    for (const std::string& p : fl.input) in.push_back({"--input", p});
+    std::error_code ec;  // the model's files (other files in the model dir, e.g. eval.json, may be written)
+    for (const auto& e : std::filesystem::directory_iterator(fl.model_dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name == "checkpoint" || name.starts_with("ckpt-")) in.push_back({"--model-dir", e.path().string()});
+    }
+    CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, {{out_flag, predict ? fl.output : fl.metrics_json}}));
+  }
   std::vector<train::PredictColumn> columns;
   if (predict) {
     CTRAIN_ASSIGN_OR_RETURN(columns, train::ParsePredictColumns(fl.output_columns));

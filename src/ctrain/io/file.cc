@@ -1,6 +1,7 @@
 #include "ctrain/io/file.h"
 
 #include <fcntl.h>
+#include <glob.h>
 #include <poll.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +12,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "ctrain/base/signals.h"
 
@@ -364,6 +368,114 @@ Status CheckDirWritable(std::string_view flag, const std::string& dir) {
   if (::stat(dir.c_str(), &st) != 0) return ErrnoError(dir, f + ": cannot use the directory", errno);
   if (!S_ISDIR(st.st_mode)) return FailedPreconditionError(dir + ": " + f + ": not a directory");
   return ProbeCreate(dir, dir, f + ": cannot create files in the directory");
+}
+
+namespace {
+
+// What a path names, for CheckOutputsAreNotInputs: an existing file by its
+// st_dev/st_ino; a file not yet created by its directory's and its name.
+struct FileId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::string name;  // "" for an existing file
+  bool operator==(const FileId&) const = default;
+};
+
+bool NeverCompared(const std::string& path) { return path.empty() || path == "-" || path.starts_with("pipe:"); }
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::optional<FileId> DirId(const std::string& path) {
+  struct stat st;
+  if (::stat(DirOf(path).c_str(), &st) != 0) return std::nullopt;
+  return FileId{st.st_dev, st.st_ino, ""};
+}
+
+// The file `path` is or would be; nullopt for a character device or an unusable path.
+std::optional<FileId> IdOf(const std::string& path, bool* is_dir = nullptr) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    if (is_dir != nullptr) *is_dir = S_ISDIR(st.st_mode);
+    if (S_ISCHR(st.st_mode)) return std::nullopt;
+    return FileId{st.st_dev, st.st_ino, ""};
+  }
+  std::optional<FileId> dir = DirId(path);
+  if (dir) dir->name = BaseName(path);
+  return dir;
+}
+
+// Input patterns as files: a glob is expanded; others are kept (directories
+// are handled by the caller).
+std::vector<std::string> ExpandInput(const std::string& pattern) {
+  struct stat st;
+  if (::stat(pattern.c_str(), &st) == 0 || pattern.find_first_of("*?[") == std::string::npos) return {pattern};
+  std::vector<std::string> out;
+  glob_t g{};
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  return out;
+}
+
+std::string Named(const FlagPath& f) { return f.flag + " " + f.path; }
+
+}  // namespace
+
+Status CheckOutputsAreNotInputs(const std::vector<FlagPath>& inputs, const std::vector<FlagPath>& outputs,
+                                const std::vector<OutputDir>& output_dirs) {
+  struct Input {
+    FlagPath given;  // flag and the path (a glob's match)
+    FileId id;
+    bool dir;
+  };
+  std::vector<Input> in;
+  for (const FlagPath& f : inputs) {
+    if (NeverCompared(f.path)) continue;
+    for (const std::string& p : ExpandInput(f.path)) {
+      bool dir = false;
+      std::optional<FileId> id = IdOf(p, &dir);
+      if (id && id->name.empty()) in.push_back({{f.flag, p}, *id, dir});  // only existing inputs
+    }
+  }
+  std::vector<std::pair<FlagPath, FileId>> seen_out;
+  for (const FlagPath& o : outputs) {
+    if (NeverCompared(o.path)) continue;
+    const std::optional<FileId> id = IdOf(o.path);
+    if (!id) continue;
+    const std::optional<FileId> parent = DirId(o.path);
+    for (const Input& i : in) {
+      if (!i.dir && i.id == *id)
+        return InvalidArgumentError(Named(o) + " is the same file as " + Named(i.given) +
+                                    ": writing it would destroy the input (choose another output path)");
+      if (i.dir && (i.id == *id || (parent && i.id == *parent)))
+        return InvalidArgumentError(Named(o) + " is inside the input directory " + Named(i.given) +
+                                    ": writing it would change the input (choose a path outside it)");
+    }
+    for (const auto& [other, other_id] : seen_out)
+      if (other_id == *id)
+        return InvalidArgumentError(Named(o) + " and " + Named(other) +
+                                    " are the same file: one output would overwrite the other");
+    seen_out.emplace_back(o, *id);
+  }
+  for (const OutputDir& d : output_dirs) {
+    if (NeverCompared(d.dir)) continue;
+    struct stat st;
+    if (::stat(d.dir.c_str(), &st) != 0) continue;
+    const FileId dir{st.st_dev, st.st_ino, ""};
+    for (const Input& i : in) {
+      const std::optional<FileId> parent = DirId(i.given.path);
+      if (i.id == dir)
+        return InvalidArgumentError(Named(i.given) + " is the directory " + d.flag + " " + d.dir +
+                                    " writes into: its files would be read as input (use separate directories)");
+      if (!i.dir && parent && *parent == dir && d.writes && d.writes(BaseName(i.given.path)))
+        return InvalidArgumentError(Named(i.given) + " is a file that " + d.flag + " " + d.dir +
+                                    " writes: writing it would destroy the input (choose another name or directory)");
+    }
+  }
+  return Status::OK();
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path) {

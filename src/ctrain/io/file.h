@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "ctrain/base/status.h"
 
@@ -109,6 +110,34 @@ Status CheckOutputWritable(std::string_view flag, const std::string& path);
 // Same for a directory that files will be created in (--model-dir): it must
 // exist and accept a new file. Errors name `flag`, the directory and the OS error.
 Status CheckDirWritable(std::string_view flag, const std::string& dir);
+
+// A path named on the command line and the flag that named it ("--train", "-o").
+struct FlagPath {
+  std::string flag;
+  std::string path;
+};
+
+// A directory an output writes files into (--model-dir) and which of its
+// file names it writes (e.g. "checkpoint", "ckpt-*.bin").
+struct OutputDir {
+  std::string flag;
+  std::string dir;
+  std::function<bool(std::string_view name)> writes;
+};
+
+// Fails now, before any work, when an output would overwrite an input or
+// another output: two paths are the same file when stat(2) gives the same
+// st_dev/st_ino (so symlinks, hard links, "./a" and "a" are caught); an output
+// that does not exist yet is identified by its directory's st_dev/st_ino and
+// its name. An input that is a directory holds every file in it, and a glob
+// ("*?[") every file it matches, so an output inside an input directory is
+// refused too. For each of `output_dirs`, an input that is that directory, or
+// a file in it with a name it writes, is refused. "-", "" and "pipe:" paths,
+// and character devices (/dev/null), are never compared.
+// Errors: InvalidArgument naming both flags and paths, e.g. "--cache a is the
+// same file as --train a: writing it would destroy the input (...)".
+Status CheckOutputsAreNotInputs(const std::vector<FlagPath>& inputs, const std::vector<FlagPath>& outputs,
+                                const std::vector<OutputDir>& output_dirs = {});
 
 // Whole-file helpers.
 StatusOr<std::string> ReadFileToString(const std::string& path);

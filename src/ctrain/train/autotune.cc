@@ -1,5 +1,6 @@
 #include "ctrain/train/autotune.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "ctrain/model/layers/bf16.h"
@@ -19,7 +20,8 @@ std::vector<int32_t> IntraChoices(int32_t max_threads) {
 
 }  // namespace
 
-std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity, bool deterministic) {
+std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity, bool deterministic,
+                                                const AutotuneOptions& opts) {
   if (cores < 1) cores = 1;
   std::vector<ParallelOptions> out;
   auto add = [&](int32_t towers, int32_t hogwild, int32_t intra) {
@@ -31,11 +33,28 @@ std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity, bo
     p.deterministic = deterministic;
     out.push_back(p);
   };
-  for (int32_t towers = 1; towers <= cores; towers *= 2)
-    for (int32_t intra : IntraChoices(cores / towers)) add(towers, 0, intra);
-  if (!deterministic)
-    for (int32_t hog = 2; hog <= cores; hog *= 2)
-      for (int32_t intra : IntraChoices(cores / hog)) add(1, hog, intra);
+  auto intra_choices = [&](int32_t replicas) {
+    return opts.fixed_intra_op_threads > 0 ? std::vector<int32_t>{opts.fixed_intra_op_threads}
+                                           : IntraChoices(std::max(1, cores / replicas));
+  };
+  const bool fixed_hogwild = opts.fixed_hogwild > 0;
+  if (!fixed_hogwild) {
+    std::vector<int32_t> towers;
+    if (opts.fixed_towers > 0) towers = {opts.fixed_towers};
+    else
+      for (int32_t t = 1; t <= cores; t *= 2) towers.push_back(t);
+    for (int32_t t : towers)
+      for (int32_t intra : intra_choices(t)) add(t, 0, intra);
+  }
+  const bool hogwild_rows = !deterministic && opts.fixed_towers == 0 && opts.fixed_hogwild != 0;
+  if (hogwild_rows) {
+    std::vector<int32_t> hogs;
+    if (fixed_hogwild) hogs = {opts.fixed_hogwild};
+    else
+      for (int32_t h = 2; h <= cores; h *= 2) hogs.push_back(h);
+    for (int32_t h : hogs)
+      for (int32_t intra : intra_choices(h)) add(1, h, intra);
+  }
   return out;
 }
 
@@ -52,10 +71,20 @@ StatusOr<AutotuneResult> Autotune(const TrainOptions& base, const Dataset& train
       res.notes.push_back("bf16 mixed precision not measured: " + std::string(bf16.message()));
   }
   if (deterministic) res.notes.push_back("hogwild layouts not measured (--deterministic: they are not deterministic)");
+  {
+    std::string kept;  // explicit thread flags are kept, not tuned
+    if (opts.fixed_intra_op_threads > 0) kept += " --intra-op-threads " + std::to_string(opts.fixed_intra_op_threads);
+    if (opts.fixed_towers > 0) kept += " --towers " + std::to_string(opts.fixed_towers);
+    if (opts.fixed_hogwild >= 0) kept += " --hogwild " + std::to_string(opts.fixed_hogwild);
+    if (!kept.empty()) res.notes.push_back("kept as given:" + kept + "; measured only the other settings");
+  }
+  if (deterministic && opts.fixed_hogwild > 0)
+    return InvalidArgumentError("--hogwild " + std::to_string(opts.fixed_hogwild) +
+                                " is not deterministic; --deterministic refuses it");
   Status first_error;
   double best_eps = -1;
   for (model::DataType dtype : dtypes)
-    for (const ParallelOptions& p : AutotuneCandidates(AvailableCpus(), base.parallel.affinity, deterministic)) {
+    for (const ParallelOptions& p : AutotuneCandidates(AvailableCpus(), base.parallel.affinity, deterministic, opts)) {
       TrainOptions o = base;
       o.parallel = p;
       o.parallel.inter_op_threads = base.parallel.inter_op_threads;

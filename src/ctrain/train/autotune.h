@@ -32,6 +32,13 @@ struct AutotuneOptions {
   // has AVX512_BF16 (model::Bf16GemmSupported); a note says why not otherwise.
   // false: every candidate uses base.model.gemm_dtype.
   bool try_bf16 = false;
+  // Thread settings the user gave explicitly: kept as given, only the rest is
+  // measured (0 / -1 = tune it). An explicit towers or hogwild fixes the kind
+  // of layout: towers > 0 measures no hogwild rows, hogwild 0 none either,
+  // hogwild > 0 only hogwild rows with that many replicas.
+  int32_t fixed_intra_op_threads = 0;
+  int32_t fixed_towers = 0;
+  int32_t fixed_hogwild = -1;
 };
 
 struct AutotuneRow {
@@ -52,9 +59,12 @@ struct AutotuneResult {
 // `deterministic`, hogwild in {2, 4, ...}; intra threads in {1, 2, 4, ...,
 // cores / replicas} (plus cores / replicas itself). Each has `affinity` and
 // `deterministic` set as given.
-std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity, bool deterministic = false);
+// With `opts`, the fixed settings of AutotuneOptions are kept in every candidate.
+std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity, bool deterministic = false,
+                                                const AutotuneOptions& opts = {});
 
-// Measures every candidate for AvailableCpus() on `train` (which must hold at
+// Measures every candidate for AvailableCpus() on `train` (the fixed thread
+// settings of `opts` kept; a note names them) (which must hold at
 // least one batch). Errors: InvalidArgument for steps < 1; the first
 // candidate's error if every candidate fails.
 StatusOr<AutotuneResult> Autotune(const TrainOptions& base, const Dataset& train, const AutotuneOptions& opts);

@@ -171,7 +171,7 @@ StatusOr<DataSourceOptions> DataSourceFromJson(const nlohmann::json& j) {
 StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text) {
   std::vector<int32_t> out;
   size_t i = 0;
-  while (i < text.size()) {
+  for (size_t element = 1; i <= text.size() && !text.empty(); ++element) {
     size_t j = text.find(',', i);
     if (j == std::string_view::npos) j = text.size();
     std::string_view tok = text.substr(i, j - i);
@@ -180,7 +180,9 @@ StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text) {
     int32_t v = 0;
     auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
     if (tok.empty() || r.ec != std::errc() || r.ptr != tok.data() + tok.size() || v <= 0)
-      return InvalidArgumentError("deep_layers '" + std::string(text) + "': expected positive widths like 400,400,400");
+      return InvalidArgumentError("deep_layers '" + std::string(text) + "': element " + std::to_string(element) +
+                                  (tok.empty() ? " is empty" : " ('" + std::string(tok) + "') is not a positive width") +
+                                  "; expected positive widths like 400,400,400");
     out.push_back(v);
     i = j + 1;
   }
