@@ -30,6 +30,7 @@ Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io
     co.format = ro.format == data::RecordFormat::kCriteoCsv ? io::CriteoFormat::kCsv
                 : ro.format == data::RecordFormat::kCriteoTsv ? io::CriteoFormat::kTsv
                                                               : io::CriteoFormat::kAuto;
+    co.max_line_bytes = ro.max_line_bytes;
     CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(f), co));
     io::CriteoRow row;
     for (;;) {

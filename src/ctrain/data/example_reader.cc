@@ -408,6 +408,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       io::LibSvmOptions lo;
       lo.field_size = options.field_size;
       lo.id_base = options.id_base;
+      lo.max_line_bytes = options.max_line_bytes;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibSvmReader::Open(std::move(o.stream), lo));
       return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression, options.id_limit, options.id_base,
                                                                      options.id_limit_is_model));
@@ -433,6 +434,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       }
       io::CriteoReaderOptions co;
       co.format = o.format == RecordFormat::kCriteoTsv ? io::CriteoFormat::kTsv : io::CriteoFormat::kCsv;
+      co.max_line_bytes = options.max_line_bytes;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(o.stream), co));
       return std::unique_ptr<ExampleReader>(new CriteoExampleReader(std::move(r), o.compression, o.format, options));
     }

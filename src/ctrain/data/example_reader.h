@@ -58,6 +58,10 @@ struct ExampleReaderOptions {
   // appear, a writer to connect, and each next byte (pipe_mode.h); 0 = no
   // limit. The pipeline sets it from PipelineOptions::pipe_timeout_ms.
   int64_t pipe_timeout_ms = 60000;
+  // Text formats: the longest line accepted (io::LineReader); a longer one, or
+  // no newline within this many bytes, is InvalidArgument "<file>:<line>: line
+  // longer than N bytes ...". Bounds the memory a text input can take.
+  size_t max_line_bytes = io::kDefaultMaxLineBytes;
 };
 
 // The id-range rule of ExampleReaderOptions::id_limit for one example.

@@ -111,7 +111,7 @@ Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, co
 
 CriteoReader::CriteoReader(std::unique_ptr<SequentialFile> file, const CriteoReaderOptions& options)
     : file_(std::move(file)),
-      lines_(file_.get(), options.read_buffer_size < 1 ? 1 : options.read_buffer_size),
+      lines_(file_.get(), options.read_buffer_size < 1 ? 1 : options.read_buffer_size, options.max_line_bytes),
       format_(options.format) {}
 
 StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(const std::string& path,

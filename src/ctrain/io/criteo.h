@@ -77,6 +77,8 @@ struct CriteoReaderOptions {
   CriteoFormat format = CriteoFormat::kAuto;
   // Initial LineReader buffer in bytes (grows to fit a longer line).
   size_t read_buffer_size = 1 << 20;
+  // Longest line accepted (file.h's LineReader): a longer one is an error.
+  size_t max_line_bytes = kDefaultMaxLineBytes;
 };
 
 class CriteoReader {
