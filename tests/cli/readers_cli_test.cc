@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_harness.h"
 
@@ -247,6 +248,66 @@ TEST_F(ReadersCli, InspectFieldRangesDistinctIdsAndWarnings) {
       << r.out;
   r = Ctrain("inspect " + P("b34.libsvm"));
   EXPECT_NE(r.out.find("  warning: field 2: values range 0..4.606e+08: unscaled?"), std::string::npos) << r.out;
+}
+
+// A text stream without newlines ends in a located error at --max-line-bytes
+// on every path (inspect file and stdin, convert, train stream and memory),
+// never in unbounded growth (it was a bad_alloc on /dev/zero).
+TEST_F(ReadersCli, OverlongLinesAreLocatedErrors) {
+  const std::string tail = ": line longer than 4096 bytes (no newline within 4096 bytes";
+  RunResult r = Ctrain("inspect --format libsvm --max-line-bytes 4096 /dev/zero");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("/dev/zero:1" + tail), std::string::npos) << r.out;
+  r = Shell("head -c 3000000 /dev/zero | tr '\\0' a | " + kCtrain + " inspect --max-line-bytes 4096 -");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("<stdin>:1" + tail), std::string::npos) << r.out;
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  Write("long.tsv", row + "\n" + std::string(5000, 'x') + "\n");
+  r = Ctrain("convert --format criteo-tsv --max-line-bytes 4096 -i " + P("long.tsv") + " -o " + P("o.tfr"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(P("long.tsv") + ":2" + tail), std::string::npos) << r.out;
+  for (const char* mode : {"stream", "memory"}) {
+    r = Ctrain(std::string("train --input-mode ") + mode + " --train /dev/zero --format libsvm --max-line-bytes 4096 "
+               "--field-size 3 --feature-size 10 --embedding-size 4 --deep-layers 8 --epochs 1 --model-dir " + P("m"));
+    EXPECT_EQ(r.exit_code, 1) << mode;
+    EXPECT_NE(r.out.find("/dev/zero:1" + tail), std::string::npos) << mode << r.out;
+  }
+  r = Ctrain("inspect --max-line-bytes 0 /dev/zero");
+  EXPECT_NE(r.out.find("--max-line-bytes must be in [1, 2^40], got 0"), std::string::npos) << r.out;
+}
+
+// An explicit --format is honoured on every path, also when a control byte
+// makes the file look binary; under auto a stray byte in a text file is named
+// with its file:line:col by the format's parser, not "cannot detect".
+TEST_F(ReadersCli, StrayControlBytesAreLocatedWithAndWithoutFormat) {
+  Write("t.libsvm", std::string("1 0:0.5 1:1\x01 2:1\n0 0:1 1:2 2:1\n"));
+  const std::string model = " --field-size 3 --feature-size 10 --embedding-size 4 --deep-layers 8 --model-dir " + P("m");
+  const std::string want = P("t.libsvm") + ":1:11: bad value '1\\x01' for id 1";
+  for (const std::string fmt : {"--format libsvm", ""}) {
+    for (const std::string& cmd : std::vector<std::string>{"train --input-mode stream --train", "train --input-mode memory --train",
+                                  "inspect", "convert -o " + P("o.tfr") + " -i"}) {
+      RunResult r = Ctrain(cmd + " " + P("t.libsvm") + " " + fmt + (cmd[0] == 't' ? model : ""));
+      EXPECT_EQ(r.exit_code, 1) << cmd << fmt;
+      EXPECT_NE(r.out.find(want), std::string::npos) << cmd << " " << fmt << "\n" << r.out;
+    }
+  }
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  std::string bad = row;
+  bad[bad.find("68fd") + 3] = '\0';
+  Write("c.tsv", row + "\n" + bad + "\n");
+  for (const std::string fmt : {"--format criteo-tsv", ""}) {
+    RunResult r = Ctrain("train --train " + P("c.tsv") + " " + fmt +
+                         " --feature-size 1000 --embedding-size 4 --deep-layers 8 --model-dir " + P("m"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find(P("c.tsv") + ":2:32: C1: control byte '\\x00' in category '68f\\x001e64'"), std::string::npos)
+        << fmt << r.out;
+  }
+  // A binary file is still not text.
+  Write("bin.dat", std::string("\x01\x02\x03\x04\x05 binary\x00\x00\x00", 16));
+  RunResult r = Ctrain("inspect " + P("bin.dat"));
+  EXPECT_NE(r.out.find("cannot detect the record format"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -51,6 +51,28 @@ bool LooksLikeText(std::string_view b) {
   return true;
 }
 
+// Text with a few stray control bytes (a \x01 or NUL inside a value or a
+// category): one, or at most one in 64 bytes of the first 4 KB, not the first byte,
+// and at least one printable line break or separator. Sniffed as text so that
+// the format's parser names the byte with its file:line:col, as it does with an
+// explicit --format, instead of "cannot detect the record format".
+bool LooksLikeTextWithStrayBytes(std::string_view b) {
+  b = b.substr(0, 4096);
+  if (b.empty()) return false;
+  size_t bad = 0;
+  bool sep = false;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(b[i]);
+    if (c < 0x09 || (c > 0x0d && c < 0x20) || c == 0x7f) {
+      if (i == 0) return false;
+      ++bad;
+    } else if (c == '\n' || c == '\t' || c == ' ' || c == ',') {
+      sep = true;
+    }
+  }
+  return sep && (bad <= 1 || bad * 64 <= b.size());
+}
+
 bool PlainProbe(std::string_view b) { return io::LooksLikeTFRecordHeader(b) || LooksLikeText(b); }
 
 // Text with ':' tokens: LibSVM ("id:value") or libFFM ("field:feature:value").
@@ -363,6 +385,11 @@ StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io:
       o.format = SniffText(head);
     else {
       CTRAIN_RETURN_IF_ERROR(CheckNotCompressed(o.stream->name(), head));
+      if (LooksLikeTextWithStrayBytes(head)) {
+        o.format = SniffText(head);
+        o.stream = std::make_unique<PrefixedFile>(std::move(head), std::move(o.stream));
+        return o;
+      }
       return InvalidArgumentError(o.stream->name() +
                                   ": cannot detect the record format: not a TFRecord (no valid length crc "
                                   "in the first 12 bytes) and not text; pass --format");
@@ -380,8 +407,8 @@ StatusOr<SniffedStream> OpenAndSniff(const std::string& path, io::Compression co
 }
 }  // namespace
 
-StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression) {
-  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, compression, RecordFormat::kAuto));
+StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression, RecordFormat requested) {
+  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, compression, requested));
   return SniffResult{o.format, o.compression};
 }
 

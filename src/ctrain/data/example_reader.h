@@ -116,7 +116,9 @@ class ExampleReader {
 // data line with "id:value" tokens -> libsvm, unless most ':' tokens of the
 // first lines are "field:feature:value" -> libffm (which this reader refuses
 // with InvalidArgument; one malformed token does not make a file libFFM);
-// tab-separated -> criteo-tsv. An empty input reads zero records.
+// tab-separated -> criteo-tsv. Text with a few stray control bytes (one, or 1
+// in 64 of the first 4 KB, not the first byte) is still sniffed as text, so the
+// parser names the byte's file:line:col. An empty input reads zero records.
 StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
                                                            const ExampleReaderOptions& options);
 
@@ -139,12 +141,15 @@ struct SniffedStream {
 StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io::Compression compression,
                                     RecordFormat requested);
 
-// The format and compression `path` would be read with (consumes nothing on regular files).
+// The format and compression `path` would be read with (consumes nothing on
+// regular files). An explicit `requested` format is honoured, never sniffed:
+// only the compression is detected then.
 struct SniffResult {
   RecordFormat format = RecordFormat::kAuto;
   io::Compression compression = io::Compression::kNone;
 };
-StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression = io::Compression::kAuto);
+StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression = io::Compression::kAuto,
+                                RecordFormat requested = RecordFormat::kAuto);
 
 struct ExampleWriterOptions {
   RecordFormat format = RecordFormat::kTFRecord;  // libsvm or tfrecord
