@@ -310,4 +310,41 @@ TEST_F(ReadersCli, StrayControlBytesAreLocatedWithAndWithoutFormat) {
   EXPECT_NE(r.out.find("cannot detect the record format"), std::string::npos) << r.out;
 }
 
+// convert/inspect: a numeric flag out of its range is an error naming the flag
+// and the range; 0 or a negative value never silently means "default" or "off"
+// (--hash-buckets 0 hashed into 117581 buckets, --vocab-min-count 0 hashed).
+TEST_F(ReadersCli, ConvertAndInspectRefuseOutOfRangeNumbers) {
+  Write("a.libsvm", "1 0:1 1:1\n0 0:2 1:1\n");
+  const std::string conv = "convert -i " + P("a.libsvm") + " -o " + P("o.tfr") + " ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--hash-buckets 0", "--hash-buckets must be in [14, 2^40] (13 numeric ids + at least one bucket), got 0"},
+      {"--hash-buckets -5", "--hash-buckets must be in [14, 2^40] (13 numeric ids + at least one bucket), got -5"},
+      {"--hash-buckets 13", "--hash-buckets must be in [14, 2^40]"},
+      {"--hash-buckets 1099511627777", "--hash-buckets must be in [14, 2^40]"},
+      {"--vocab-min-count 0", "--vocab-min-count must be >= 1 (categories seen fewer times map to <unk>), got 0"},
+      {"--vocab-min-count -1", "--vocab-min-count must be >= 1"},
+      {"--output-id-base -1", "--output-id-base must be >= 0, got -1"},
+      {"--field-size 0", "--field-size must be in [1, 1048576], got 0"},
+      {"--field-size 2000000", "--field-size must be in [1, 1048576], got 2000000"},
+      {"--field-size 2 --id-base -1", "--id-base must be >= 0, got -1"},
+      {"--field-size 2 --feature-size 0", "--feature-size must be >= 1, got 0"},
+      {"--field-size 2 --max-line-bytes -3", "--max-line-bytes must be in [1, 2^40], got -3"},
+  };
+  for (const auto& [flags, want] : cases) {
+    RunResult r = Ctrain(conv + flags);
+    EXPECT_EQ(r.exit_code, 1) << flags;
+    EXPECT_NE(r.out.find("ctrain: InvalidArgument: " + want), std::string::npos) << flags << "\n" << r.out;
+    EXPECT_FALSE(fs::exists(P("o.tfr"))) << flags;
+  }
+  RunResult r = Ctrain("inspect --id-base -2 " + P("a.libsvm"));
+  EXPECT_NE(r.out.find("--id-base must be >= 0, got -2"), std::string::npos) << r.out;
+  // In range still works: the smallest hash table.
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  Write("c.tsv", row + "\n");
+  r = Ctrain("convert --output-format libsvm --hash-buckets 14 -i " + P("c.tsv") + " -o " + P("c.libsvm"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(Slurp(P("c.libsvm")).find(" 13:1 "), std::string::npos);  // every category in the one bucket (id 13)
+}
+
 }  // namespace

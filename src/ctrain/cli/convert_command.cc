@@ -19,7 +19,29 @@ struct ConvertFlags {
   int64_t vocab_min_count = 0;
   std::string feature_map_out;
   DataFlags data;
+  // Set when the flag was given (0 and negative values are then errors, not "unset").
+  CLI::Option* hash_buckets_opt = nullptr;
+  CLI::Option* vocab_min_count_opt = nullptr;
+  CLI::Option* output_id_base_opt = nullptr;
 };
+
+// Largest --hash-buckets: ids beyond 2^40 could never be embedded by a model.
+constexpr int64_t kMaxHashBuckets = int64_t{1} << 40;
+
+// Every numeric flag of convert in its range, named with the range; a value
+// given as 0 or negative never means "off".
+Status CheckConvertFlags(const ConvertFlags& fl) {
+  auto given = [](const CLI::Option* o) { return o != nullptr && o->count() > 0; };
+  if (given(fl.hash_buckets_opt) && (fl.hash_buckets <= 13 || fl.hash_buckets > kMaxHashBuckets))
+    return InvalidArgumentError("--hash-buckets must be in [14, 2^40] (13 numeric ids + at least one bucket), got " +
+                                std::to_string(fl.hash_buckets));
+  if (given(fl.vocab_min_count_opt) && fl.vocab_min_count < 1)
+    return InvalidArgumentError("--vocab-min-count must be >= 1 (categories seen fewer times map to <unk>), got " +
+                                std::to_string(fl.vocab_min_count));
+  if (given(fl.output_id_base_opt) && fl.output_id_base < 0)
+    return InvalidArgumentError("--output-id-base must be >= 0, got " + std::to_string(fl.output_id_base));
+  return Status::OK();
+}
 
 Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io::CriteoVocabulary* vocab) {
   for (const auto& path : fl.inputs) {
@@ -43,6 +65,7 @@ Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io
 }
 
 Status Convert(ConvertFlags& fl) {
+  CTRAIN_RETURN_IF_ERROR(CheckConvertFlags(fl));
   // Up front: --vocab-min-count reads every input before the output is opened.
   CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--output", fl.output));
   if (fl.vocab_min_count > 0)
@@ -121,12 +144,13 @@ Command AddConvertCommand(CLI::App& app) {
   sub->add_option("--output-format,--output_format", fl->output_format, "libsvm|tfrecord")->capture_default_str();
   sub->add_option("--compression,--output-compression,--output_compression", fl->output_compression,
                   "Output compression: none|gzip|zlib")->capture_default_str();
-  sub->add_option("--output-id-base,--output_id_base", fl->output_id_base,
+  fl->output_id_base_opt = sub->add_option("--output-id-base,--output_id_base", fl->output_id_base,
                   "LibSVM output id base (default: the input --id-base)");
-  sub->add_option("--hash-buckets,--hash_buckets", fl->hash_buckets,
-                  "Criteo: hash categories into [13, N) (sets the feature size)");
-  sub->add_option("--vocab-min-count,--vocab_min_count", fl->vocab_min_count,
-                  "Criteo: build a vocabulary; categories seen fewer times map to the field's <unk> id");
+  fl->hash_buckets_opt = sub->add_option("--hash-buckets,--hash_buckets", fl->hash_buckets,
+                                         "Criteo: hash categories into [13, N) (sets the feature size); N in [14, 2^40]");
+  fl->vocab_min_count_opt = sub->add_option(
+      "--vocab-min-count,--vocab_min_count", fl->vocab_min_count,
+      "Criteo: build a vocabulary; categories seen fewer times map to the field's <unk> id (>= 1)");
   sub->add_option("--feature-map-out,--feature_map_out", fl->feature_map_out,
                   "Where to write the vocabulary's feature map (default OUTPUT.feature_map.txt)");
   return {sub, [fl]() {

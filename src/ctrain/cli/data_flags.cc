@@ -40,6 +40,12 @@ StatusOr<data::ExampleReaderOptions> DataFlags::ReaderOptions() {
   data::ExampleReaderOptions o;
   CTRAIN_ASSIGN_OR_RETURN(o.format, data::ParseRecordFormat(format));
   CTRAIN_ASSIGN_OR_RETURN(o.compression, io::ParseCompression(compression));
+  // Ranges, named by flag (a bad value must never fall back to a default).
+  if (field_size < 1 || field_size > kMaxFieldSize)
+    return InvalidArgumentError("--field-size must be in [1, " + std::to_string(kMaxFieldSize) + "], got " +
+                                std::to_string(field_size));
+  if (id_base < 0) return InvalidArgumentError("--id-base must be >= 0, got " + std::to_string(id_base));
+  if (feature_size < 1) return InvalidArgumentError("--feature-size must be >= 1, got " + std::to_string(feature_size));
   o.field_size = field_size;
   o.id_base = id_base;
   o.feature_size = feature_size;

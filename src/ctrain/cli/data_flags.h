@@ -44,6 +44,9 @@ struct DataFlags {
 // Prints "ctrain: <status>" to stderr and returns 1.
 int ReportError(const Status& s);
 
+// Largest --field-size: F ids and values are held per example (and per batch row).
+inline constexpr int32_t kMaxFieldSize = 1 << 20;
+
 // --max-line-bytes range: [1, 2^40]; InvalidArgument naming the flag otherwise.
 Status CheckMaxLineBytes(int64_t n);
 

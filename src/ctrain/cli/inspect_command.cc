@@ -281,6 +281,7 @@ StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   CTRAIN_ASSIGN_OR_RETURN(io::Compression c, io::ParseCompression(fl.compression));
   CTRAIN_ASSIGN_OR_RETURN(data::RecordFormat fmt, data::ParseRecordFormat(fl.format));
   CTRAIN_RETURN_IF_ERROR(CheckMaxLineBytes(fl.max_line_bytes));
+  if (fl.id_base < 0) return InvalidArgumentError("--id-base must be >= 0, got " + std::to_string(fl.id_base));
   const size_t mlb = static_cast<size_t>(fl.max_line_bytes);
   if (fmt == data::RecordFormat::kAuto && IsCheckpointFile(path)) return InspectCheckpoint(path);
   CTRAIN_ASSIGN_OR_RETURN(Stream raw, data::OpenInputPass(path, 0, fl.pipe_timeout_ms));
