@@ -80,8 +80,11 @@ Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, co
         if (st != NumParse::kOk) {
           const std::string tok = QuoteToken(std::string_view(p, static_cast<size_t>(e - p)));
           return TextError(where, col,
-                           st == NumParse::kNotFinite || st == NumParse::kOutOfRange
+                           st == NumParse::kNotFinite
                                ? NumericName(i) + ": value " + tok + " is not finite"
+                           : st == NumParse::kOutOfRange
+                               ? NumericName(i) + ": value " + tok + " is " +
+                                     OutOfRangeText(std::string_view(p, static_cast<size_t>(e - p)), true)
                                : NumericName(i) + ": expected a number, found " + tok);
         }
         row->numeric[i] = v;

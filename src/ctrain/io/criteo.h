@@ -62,6 +62,7 @@ struct CriteoRow {
 // except to build an error. Errors: InvalidArgument "<where>:<column>: ...":
 //   "bad label 'x': expected 0 or 1"   "missing label"
 //   "I3: expected a number, found 'abc'"   "I3: value 'inf' is not finite"
+//   "I3: value '1e-400' is out of double range: it underflows (...)"  (or "overflows", io/text_number.h)
 //   "C2: control byte '\x00' in category 'ab\x00c'"
 //   "<file>:<line>: expected 40 cells, got 39 (...)" (no column)
 Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row,

@@ -86,8 +86,8 @@ Status PairError(const TextLocation& where, const char* line, const char* ts, co
                        "value " + QuoteToken(value_text) + " for id " + std::string(id_text) + " is not finite");
     case NumParse::kOutOfRange:
       return TextError(where, vcol,
-                       "value " + QuoteToken(value_text) + " for id " + std::string(id_text) +
-                           " is out of float range");
+                       "value " + QuoteToken(value_text) + " for id " + std::string(id_text) + " is " +
+                           OutOfRangeText(value_text, false));
     default:
       return TextError(where, vcol, "bad value " + QuoteToken(value_text) + " for id " + std::string(id_text));
   }
