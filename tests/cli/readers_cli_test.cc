@@ -347,4 +347,46 @@ TEST_F(ReadersCli, ConvertAndInspectRefuseOutOfRangeNumbers) {
   EXPECT_NE(Slurp(P("c.libsvm")).find(" 13:1 "), std::string::npos);  // every category in the one bucket (id 13)
 }
 
+// Messages that name what was found: a UTF-8 BOM (not "bad label"), a file
+// gzipped twice (not "does not inflate"), a Criteo integer that underflows
+// (not "not finite"); on inspect, convert and both train input modes.
+TEST_F(ReadersCli, BomDoubleCompressionAndUnderflowAreNamed) {
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  std::string under = row;
+  under.replace(2, 1, "1e-400");  // I1
+  Write("bom.libsvm", "\xEF\xBB\xBF" "1 0:1 1:1\n0 0:2 1:1\n");
+  Write("bom.csv", "\xEF\xBB\xBFlabel,I1\n");
+  Write("under.tsv", row + "\n" + under + "\n");
+  ASSERT_EQ(Shell("printf '1 0:1 1:1\\n0 0:2 1:1\\n' | gzip | gzip > " + P("twice.libsvm.gz")).exit_code, 0);
+  const std::string bom = ":1: file starts with a UTF-8 byte-order mark (bytes EF BB BF); remove it";
+  const std::string twice =
+      ": the gzip-decompressed bytes start like another gzip stream: compressed twice? (decompress it once";
+  const std::string model = " --feature-size 1000 --embedding-size 4 --deep-layers 8 --model-dir " + P("m");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"inspect " + P("bom.libsvm"), P("bom.libsvm") + bom},
+      {"inspect --format libsvm " + P("bom.libsvm"), P("bom.libsvm") + bom},
+      {"inspect " + P("bom.csv"), P("bom.csv") + bom},
+      {"train --input-mode stream --field-size 2 --train " + P("bom.libsvm") + model, P("bom.libsvm") + bom},
+      {"train --input-mode memory --field-size 2 --train " + P("bom.libsvm") + model, P("bom.libsvm") + bom},
+      {"inspect " + P("twice.libsvm.gz"), P("twice.libsvm.gz") + twice},
+      {"inspect --format libsvm " + P("twice.libsvm.gz"), P("twice.libsvm.gz") + twice},
+      {"convert -i " + P("twice.libsvm.gz") + " --field-size 2 -o " + P("o.tfr"), P("twice.libsvm.gz") + twice},
+      {"train --field-size 2 --train " + P("twice.libsvm.gz") + model, P("twice.libsvm.gz") + twice},
+      {"inspect " + P("under.tsv"),
+       P("under.tsv") + ":2:3: I1: value '1e-400' is out of double range: it underflows (nonzero but smaller in "
+                        "magnitude than 4.9e-324, the smallest double)"},
+      {"train --input-mode stream --train " + P("under.tsv") + model, P("under.tsv") + ":2:3: I1: value '1e-400' is out of double range: it underflows"},
+  };
+  for (const auto& [cmd, want] : cases) {
+    RunResult r = Ctrain(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.out.find("ctrain: InvalidArgument: " + want), std::string::npos) << cmd << "\n" << r.out;
+  }
+  // Once-gzipped still reads.
+  ASSERT_EQ(Shell("printf '1 0:1 1:1\\n0 0:2 1:1\\n' | gzip > " + P("once.libsvm.gz")).exit_code, 0);
+  RunResult r = Ctrain("inspect " + P("once.libsvm.gz"));
+  EXPECT_NE(r.out.find("format=libsvm compression=gzip records=2"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -331,14 +331,19 @@ namespace {
 // that did not inflate (so detection said "none"): name the compression and
 // zlib's complaint instead of letting the TFRecord framing report a "length
 // crc mismatch" on compressed bytes. OK when `head` is a TFRecord header.
-Status CheckNotCompressed(const std::string& name, std::string_view head) {
-  if (head.size() < 2 || io::LooksLikeTFRecordHeader(head)) return Status::OK();
+// gzip or zlib when `head` starts with that signature (kNone otherwise, and
+// for a valid TFRecord header).
+io::Compression CompressedSignature(std::string_view head) {
+  if (head.size() < 2 || io::LooksLikeTFRecordHeader(head)) return io::Compression::kNone;
   const unsigned b0 = static_cast<uint8_t>(head[0]), b1 = static_cast<uint8_t>(head[1]);
-  io::Compression c = io::Compression::kNone;
-  if (b0 == 0x1f && b1 == 0x8b)
-    c = io::Compression::kGzip;
-  else if ((b0 & 0x0f) == 8 && (b0 >> 4) <= 7 && (b0 * 256 + b1) % 31 == 0 && (b1 & 0x20) == 0)
-    c = io::Compression::kZlib;
+  if (b0 == 0x1f && b1 == 0x8b) return io::Compression::kGzip;
+  if ((b0 & 0x0f) == 8 && (b0 >> 4) <= 7 && (b0 * 256 + b1) % 31 == 0 && (b1 & 0x20) == 0)
+    return io::Compression::kZlib;
+  return io::Compression::kNone;
+}
+
+Status CheckNotCompressed(const std::string& name, std::string_view head) {
+  const io::Compression c = CompressedSignature(head);
   if (c == io::Compression::kNone) return Status::OK();
   const std::string kind(io::CompressionName(c));
   std::string why = "it does not inflate";
@@ -365,6 +370,22 @@ StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io:
   SniffedStream o;
   CTRAIN_ASSIGN_OR_RETURN(o.stream, io::WrapForRead(std::move(raw), compression, &o.compression, &PlainProbe));
   o.format = requested;
+  if (o.compression != io::Compression::kNone && requested != RecordFormat::kTFRecord) {
+    // Decompressed bytes that start like another gzip member or zlib stream: a
+    // file compressed twice (any format would misread it byte by byte).
+    std::string head(io::kPeekBytes, '\0');
+    CTRAIN_ASSIGN_OR_RETURN(size_t n, o.stream->Read(head.data(), head.size()));
+    head.resize(n);
+    const io::Compression inner = CompressedSignature(head);
+    // Text can start like a zlib header ("x^"); real compressed bytes are not text.
+    if (inner != io::Compression::kNone && !LooksLikeText(head)) {
+      const std::string outer(io::CompressionName(o.compression)), in(io::CompressionName(inner));
+      return InvalidArgumentError(o.stream->name() + ": the " + outer + "-decompressed bytes start like another " + in +
+                                  " stream: compressed twice? (decompress it once, e.g. `gzip -dc FILE > FILE2`, and "
+                                  "read FILE2)");
+    }
+    o.stream = std::make_unique<PrefixedFile>(std::move(head), std::move(o.stream));
+  }
   if (requested == RecordFormat::kTFRecord && o.compression == io::Compression::kNone) {
     std::string head(io::kPeekBytes, '\0');
     CTRAIN_ASSIGN_OR_RETURN(size_t n, o.stream->Read(head.data(), head.size()));

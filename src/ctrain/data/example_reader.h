@@ -129,7 +129,9 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
 // A tfrecord read as uncompressed whose first bytes are not a TFRecord header
 // but a gzip/zlib signature is InvalidArgument "<file>: not a TFRecord ...; the
 // file starts like a zlib stream, read as uncompressed: <zlib error> (pass
-// --compression zlib ...)".
+// --compression zlib ...)". Decompressed text (or auto-detected) bytes that
+// start like another gzip/zlib stream are InvalidArgument "<file>: the
+// gzip-decompressed bytes start like another gzip stream: compressed twice? ...".
 struct SniffedStream {
   std::unique_ptr<io::SequentialFile> stream;  // decompressed
   io::Compression compression = io::Compression::kNone;  // of the raw bytes

@@ -391,6 +391,13 @@ LineReader::LineReader(SequentialFile* file, size_t buffer_size, size_t max_line
   buf_.resize(std::max<size_t>(1, std::min(buffer_size, max_line_bytes_ + 1)));
 }
 
+Status LineReader::CheckNoBom(std::string_view first_line) const {
+  if (!first_line.starts_with("\xEF\xBB\xBF")) return Status::OK();
+  return InvalidArgumentError(file_->name() +
+                              ":1: file starts with a UTF-8 byte-order mark (bytes EF BB BF); remove it "
+                              "(e.g. sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)");
+}
+
 Status LineReader::TooLong() const {
   const std::string n = std::to_string(max_line_bytes_);
   return InvalidArgumentError(file_->name() + ":" + std::to_string(line_number_ + 1) + ": line longer than " + n +
@@ -403,6 +410,7 @@ StatusOr<bool> LineReader::Next(std::string_view* line) {
     if (nl != nullptr) {
       size_t len = static_cast<size_t>(nl - (buf_.data() + begin_));
       if (len > max_line_bytes_) return TooLong();
+      if (line_number_ == 0) CTRAIN_RETURN_IF_ERROR(CheckNoBom(std::string_view(buf_.data() + begin_, len)));
       *line = std::string_view(buf_.data() + begin_, len);
       line_offset_ = consumed_ + begin_;
       begin_ += len + 1;
@@ -412,6 +420,7 @@ StatusOr<bool> LineReader::Next(std::string_view* line) {
     if (eof_) {
       if (begin_ == end_) return false;
       if (end_ - begin_ > max_line_bytes_) return TooLong();
+      if (line_number_ == 0) CTRAIN_RETURN_IF_ERROR(CheckNoBom(std::string_view(buf_.data() + begin_, end_ - begin_)));
       *line = std::string_view(buf_.data() + begin_, end_ - begin_);
       line_offset_ = consumed_ + begin_;
       begin_ = end_;

@@ -131,7 +131,10 @@ class LineReader {
   // valid until the next call. A last line without '\n' is returned as a line.
   // A line longer than max_line_bytes is InvalidArgument
   //   "<file>:<line>: line longer than N bytes (no newline within N bytes; --max-line-bytes)"
-  // (not sticky: callers stop at the first error).
+  // A first line starting with a UTF-8 byte-order mark (EF BB BF) is
+  // InvalidArgument "<file>:1: file starts with a UTF-8 byte-order mark ...":
+  // no text format has one, and it would corrupt the first label or cell.
+  // (Errors are not sticky: callers stop at the first one.)
   StatusOr<bool> Next(std::string_view* line);
   // 1-based number of the line last returned.
   uint64_t line_number() const { return line_number_; }
@@ -143,6 +146,7 @@ class LineReader {
 
  private:
   Status TooLong() const;
+  Status CheckNoBom(std::string_view first_line) const;
 
   SequentialFile* file_;
   size_t max_line_bytes_;
