@@ -389,4 +389,36 @@ TEST_F(ReadersCli, BomDoubleCompressionAndUnderflowAreNamed) {
   EXPECT_NE(r.out.find("format=libsvm compression=gzip records=2"), std::string::npos) << r.out;
 }
 
+// convert -i expands globs and directories like train --train; -o - with a
+// vocabulary needs --feature-map-out (it wrote "-.feature_map.txt" in the cwd).
+TEST_F(ReadersCli, ConvertInputGlobsAndStdoutVocabulary) {
+  fs::create_directories(P("gd"));
+  Write("gd/a.libsvm", "1 0:1 1:1\n");
+  Write("gd/b.libsvm", "0 0:2 1:1\n");
+  Write("gd/.hidden", "junk\n");
+  for (const std::string in : {"'" + P("gd") + "/*.libsvm'", P("gd")}) {
+    RunResult r = Ctrain("convert --field-size 2 --output-format libsvm -i " + in + " -o " + P("all.libsvm"));
+    ASSERT_EQ(r.exit_code, 0) << in << r.out;
+    EXPECT_EQ(Slurp(P("all.libsvm")), "1 0:1 1:1\n0 0:2 1:1\n") << in;
+    EXPECT_NE(r.out.find("wrote 2 records"), std::string::npos) << r.out;
+  }
+  RunResult r = Ctrain("convert -i '" + P("gd") + "/*.nope' -o " + P("x.tfr"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(P("gd") + "/*.nope: glob matched no files"), std::string::npos) << r.out;
+
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  Write("c.tsv", row + "\n" + row + "\n");
+  r = RunCtrain("convert -i " + P("c.tsv") + " -o - --vocab-min-count 2", P(""));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("--vocab-min-count with -o - (stdout) needs --feature-map-out PATH"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(P("-.feature_map.txt")));
+  r = Shell(kCtrain + " convert -i " + P("c.tsv") + " -o - --output-format libsvm --vocab-min-count 2 "
+            "--feature-map-out " + P("fm.txt") + " 2>/dev/null | wc -l");
+  EXPECT_EQ(r.out, "2\n");
+  EXPECT_TRUE(fs::exists(P("fm.txt")));
+  EXPECT_FALSE(fs::exists(P("-.feature_map.txt")));
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/data/file_list.h"
 #include "ctrain/io/file.h"
 
 namespace ctrain::cli {
@@ -45,7 +46,10 @@ Status CheckConvertFlags(const ConvertFlags& fl) {
 
 Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io::CriteoVocabulary* vocab) {
   for (const auto& path : fl.inputs) {
-    if (path == "-") return InvalidArgumentError("--vocab-min-count reads the input twice; it cannot read stdin");
+    if (path == "-" || data::IsStreamPath(path))
+      return InvalidArgumentError("--vocab-min-count reads the input twice; it cannot read " +
+                                  (path == "-" ? std::string("stdin") : "the stream " + path) +
+                                  " (write it to a file first)");
     io::Compression detected;
     CTRAIN_ASSIGN_OR_RETURN(auto f, io::OpenForRead(path, ro.compression, &detected));
     io::CriteoReaderOptions co;
@@ -66,6 +70,11 @@ Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io
 
 Status Convert(ConvertFlags& fl) {
   CTRAIN_RETURN_IF_ERROR(CheckConvertFlags(fl));
+  // -i takes globs and directories exactly as train's --train (data/file_list.h).
+  CTRAIN_ASSIGN_OR_RETURN(fl.inputs, data::ExpandFileList(fl.inputs));
+  if (fl.vocab_min_count > 0 && fl.output == "-" && fl.feature_map_out.empty())
+    return InvalidArgumentError("--vocab-min-count with -o - (stdout) needs --feature-map-out PATH for the "
+                                "vocabulary's feature map (its default, OUTPUT.feature_map.txt, has no name here)");
   // Up front: --vocab-min-count reads every input before the output is opened.
   CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--output", fl.output));
   if (fl.vocab_min_count > 0)
@@ -136,7 +145,8 @@ Status Convert(ConvertFlags& fl) {
 Command AddConvertCommand(CLI::App& app) {
   auto fl = std::make_shared<ConvertFlags>();
   CLI::App* sub = app.add_subcommand("convert", "Convert between libsvm, tfrecord and Criteo TSV/CSV");
-  sub->add_option("--input,-i", fl->inputs, "Input files ('-' = stdin)")->required();
+  sub->add_option("--input,-i", fl->inputs,
+                  "Input files, globs or directories, expanded as train's --train ('-' = stdin)")->required();
   sub->add_option("--output,-o", fl->output, "Output file ('-' = stdout); written atomically")->required();
   fl->data.Register(sub, true, "--input-compression,--input_compression");
   // --input-format is the spelling in the docs; --format (from DataFlags) means the same.
