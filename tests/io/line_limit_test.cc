@@ -109,5 +109,13 @@ TEST(LineLimit, EveryTextReaderHonoursTheCap) {
       << r.status().message();
 }
 
+// The feature map loader reads lines too: /dev/zero stops at the default cap
+// (64 MiB of buffer, the most this suite allocates) instead of growing.
+TEST(LineLimit, FeatureMapFromDevZeroIsRefused) {
+  StatusOr<CriteoVocabulary> v = CriteoVocabulary::LoadFeatureMap("/dev/zero");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(std::string(v.status().message()).substr(0, 53), "/dev/zero:1: line longer than 67108864 bytes (no newl");
+}
+
 }  // namespace
 }  // namespace ctrain::io

@@ -365,7 +365,18 @@ StatusOr<CriteoVocabulary> CriteoVocabulary::ParseFeatureMap(std::string_view te
 }
 
 StatusOr<CriteoVocabulary> CriteoVocabulary::LoadFeatureMap(const std::string& path, int32_t id_base) {
-  CTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  // Read through a LineReader so that a file without newlines (/dev/zero)
+  // stops at kDefaultMaxLineBytes instead of growing without bound.
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<SequentialFile> f, OpenSequentialFile(path));
+  LineReader lines(f.get());
+  std::string text;
+  std::string_view line;
+  for (;;) {
+    CTRAIN_ASSIGN_OR_RETURN(bool more, lines.Next(&line));
+    if (!more) break;
+    text.append(line);
+    text.push_back('\n');
+  }
   return ParseFeatureMap(text, path, id_base);
 }
 

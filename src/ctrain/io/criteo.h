@@ -190,6 +190,8 @@ class CriteoVocabulary {
   // "<name>: no I<k> / C<k>|<unk> entry" when a field is not covered.
   static StatusOr<CriteoVocabulary> ParseFeatureMap(std::string_view text, std::string_view name,
                                                     int32_t id_base = 0);
+  // LoadFeatureMap: ParseFeatureMap's errors, the file's, and LineReader's
+  // (a line longer than kDefaultMaxLineBytes, a UTF-8 BOM).
   static StatusOr<CriteoVocabulary> LoadFeatureMap(const std::string& path, int32_t id_base = 0);
 
  private:
