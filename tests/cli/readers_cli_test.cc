@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli_harness.h"
 
@@ -247,6 +248,177 @@ TEST_F(ReadersCli, InspectFieldRangesDistinctIdsAndWarnings) {
       << r.out;
   r = Ctrain("inspect " + P("b34.libsvm"));
   EXPECT_NE(r.out.find("  warning: field 2: values range 0..4.606e+08: unscaled?"), std::string::npos) << r.out;
+}
+
+// A text stream without newlines ends in a located error at --max-line-bytes
+// on every path (inspect file and stdin, convert, train stream and memory),
+// never in unbounded growth (it was a bad_alloc on /dev/zero).
+TEST_F(ReadersCli, OverlongLinesAreLocatedErrors) {
+  const std::string tail = ": line longer than 4096 bytes (no newline within 4096 bytes";
+  RunResult r = Ctrain("inspect --format libsvm --max-line-bytes 4096 /dev/zero");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("/dev/zero:1" + tail), std::string::npos) << r.out;
+  r = Shell("head -c 3000000 /dev/zero | tr '\\0' a | " + kCtrain + " inspect --max-line-bytes 4096 -");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("<stdin>:1" + tail), std::string::npos) << r.out;
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  Write("long.tsv", row + "\n" + std::string(5000, 'x') + "\n");
+  r = Ctrain("convert --format criteo-tsv --max-line-bytes 4096 -i " + P("long.tsv") + " -o " + P("o.tfr"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(P("long.tsv") + ":2" + tail), std::string::npos) << r.out;
+  for (const char* mode : {"stream", "memory"}) {
+    r = Ctrain(std::string("train --input-mode ") + mode + " --train /dev/zero --format libsvm --max-line-bytes 4096 "
+               "--field-size 3 --feature-size 10 --embedding-size 4 --deep-layers 8 --epochs 1 --model-dir " + P("m"));
+    EXPECT_EQ(r.exit_code, 1) << mode;
+    EXPECT_NE(r.out.find("/dev/zero:1" + tail), std::string::npos) << mode << r.out;
+  }
+  r = Ctrain("inspect --max-line-bytes 0 /dev/zero");
+  EXPECT_NE(r.out.find("--max-line-bytes must be in [1, 2^40], got 0"), std::string::npos) << r.out;
+}
+
+// An explicit --format is honoured on every path, also when a control byte
+// makes the file look binary; under auto a stray byte in a text file is named
+// with its file:line:col by the format's parser, not "cannot detect".
+TEST_F(ReadersCli, StrayControlBytesAreLocatedWithAndWithoutFormat) {
+  Write("t.libsvm", std::string("1 0:0.5 1:1\x01 2:1\n0 0:1 1:2 2:1\n"));
+  const std::string model = " --field-size 3 --feature-size 10 --embedding-size 4 --deep-layers 8 --model-dir " + P("m");
+  const std::string want = P("t.libsvm") + ":1:11: bad value '1\\x01' for id 1";
+  for (const std::string fmt : {"--format libsvm", ""}) {
+    for (const std::string& cmd : std::vector<std::string>{"train --input-mode stream --train", "train --input-mode memory --train",
+                                  "inspect", "convert -o " + P("o.tfr") + " -i"}) {
+      RunResult r = Ctrain(cmd + " " + P("t.libsvm") + " " + fmt + (cmd[0] == 't' ? model : ""));
+      EXPECT_EQ(r.exit_code, 1) << cmd << fmt;
+      EXPECT_NE(r.out.find(want), std::string::npos) << cmd << " " << fmt << "\n" << r.out;
+    }
+  }
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  std::string bad = row;
+  bad[bad.find("68fd") + 3] = '\0';
+  Write("c.tsv", row + "\n" + bad + "\n");
+  for (const std::string fmt : {"--format criteo-tsv", ""}) {
+    RunResult r = Ctrain("train --train " + P("c.tsv") + " " + fmt +
+                         " --feature-size 1000 --embedding-size 4 --deep-layers 8 --model-dir " + P("m"));
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find(P("c.tsv") + ":2:32: C1: control byte '\\x00' in category '68f\\x001e64'"), std::string::npos)
+        << fmt << r.out;
+  }
+  // A binary file is still not text.
+  Write("bin.dat", std::string("\x01\x02\x03\x04\x05 binary\x00\x00\x00", 16));
+  RunResult r = Ctrain("inspect " + P("bin.dat"));
+  EXPECT_NE(r.out.find("cannot detect the record format"), std::string::npos) << r.out;
+}
+
+// convert/inspect: a numeric flag out of its range is an error naming the flag
+// and the range; 0 or a negative value never silently means "default" or "off"
+// (--hash-buckets 0 hashed into 117581 buckets, --vocab-min-count 0 hashed).
+TEST_F(ReadersCli, ConvertAndInspectRefuseOutOfRangeNumbers) {
+  Write("a.libsvm", "1 0:1 1:1\n0 0:2 1:1\n");
+  const std::string conv = "convert -i " + P("a.libsvm") + " -o " + P("o.tfr") + " ";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--hash-buckets 0", "--hash-buckets must be in [14, 2^40] (13 numeric ids + at least one bucket), got 0"},
+      {"--hash-buckets -5", "--hash-buckets must be in [14, 2^40] (13 numeric ids + at least one bucket), got -5"},
+      {"--hash-buckets 13", "--hash-buckets must be in [14, 2^40]"},
+      {"--hash-buckets 1099511627777", "--hash-buckets must be in [14, 2^40]"},
+      {"--vocab-min-count 0", "--vocab-min-count must be >= 1 (categories seen fewer times map to <unk>), got 0"},
+      {"--vocab-min-count -1", "--vocab-min-count must be >= 1"},
+      {"--output-id-base -1", "--output-id-base must be >= 0, got -1"},
+      {"--field-size 0", "--field-size must be in [1, 1048576], got 0"},
+      {"--field-size 2000000", "--field-size must be in [1, 1048576], got 2000000"},
+      {"--field-size 2 --id-base -1", "--id-base must be >= 0, got -1"},
+      {"--field-size 2 --feature-size 0", "--feature-size must be >= 1, got 0"},
+      {"--field-size 2 --max-line-bytes -3", "--max-line-bytes must be in [1, 2^40], got -3"},
+  };
+  for (const auto& [flags, want] : cases) {
+    RunResult r = Ctrain(conv + flags);
+    EXPECT_EQ(r.exit_code, 1) << flags;
+    EXPECT_NE(r.out.find("ctrain: InvalidArgument: " + want), std::string::npos) << flags << "\n" << r.out;
+    EXPECT_FALSE(fs::exists(P("o.tfr"))) << flags;
+  }
+  RunResult r = Ctrain("inspect --id-base -2 " + P("a.libsvm"));
+  EXPECT_NE(r.out.find("--id-base must be >= 0, got -2"), std::string::npos) << r.out;
+  // In range still works: the smallest hash table.
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  Write("c.tsv", row + "\n");
+  r = Ctrain("convert --output-format libsvm --hash-buckets 14 -i " + P("c.tsv") + " -o " + P("c.libsvm"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(Slurp(P("c.libsvm")).find(" 13:1 "), std::string::npos);  // every category in the one bucket (id 13)
+}
+
+// Messages that name what was found: a UTF-8 BOM (not "bad label"), a file
+// gzipped twice (not "does not inflate"), a Criteo integer that underflows
+// (not "not finite"); on inspect, convert and both train input modes.
+TEST_F(ReadersCli, BomDoubleCompressionAndUnderflowAreNamed) {
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  std::string under = row;
+  under.replace(2, 1, "1e-400");  // I1
+  Write("bom.libsvm", "\xEF\xBB\xBF" "1 0:1 1:1\n0 0:2 1:1\n");
+  Write("bom.csv", "\xEF\xBB\xBFlabel,I1\n");
+  Write("under.tsv", row + "\n" + under + "\n");
+  ASSERT_EQ(Shell("printf '1 0:1 1:1\\n0 0:2 1:1\\n' | gzip | gzip > " + P("twice.libsvm.gz")).exit_code, 0);
+  const std::string bom = ":1: file starts with a UTF-8 byte-order mark (bytes EF BB BF); remove it";
+  const std::string twice =
+      ": the gzip-decompressed bytes start like another gzip stream: compressed twice? (decompress it once";
+  const std::string model = " --feature-size 1000 --embedding-size 4 --deep-layers 8 --model-dir " + P("m");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"inspect " + P("bom.libsvm"), P("bom.libsvm") + bom},
+      {"inspect --format libsvm " + P("bom.libsvm"), P("bom.libsvm") + bom},
+      {"inspect " + P("bom.csv"), P("bom.csv") + bom},
+      {"train --input-mode stream --field-size 2 --train " + P("bom.libsvm") + model, P("bom.libsvm") + bom},
+      {"train --input-mode memory --field-size 2 --train " + P("bom.libsvm") + model, P("bom.libsvm") + bom},
+      {"inspect " + P("twice.libsvm.gz"), P("twice.libsvm.gz") + twice},
+      {"inspect --format libsvm " + P("twice.libsvm.gz"), P("twice.libsvm.gz") + twice},
+      {"convert -i " + P("twice.libsvm.gz") + " --field-size 2 -o " + P("o.tfr"), P("twice.libsvm.gz") + twice},
+      {"train --field-size 2 --train " + P("twice.libsvm.gz") + model, P("twice.libsvm.gz") + twice},
+      {"inspect " + P("under.tsv"),
+       P("under.tsv") + ":2:3: I1: value '1e-400' is out of double range: it underflows (nonzero but smaller in "
+                        "magnitude than 4.9e-324, the smallest double)"},
+      {"train --input-mode stream --train " + P("under.tsv") + model, P("under.tsv") + ":2:3: I1: value '1e-400' is out of double range: it underflows"},
+  };
+  for (const auto& [cmd, want] : cases) {
+    RunResult r = Ctrain(cmd);
+    EXPECT_EQ(r.exit_code, 1) << cmd;
+    EXPECT_NE(r.out.find("ctrain: InvalidArgument: " + want), std::string::npos) << cmd << "\n" << r.out;
+  }
+  // Once-gzipped still reads.
+  ASSERT_EQ(Shell("printf '1 0:1 1:1\\n0 0:2 1:1\\n' | gzip > " + P("once.libsvm.gz")).exit_code, 0);
+  RunResult r = Ctrain("inspect " + P("once.libsvm.gz"));
+  EXPECT_NE(r.out.find("format=libsvm compression=gzip records=2"), std::string::npos) << r.out;
+}
+
+// convert -i expands globs and directories like train --train; -o - with a
+// vocabulary needs --feature-map-out (it wrote "-.feature_map.txt" in the cwd).
+TEST_F(ReadersCli, ConvertInputGlobsAndStdoutVocabulary) {
+  fs::create_directories(P("gd"));
+  Write("gd/a.libsvm", "1 0:1 1:1\n");
+  Write("gd/b.libsvm", "0 0:2 1:1\n");
+  Write("gd/.hidden", "junk\n");
+  for (const std::string in : {"'" + P("gd") + "/*.libsvm'", P("gd")}) {
+    RunResult r = Ctrain("convert --field-size 2 --output-format libsvm -i " + in + " -o " + P("all.libsvm"));
+    ASSERT_EQ(r.exit_code, 0) << in << r.out;
+    EXPECT_EQ(Slurp(P("all.libsvm")), "1 0:1 1:1\n0 0:2 1:1\n") << in;
+    EXPECT_NE(r.out.find("wrote 2 records"), std::string::npos) << r.out;
+  }
+  RunResult r = Ctrain("convert -i '" + P("gd") + "/*.nope' -o " + P("x.tfr"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find(P("gd") + "/*.nope: glob matched no files"), std::string::npos) << r.out;
+
+  std::string row = "1";
+  for (int c = 1; c < 40; ++c) row += c <= 13 ? "\t1" : "\t68fd1e64";
+  Write("c.tsv", row + "\n" + row + "\n");
+  r = RunCtrain("convert -i " + P("c.tsv") + " -o - --vocab-min-count 2", P(""));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("--vocab-min-count with -o - (stdout) needs --feature-map-out PATH"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(P("-.feature_map.txt")));
+  r = Shell(kCtrain + " convert -i " + P("c.tsv") + " -o - --output-format libsvm --vocab-min-count 2 "
+            "--feature-map-out " + P("fm.txt") + " 2>/dev/null | wc -l");
+  EXPECT_EQ(r.out, "2\n");
+  EXPECT_TRUE(fs::exists(P("fm.txt")));
+  EXPECT_FALSE(fs::exists(P("-.feature_map.txt")));
 }
 
 }  // namespace

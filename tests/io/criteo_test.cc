@@ -143,7 +143,12 @@ TEST(CriteoLine, Errors) {
   EXPECT_EQ(ParseError(L("0", {"1", "abc"}), '\t'), "c.tsv:3:5: I2: expected a number, found 'abc'");
   EXPECT_EQ(ParseError(L("0", {"1", "2", " 3"}, ','), ','), "c.tsv:3:7: I3: expected a number, found ' 3'");
   EXPECT_EQ(ParseError(L("0", {"nan"}, ','), ','), "c.tsv:3:3: I1: value 'nan' is not finite");
-  EXPECT_EQ(ParseError(L("0", {"1e999"}, ','), ','), "c.tsv:3:3: I1: value '1e999' is not finite");
+  EXPECT_EQ(ParseError(L("0", {"1e999"}, ','), ','),
+            "c.tsv:3:3: I1: value '1e999' is out of double range: it overflows (larger in magnitude than 1.8e+308, "
+            "the largest double)");
+  EXPECT_EQ(ParseError(L("0", {"1e-400"}, ','), ','),
+            "c.tsv:3:3: I1: value '1e-400' is out of double range: it underflows (nonzero but smaller in magnitude "
+            "than 4.9e-324, the smallest double)");
   EXPECT_EQ(ParseError(L("0", {"0x10"}, ','), ','), "c.tsv:3:3: I1: expected a number, found '0x10'");
   EXPECT_EQ(ParseError(L("0", {"++1"}, ','), ','), "c.tsv:3:3: I1: expected a number, found '++1'");
   // A leading '+' and long mantissas read as strtod does.

@@ -157,7 +157,13 @@ TEST(LibSvmLine, BadPairs) {
   EXPECT_EQ(ErrorOf("1 3:1e", Fixed(1)), "data.libsvm:17:5: bad value '1e' for id 3");
   EXPECT_EQ(ErrorOf("1 3:nan", Fixed(1)), "data.libsvm:17:5: value 'nan' for id 3 is not finite");
   EXPECT_EQ(ErrorOf("1 3:-inf", Fixed(1)), "data.libsvm:17:5: value '-inf' for id 3 is not finite");
-  EXPECT_EQ(ErrorOf("1 3:1e39", Fixed(1)), "data.libsvm:17:5: value '1e39' for id 3 is out of float range");
+  EXPECT_EQ(ErrorOf("1 3:1e-400", Fixed(1)),
+            "data.libsvm:17:5: value '1e-400' for id 3 is out of float range: it underflows (nonzero but smaller in "
+            "magnitude than 1.4e-45, the smallest float)");
+  EXPECT_EQ(ErrorOf("1 3:-4e38", Fixed(1)),
+            "data.libsvm:17:5: value '-4e38' for id 3 is out of float range: it overflows (larger in magnitude than "
+            "3.4e+38, the largest float)");
+  EXPECT_EQ(ErrorOf("1 3:1e39", Fixed(1)).substr(0, 61), "data.libsvm:17:5: value '1e39' for id 3 is out of float range");
   EXPECT_EQ(ErrorOf("1 0:1:0.5", Fixed(1)),
             "data.libsvm:17:3: found 'field:feature:value' triple '0:1:0.5'; this is libFFM, not LibSVM (or two "
             "pairs glued together: missing space?)");

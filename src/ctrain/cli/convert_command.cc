@@ -6,6 +6,7 @@
 #include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/data/file_list.h"
 #include "ctrain/io/file.h"
 
 namespace ctrain::cli {
@@ -21,17 +22,43 @@ struct ConvertFlags {
   int64_t vocab_min_count = 0;
   std::string feature_map_out;
   DataFlags data;
+  // Set when the flag was given (0 and negative values are then errors, not "unset").
+  CLI::Option* hash_buckets_opt = nullptr;
+  CLI::Option* vocab_min_count_opt = nullptr;
+  CLI::Option* output_id_base_opt = nullptr;
 };
+
+// Largest --hash-buckets: ids beyond 2^40 could never be embedded by a model.
+constexpr int64_t kMaxHashBuckets = int64_t{1} << 40;
+
+// Every numeric flag of convert in its range, named with the range; a value
+// given as 0 or negative never means "off".
+Status CheckConvertFlags(const ConvertFlags& fl) {
+  auto given = [](const CLI::Option* o) { return o != nullptr && o->count() > 0; };
+  if (given(fl.hash_buckets_opt) && (fl.hash_buckets <= 13 || fl.hash_buckets > kMaxHashBuckets))
+    return InvalidArgumentError("--hash-buckets must be in [14, 2^40] (13 numeric ids + at least one bucket), got " +
+                                std::to_string(fl.hash_buckets));
+  if (given(fl.vocab_min_count_opt) && fl.vocab_min_count < 1)
+    return InvalidArgumentError("--vocab-min-count must be >= 1 (categories seen fewer times map to <unk>), got " +
+                                std::to_string(fl.vocab_min_count));
+  if (given(fl.output_id_base_opt) && fl.output_id_base < 0)
+    return InvalidArgumentError("--output-id-base must be >= 0, got " + std::to_string(fl.output_id_base));
+  return Status::OK();
+}
 
 Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io::CriteoVocabulary* vocab) {
   for (const auto& path : fl.inputs) {
-    if (path == "-") return InvalidArgumentError("--vocab-min-count reads the input twice; it cannot read stdin");
+    if (path == "-" || data::IsStreamPath(path))
+      return InvalidArgumentError("--vocab-min-count reads the input twice; it cannot read " +
+                                  (path == "-" ? std::string("stdin") : "the stream " + path) +
+                                  " (write it to a file first)");
     io::Compression detected;
     CTRAIN_ASSIGN_OR_RETURN(auto f, io::OpenForRead(path, ro.compression, &detected));
     io::CriteoReaderOptions co;
     co.format = ro.format == data::RecordFormat::kCriteoCsv ? io::CriteoFormat::kCsv
                 : ro.format == data::RecordFormat::kCriteoTsv ? io::CriteoFormat::kTsv
                                                               : io::CriteoFormat::kAuto;
+    co.max_line_bytes = ro.max_line_bytes;
     CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(f), co));
     io::CriteoRow row;
     for (;;) {
@@ -44,6 +71,12 @@ Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io
 }
 
 Status Convert(ConvertFlags& fl) {
+  CTRAIN_RETURN_IF_ERROR(CheckConvertFlags(fl));
+  // -i takes globs and directories exactly as train's --train (data/file_list.h).
+  CTRAIN_ASSIGN_OR_RETURN(fl.inputs, data::ExpandFileList(fl.inputs));
+  if (fl.vocab_min_count > 0 && fl.output == "-" && fl.feature_map_out.empty())
+    return InvalidArgumentError("--vocab-min-count with -o - (stdout) needs --feature-map-out PATH for the "
+                                "vocabulary's feature map (its default, OUTPUT.feature_map.txt, has no name here)");
   // Up front: --vocab-min-count reads every input before the output is opened.
   CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--output", fl.output));
   const std::string map_path = fl.feature_map_out.empty() ? fl.output + ".feature_map.txt" : fl.feature_map_out;
@@ -129,7 +162,8 @@ Status Convert(ConvertFlags& fl) {
 Command AddConvertCommand(CLI::App& app) {
   auto fl = std::make_shared<ConvertFlags>();
   CLI::App* sub = app.add_subcommand("convert", "Convert between libsvm, tfrecord and Criteo TSV/CSV");
-  sub->add_option("--input,-i", fl->inputs, "Input files ('-' = stdin)")->required();
+  sub->add_option("--input,-i", fl->inputs,
+                  "Input files, globs or directories, expanded as train's --train ('-' = stdin)")->required();
   sub->add_option("--output,-o", fl->output, "Output file ('-' = stdout); written atomically")->required();
   fl->data.Register(sub, true, "--input-compression,--input_compression");
   // --input-format is the spelling in the docs; --format (from DataFlags) means the same.
@@ -137,12 +171,13 @@ Command AddConvertCommand(CLI::App& app) {
   sub->add_option("--output-format,--output_format", fl->output_format, "libsvm|tfrecord")->capture_default_str();
   sub->add_option("--compression,--output-compression,--output_compression", fl->output_compression,
                   "Output compression: none|gzip|zlib")->capture_default_str();
-  sub->add_option("--output-id-base,--output_id_base", fl->output_id_base,
+  fl->output_id_base_opt = sub->add_option("--output-id-base,--output_id_base", fl->output_id_base,
                   "LibSVM output id base (default: the input --id-base)");
-  sub->add_option("--hash-buckets,--hash_buckets", fl->hash_buckets,
-                  "Criteo: hash categories into [13, N) (sets the feature size)");
-  sub->add_option("--vocab-min-count,--vocab_min_count", fl->vocab_min_count,
-                  "Criteo: build a vocabulary; categories seen fewer times map to the field's <unk> id");
+  fl->hash_buckets_opt = sub->add_option("--hash-buckets,--hash_buckets", fl->hash_buckets,
+                                         "Criteo: hash categories into [13, N) (sets the feature size); N in [14, 2^40]");
+  fl->vocab_min_count_opt = sub->add_option(
+      "--vocab-min-count,--vocab_min_count", fl->vocab_min_count,
+      "Criteo: build a vocabulary; categories seen fewer times map to the field's <unk> id (>= 1)");
   sub->add_option("--feature-map-out,--feature_map_out", fl->feature_map_out,
                   "Where to write the vocabulary's feature map (default OUTPUT.feature_map.txt)");
   return {sub, [fl]() {

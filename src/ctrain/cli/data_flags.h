@@ -1,6 +1,6 @@
 // Data flags shared by every subcommand that reads examples (inspect, convert,
 // train, eval, predict): --format, --compression, --field-size, --id-base,
-// --feature-size, --feature-map, --skip-corrupt-records, --pipe-timeout-ms. Each flag also accepts
+// --feature-size, --feature-map, --skip-corrupt-records, --pipe-timeout-ms, --max-line-bytes. Each flag also accepts
 // the seed's underscore spelling (--field_size).
 #pragma once
 
@@ -23,6 +23,7 @@ struct DataFlags {
   std::string feature_map;           // Criteo: vocabulary from a feature map instead of hashing
   bool skip_corrupt_records = false;
   uint64_t max_skipped_records = 1000;
+  int64_t max_line_bytes = static_cast<int64_t>(io::kDefaultMaxLineBytes);  // text: longest line
   int64_t pipe_timeout_ms = 60000;   // FIFOs / pipe: channels (data/pipe_mode.h); 0 = no limit
 
   // Adds the flags to `app`. `with_feature_size` = false when the subcommand
@@ -42,5 +43,11 @@ struct DataFlags {
 
 // Prints "ctrain: <status>" to stderr and returns 1.
 int ReportError(const Status& s);
+
+// Largest --field-size: F ids and values are held per example (and per batch row).
+inline constexpr int32_t kMaxFieldSize = 1 << 20;
+
+// --max-line-bytes range: [1, 2^40]; InvalidArgument naming the flag otherwise.
+Status CheckMaxLineBytes(int64_t n);
 
 }  // namespace ctrain::cli

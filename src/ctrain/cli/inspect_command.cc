@@ -39,6 +39,7 @@ struct InspectFlags {
   int32_t id_base = 0;
   bool json_out = false;
   int64_t pipe_timeout_ms = data::kDefaultPipeTimeoutMs;
+  int64_t max_line_bytes = static_cast<int64_t>(io::kDefaultMaxLineBytes);
 };
 
 // Each inspector gets the already decompressed stream (opened once, so FIFOs and
@@ -146,8 +147,9 @@ StatusOr<json> InspectTFRecord(Stream f, json out) {
   return out;
 }
 
-StatusOr<json> InspectLibSvm(Stream f, int32_t id_base, json out) {
+StatusOr<json> InspectLibSvm(Stream f, int32_t id_base, size_t max_line_bytes, json out) {
   io::LibSvmOptions o;
+  o.max_line_bytes = max_line_bytes;
   o.variable_length = true;
   o.field_size = 1 << 16;
   o.id_base = id_base;
@@ -186,9 +188,10 @@ StatusOr<json> InspectLibSvm(Stream f, int32_t id_base, json out) {
   return out;
 }
 
-StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, json out) {
+StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, size_t max_line_bytes, json out) {
   io::CriteoReaderOptions o;
   o.format = fmt == data::RecordFormat::kCriteoCsv ? io::CriteoFormat::kCsv : io::CriteoFormat::kTsv;
+  o.max_line_bytes = max_line_bytes;
   CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(f), o));
   io::CriteoRow row;
   uint64_t labels[2] = {0, 0}, missing_num = 0, missing_cat = 0, negative = 0;
@@ -225,8 +228,8 @@ StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, json out) {
   return out;
 }
 
-StatusOr<json> InspectLibFfm(Stream f, json out) {
-  CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibFfmReader::Open(std::move(f)));
+StatusOr<json> InspectLibFfm(Stream f, size_t max_line_bytes, json out) {
+  CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibFfmReader::Open(std::move(f), max_line_bytes));
   float label;
   const std::vector<io::FfmTriple>* t;
   int64_t min_n = std::numeric_limits<int64_t>::max(), max_n = 0, max_field = -1, max_feature = -1;
@@ -277,6 +280,9 @@ StatusOr<json> InspectCheckpoint(const std::string& path) {
 StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   CTRAIN_ASSIGN_OR_RETURN(io::Compression c, io::ParseCompression(fl.compression));
   CTRAIN_ASSIGN_OR_RETURN(data::RecordFormat fmt, data::ParseRecordFormat(fl.format));
+  CTRAIN_RETURN_IF_ERROR(CheckMaxLineBytes(fl.max_line_bytes));
+  if (fl.id_base < 0) return InvalidArgumentError("--id-base must be >= 0, got " + std::to_string(fl.id_base));
+  const size_t mlb = static_cast<size_t>(fl.max_line_bytes);
   if (fmt == data::RecordFormat::kAuto && IsCheckpointFile(path)) return InspectCheckpoint(path);
   CTRAIN_ASSIGN_OR_RETURN(Stream raw, data::OpenInputPass(path, 0, fl.pipe_timeout_ms));
   CTRAIN_ASSIGN_OR_RETURN(data::SniffedStream in, data::SniffStream(std::move(raw), c, fmt));
@@ -290,9 +296,9 @@ StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
   }
   switch (in.format) {
     case data::RecordFormat::kTFRecord: return InspectTFRecord(std::move(in.stream), std::move(out));
-    case data::RecordFormat::kLibSvm: return InspectLibSvm(std::move(in.stream), fl.id_base, std::move(out));
-    case data::RecordFormat::kLibFfm: return InspectLibFfm(std::move(in.stream), std::move(out));
-    default: return InspectCriteo(std::move(in.stream), in.format, std::move(out));
+    case data::RecordFormat::kLibSvm: return InspectLibSvm(std::move(in.stream), fl.id_base, mlb, std::move(out));
+    case data::RecordFormat::kLibFfm: return InspectLibFfm(std::move(in.stream), mlb, std::move(out));
+    default: return InspectCriteo(std::move(in.stream), in.format, mlb, std::move(out));
   }
 }
 
@@ -395,6 +401,9 @@ Command AddInspectCommand(CLI::App& app) {
                   "FIFOs and pipe: channels: longest wait for the FIFO, a writer, or the next byte (0 = no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--max-line-bytes,--max_line_bytes", fl->max_line_bytes,
+                  "Text formats: longest line accepted; a longer one (or no newline within it) is an error")
+      ->capture_default_str();
   sub->add_option("--id-base,--id_base", fl->id_base, "LibSVM id base (ids are reported as written)");
   sub->add_flag("--json", fl->json_out, "One JSON object per file (file, format, compression, records, ...)");
   return {sub, [fl]() {

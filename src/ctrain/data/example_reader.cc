@@ -51,6 +51,28 @@ bool LooksLikeText(std::string_view b) {
   return true;
 }
 
+// Text with a few stray control bytes (a \x01 or NUL inside a value or a
+// category): one, or at most one in 64 bytes of the first 4 KB, not the first byte,
+// and at least one printable line break or separator. Sniffed as text so that
+// the format's parser names the byte with its file:line:col, as it does with an
+// explicit --format, instead of "cannot detect the record format".
+bool LooksLikeTextWithStrayBytes(std::string_view b) {
+  b = b.substr(0, 4096);
+  if (b.empty()) return false;
+  size_t bad = 0;
+  bool sep = false;
+  for (size_t i = 0; i < b.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(b[i]);
+    if (c < 0x09 || (c > 0x0d && c < 0x20) || c == 0x7f) {
+      if (i == 0) return false;
+      ++bad;
+    } else if (c == '\n' || c == '\t' || c == ' ' || c == ',') {
+      sep = true;
+    }
+  }
+  return sep && (bad <= 1 || bad * 64 <= b.size());
+}
+
 bool PlainProbe(std::string_view b) { return io::LooksLikeTFRecordHeader(b) || LooksLikeText(b); }
 
 // Text with ':' tokens: LibSVM ("id:value") or libFFM ("field:feature:value").
@@ -309,14 +331,19 @@ namespace {
 // that did not inflate (so detection said "none"): name the compression and
 // zlib's complaint instead of letting the TFRecord framing report a "length
 // crc mismatch" on compressed bytes. OK when `head` is a TFRecord header.
-Status CheckNotCompressed(const std::string& name, std::string_view head) {
-  if (head.size() < 2 || io::LooksLikeTFRecordHeader(head)) return Status::OK();
+// gzip or zlib when `head` starts with that signature (kNone otherwise, and
+// for a valid TFRecord header).
+io::Compression CompressedSignature(std::string_view head) {
+  if (head.size() < 2 || io::LooksLikeTFRecordHeader(head)) return io::Compression::kNone;
   const unsigned b0 = static_cast<uint8_t>(head[0]), b1 = static_cast<uint8_t>(head[1]);
-  io::Compression c = io::Compression::kNone;
-  if (b0 == 0x1f && b1 == 0x8b)
-    c = io::Compression::kGzip;
-  else if ((b0 & 0x0f) == 8 && (b0 >> 4) <= 7 && (b0 * 256 + b1) % 31 == 0 && (b1 & 0x20) == 0)
-    c = io::Compression::kZlib;
+  if (b0 == 0x1f && b1 == 0x8b) return io::Compression::kGzip;
+  if ((b0 & 0x0f) == 8 && (b0 >> 4) <= 7 && (b0 * 256 + b1) % 31 == 0 && (b1 & 0x20) == 0)
+    return io::Compression::kZlib;
+  return io::Compression::kNone;
+}
+
+Status CheckNotCompressed(const std::string& name, std::string_view head) {
+  const io::Compression c = CompressedSignature(head);
   if (c == io::Compression::kNone) return Status::OK();
   const std::string kind(io::CompressionName(c));
   std::string why = "it does not inflate";
@@ -343,6 +370,22 @@ StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io:
   SniffedStream o;
   CTRAIN_ASSIGN_OR_RETURN(o.stream, io::WrapForRead(std::move(raw), compression, &o.compression, &PlainProbe));
   o.format = requested;
+  if (o.compression != io::Compression::kNone && requested != RecordFormat::kTFRecord) {
+    // Decompressed bytes that start like another gzip member or zlib stream: a
+    // file compressed twice (any format would misread it byte by byte).
+    std::string head(io::kPeekBytes, '\0');
+    CTRAIN_ASSIGN_OR_RETURN(size_t n, o.stream->Read(head.data(), head.size()));
+    head.resize(n);
+    const io::Compression inner = CompressedSignature(head);
+    // Text can start like a zlib header ("x^"); real compressed bytes are not text.
+    if (inner != io::Compression::kNone && !LooksLikeText(head)) {
+      const std::string outer(io::CompressionName(o.compression)), in(io::CompressionName(inner));
+      return InvalidArgumentError(o.stream->name() + ": the " + outer + "-decompressed bytes start like another " + in +
+                                  " stream: compressed twice? (decompress it once, e.g. `gzip -dc FILE > FILE2`, and "
+                                  "read FILE2)");
+    }
+    o.stream = std::make_unique<PrefixedFile>(std::move(head), std::move(o.stream));
+  }
   if (requested == RecordFormat::kTFRecord && o.compression == io::Compression::kNone) {
     std::string head(io::kPeekBytes, '\0');
     CTRAIN_ASSIGN_OR_RETURN(size_t n, o.stream->Read(head.data(), head.size()));
@@ -363,6 +406,11 @@ StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io:
       o.format = SniffText(head);
     else {
       CTRAIN_RETURN_IF_ERROR(CheckNotCompressed(o.stream->name(), head));
+      if (LooksLikeTextWithStrayBytes(head)) {
+        o.format = SniffText(head);
+        o.stream = std::make_unique<PrefixedFile>(std::move(head), std::move(o.stream));
+        return o;
+      }
       return InvalidArgumentError(o.stream->name() +
                                   ": cannot detect the record format: not a TFRecord (no valid length crc "
                                   "in the first 12 bytes) and not text; pass --format");
@@ -380,8 +428,8 @@ StatusOr<SniffedStream> OpenAndSniff(const std::string& path, io::Compression co
 }
 }  // namespace
 
-StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression) {
-  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, compression, RecordFormat::kAuto));
+StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression, RecordFormat requested) {
+  CTRAIN_ASSIGN_OR_RETURN(SniffedStream o, OpenAndSniff(path, compression, requested));
   return SniffResult{o.format, o.compression};
 }
 
@@ -408,6 +456,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       io::LibSvmOptions lo;
       lo.field_size = options.field_size;
       lo.id_base = options.id_base;
+      lo.max_line_bytes = options.max_line_bytes;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibSvmReader::Open(std::move(o.stream), lo));
       return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression, options.id_limit, options.id_base,
                                                                      options.id_limit_is_model));
@@ -433,6 +482,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       }
       io::CriteoReaderOptions co;
       co.format = o.format == RecordFormat::kCriteoTsv ? io::CriteoFormat::kTsv : io::CriteoFormat::kCsv;
+      co.max_line_bytes = options.max_line_bytes;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(o.stream), co));
       return std::unique_ptr<ExampleReader>(new CriteoExampleReader(std::move(r), o.compression, o.format, options));
     }

@@ -58,6 +58,10 @@ struct ExampleReaderOptions {
   // appear, a writer to connect, and each next byte (pipe_mode.h); 0 = no
   // limit. The pipeline sets it from PipelineOptions::pipe_timeout_ms.
   int64_t pipe_timeout_ms = 60000;
+  // Text formats: the longest line accepted (io::LineReader); a longer one, or
+  // no newline within this many bytes, is InvalidArgument "<file>:<line>: line
+  // longer than N bytes ...". Bounds the memory a text input can take.
+  size_t max_line_bytes = io::kDefaultMaxLineBytes;
 };
 
 // The id-range rule of ExampleReaderOptions::id_limit for one example.
@@ -112,7 +116,9 @@ class ExampleReader {
 // data line with "id:value" tokens -> libsvm, unless most ':' tokens of the
 // first lines are "field:feature:value" -> libffm (which this reader refuses
 // with InvalidArgument; one malformed token does not make a file libFFM);
-// tab-separated -> criteo-tsv. An empty input reads zero records.
+// tab-separated -> criteo-tsv. Text with a few stray control bytes (one, or 1
+// in 64 of the first 4 KB, not the first byte) is still sniffed as text, so the
+// parser names the byte's file:line:col. An empty input reads zero records.
 StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& path,
                                                            const ExampleReaderOptions& options);
 
@@ -123,7 +129,9 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
 // A tfrecord read as uncompressed whose first bytes are not a TFRecord header
 // but a gzip/zlib signature is InvalidArgument "<file>: not a TFRecord ...; the
 // file starts like a zlib stream, read as uncompressed: <zlib error> (pass
-// --compression zlib ...)".
+// --compression zlib ...)". Decompressed text (or auto-detected) bytes that
+// start like another gzip/zlib stream are InvalidArgument "<file>: the
+// gzip-decompressed bytes start like another gzip stream: compressed twice? ...".
 struct SniffedStream {
   std::unique_ptr<io::SequentialFile> stream;  // decompressed
   io::Compression compression = io::Compression::kNone;  // of the raw bytes
@@ -135,12 +143,15 @@ struct SniffedStream {
 StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io::Compression compression,
                                     RecordFormat requested);
 
-// The format and compression `path` would be read with (consumes nothing on regular files).
+// The format and compression `path` would be read with (consumes nothing on
+// regular files). An explicit `requested` format is honoured, never sniffed:
+// only the compression is detected then.
 struct SniffResult {
   RecordFormat format = RecordFormat::kAuto;
   io::Compression compression = io::Compression::kNone;
 };
-StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression = io::Compression::kAuto);
+StatusOr<SniffResult> SniffFile(const std::string& path, io::Compression compression = io::Compression::kAuto,
+                                RecordFormat requested = RecordFormat::kAuto);
 
 struct ExampleWriterOptions {
   RecordFormat format = RecordFormat::kTFRecord;  // libsvm or tfrecord

@@ -39,8 +39,8 @@ class TFRecordRawReader final : public RawRecordReader {
 
 class TextRawReader final : public RawRecordReader {
  public:
-  TextRawReader(std::unique_ptr<io::SequentialFile> f, io::Compression c, RecordFormat fmt)
-      : file_(std::move(f)), lines_(file_.get()), c_(c), format_(fmt) {}
+  TextRawReader(std::unique_ptr<io::SequentialFile> f, io::Compression c, RecordFormat fmt, size_t max_line_bytes)
+      : file_(std::move(f)), lines_(file_.get(), 1 << 20, max_line_bytes), c_(c), format_(fmt) {}
   StatusOr<bool> Next(std::string_view* record, uint64_t* index, uint64_t* offset) override {
     std::string_view line;
     while (true) {
@@ -110,7 +110,7 @@ StatusOr<std::unique_ptr<RawRecordReader>> RawRecordReader::Open(const std::stri
     CTRAIN_ASSIGN_OR_RETURN(auto r, io::TFRecordReader::FromFile(std::move(stream), to));
     return std::unique_ptr<RawRecordReader>(new TFRecordRawReader(std::move(r), detected));
   }
-  return std::unique_ptr<RawRecordReader>(new TextRawReader(std::move(stream), detected, fmt));
+  return std::unique_ptr<RawRecordReader>(new TextRawReader(std::move(stream), detected, fmt, options.max_line_bytes));
 }
 
 StatusOr<uint64_t> CountRecords(const std::string& path, const ExampleReaderOptions& options) {

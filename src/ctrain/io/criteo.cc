@@ -80,8 +80,11 @@ Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, co
         if (st != NumParse::kOk) {
           const std::string tok = QuoteToken(std::string_view(p, static_cast<size_t>(e - p)));
           return TextError(where, col,
-                           st == NumParse::kNotFinite || st == NumParse::kOutOfRange
+                           st == NumParse::kNotFinite
                                ? NumericName(i) + ": value " + tok + " is not finite"
+                           : st == NumParse::kOutOfRange
+                               ? NumericName(i) + ": value " + tok + " is " +
+                                     OutOfRangeText(std::string_view(p, static_cast<size_t>(e - p)), true)
                                : NumericName(i) + ": expected a number, found " + tok);
         }
         row->numeric[i] = v;
@@ -111,7 +114,7 @@ Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, co
 
 CriteoReader::CriteoReader(std::unique_ptr<SequentialFile> file, const CriteoReaderOptions& options)
     : file_(std::move(file)),
-      lines_(file_.get(), options.read_buffer_size < 1 ? 1 : options.read_buffer_size),
+      lines_(file_.get(), options.read_buffer_size < 1 ? 1 : options.read_buffer_size, options.max_line_bytes),
       format_(options.format) {}
 
 StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(const std::string& path,
@@ -362,7 +365,18 @@ StatusOr<CriteoVocabulary> CriteoVocabulary::ParseFeatureMap(std::string_view te
 }
 
 StatusOr<CriteoVocabulary> CriteoVocabulary::LoadFeatureMap(const std::string& path, int32_t id_base) {
-  CTRAIN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  // Read through a LineReader so that a file without newlines (/dev/zero)
+  // stops at kDefaultMaxLineBytes instead of growing without bound.
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<SequentialFile> f, OpenSequentialFile(path));
+  LineReader lines(f.get());
+  std::string text;
+  std::string_view line;
+  for (;;) {
+    CTRAIN_ASSIGN_OR_RETURN(bool more, lines.Next(&line));
+    if (!more) break;
+    text.append(line);
+    text.push_back('\n');
+  }
   return ParseFeatureMap(text, path, id_base);
 }
 

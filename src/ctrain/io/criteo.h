@@ -62,6 +62,7 @@ struct CriteoRow {
 // except to build an error. Errors: InvalidArgument "<where>:<column>: ...":
 //   "bad label 'x': expected 0 or 1"   "missing label"
 //   "I3: expected a number, found 'abc'"   "I3: value 'inf' is not finite"
+//   "I3: value '1e-400' is out of double range: it underflows (...)"  (or "overflows", io/text_number.h)
 //   "C2: control byte '\x00' in category 'ab\x00c'"
 //   "<file>:<line>: expected 40 cells, got 39 (...)" (no column)
 Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row,
@@ -77,6 +78,8 @@ struct CriteoReaderOptions {
   CriteoFormat format = CriteoFormat::kAuto;
   // Initial LineReader buffer in bytes (grows to fit a longer line).
   size_t read_buffer_size = 1 << 20;
+  // Longest line accepted (file.h's LineReader): a longer one is an error.
+  size_t max_line_bytes = kDefaultMaxLineBytes;
 };
 
 class CriteoReader {
@@ -187,6 +190,8 @@ class CriteoVocabulary {
   // "<name>: no I<k> / C<k>|<unk> entry" when a field is not covered.
   static StatusOr<CriteoVocabulary> ParseFeatureMap(std::string_view text, std::string_view name,
                                                     int32_t id_base = 0);
+  // LoadFeatureMap: ParseFeatureMap's errors, the file's, and LineReader's
+  // (a line longer than kDefaultMaxLineBytes, a UTF-8 BOM).
   static StatusOr<CriteoVocabulary> LoadFeatureMap(const std::string& path, int32_t id_base = 0);
 
  private:

@@ -1,5 +1,7 @@
 #include "ctrain/io/file.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <glob.h>
 #include <poll.h>
@@ -496,8 +498,22 @@ Status WriteStringToFileAtomic(const std::string& path, std::string_view content
   return f->Close();
 }
 
-LineReader::LineReader(SequentialFile* file, size_t buffer_size) : file_(file) {
-  buf_.resize(buffer_size);
+LineReader::LineReader(SequentialFile* file, size_t buffer_size, size_t max_line_bytes)
+    : file_(file), max_line_bytes_(max_line_bytes < 1 ? 1 : max_line_bytes) {
+  buf_.resize(std::max<size_t>(1, std::min(buffer_size, max_line_bytes_ + 1)));
+}
+
+Status LineReader::CheckNoBom(std::string_view first_line) const {
+  if (!first_line.starts_with("\xEF\xBB\xBF")) return Status::OK();
+  return InvalidArgumentError(file_->name() +
+                              ":1: file starts with a UTF-8 byte-order mark (bytes EF BB BF); remove it "
+                              "(e.g. sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)");
+}
+
+Status LineReader::TooLong() const {
+  const std::string n = std::to_string(max_line_bytes_);
+  return InvalidArgumentError(file_->name() + ":" + std::to_string(line_number_ + 1) + ": line longer than " + n +
+                              " bytes (no newline within " + n + " bytes; raise --max-line-bytes if it is real)");
 }
 
 StatusOr<bool> LineReader::Next(std::string_view* line) {
@@ -505,6 +521,8 @@ StatusOr<bool> LineReader::Next(std::string_view* line) {
     const char* nl = static_cast<const char*>(std::memchr(buf_.data() + begin_, '\n', end_ - begin_));
     if (nl != nullptr) {
       size_t len = static_cast<size_t>(nl - (buf_.data() + begin_));
+      if (len > max_line_bytes_) return TooLong();
+      if (line_number_ == 0) CTRAIN_RETURN_IF_ERROR(CheckNoBom(std::string_view(buf_.data() + begin_, len)));
       *line = std::string_view(buf_.data() + begin_, len);
       line_offset_ = consumed_ + begin_;
       begin_ += len + 1;
@@ -513,6 +531,8 @@ StatusOr<bool> LineReader::Next(std::string_view* line) {
     }
     if (eof_) {
       if (begin_ == end_) return false;
+      if (end_ - begin_ > max_line_bytes_) return TooLong();
+      if (line_number_ == 0) CTRAIN_RETURN_IF_ERROR(CheckNoBom(std::string_view(buf_.data() + begin_, end_ - begin_)));
       *line = std::string_view(buf_.data() + begin_, end_ - begin_);
       line_offset_ = consumed_ + begin_;
       begin_ = end_;
@@ -527,7 +547,8 @@ StatusOr<bool> LineReader::Next(std::string_view* line) {
       end_ -= begin_;
       begin_ = 0;
     }
-    if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
+    if (end_ > max_line_bytes_) return TooLong();  // no '\n' within max_line_bytes + 1 bytes
+    if (end_ == buf_.size()) buf_.resize(std::min(buf_.size() * 2, max_line_bytes_ + 1));
     CTRAIN_ASSIGN_OR_RETURN(size_t n, file_->Read(buf_.data() + end_, buf_.size() - end_));
     if (n < buf_.size() - end_) eof_ = true;
     end_ += n;

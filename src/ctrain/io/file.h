@@ -143,13 +143,27 @@ Status CheckOutputsAreNotInputs(const std::vector<FlagPath>& inputs, const std::
 StatusOr<std::string> ReadFileToString(const std::string& path);
 Status WriteStringToFileAtomic(const std::string& path, std::string_view contents);
 
+// Longest text line (without its '\n') any text reader accepts by default:
+// 64 MiB (--max-line-bytes). A longer line, or a stream with no newline within
+// that many bytes (/dev/zero, a binary file read as text), is an error, never
+// an unbounded buffer.
+inline constexpr size_t kDefaultMaxLineBytes = size_t{64} << 20;
+
 // Buffered reader with line access on top of a SequentialFile (LibSVM, Criteo TSV).
+// Memory: the buffer grows to fit a line, up to max_line_bytes + 1 bytes.
 class LineReader {
  public:
-  explicit LineReader(SequentialFile* file, size_t buffer_size = 1 << 20);
+  explicit LineReader(SequentialFile* file, size_t buffer_size = 1 << 20,
+                      size_t max_line_bytes = kDefaultMaxLineBytes);
   // Sets *line to the next line without its '\n' (a trailing '\r' is kept; the
   // text parsers treat it as whitespace). Returns false at EOF. The view stays
   // valid until the next call. A last line without '\n' is returned as a line.
+  // A line longer than max_line_bytes is InvalidArgument
+  //   "<file>:<line>: line longer than N bytes (no newline within N bytes; --max-line-bytes)"
+  // A first line starting with a UTF-8 byte-order mark (EF BB BF) is
+  // InvalidArgument "<file>:1: file starts with a UTF-8 byte-order mark ...":
+  // no text format has one, and it would corrupt the first label or cell.
+  // (Errors are not sticky: callers stop at the first one.)
   StatusOr<bool> Next(std::string_view* line);
   // 1-based number of the line last returned.
   uint64_t line_number() const { return line_number_; }
@@ -160,7 +174,11 @@ class LineReader {
   bool last_line_unterminated() const { return unterminated_; }
 
  private:
+  Status TooLong() const;
+  Status CheckNoBom(std::string_view first_line) const;
+
   SequentialFile* file_;
+  size_t max_line_bytes_;
   std::string buf_;
   size_t begin_ = 0, end_ = 0;
   bool eof_ = false;

@@ -51,8 +51,8 @@ Status ParseLibFfmLine(std::string_view line, float* label, std::vector<FfmTripl
   return Status::OK();
 }
 
-StatusOr<std::unique_ptr<LibFfmReader>> LibFfmReader::Open(std::unique_ptr<SequentialFile> file) {
-  return std::unique_ptr<LibFfmReader>(new LibFfmReader(std::move(file)));
+StatusOr<std::unique_ptr<LibFfmReader>> LibFfmReader::Open(std::unique_ptr<SequentialFile> file, size_t max_line_bytes) {
+  return std::unique_ptr<LibFfmReader>(new LibFfmReader(std::move(file), max_line_bytes));
 }
 
 StatusOr<bool> LibFfmReader::Next(float* label, const std::vector<FfmTriple>** triples) {

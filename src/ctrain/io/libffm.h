@@ -41,14 +41,17 @@ class LibFfmReader {
     uint64_t records = 0;
     uint64_t skipped_lines = 0;  // blank or comment lines
   };
-  static StatusOr<std::unique_ptr<LibFfmReader>> Open(std::unique_ptr<SequentialFile> file);
+  // max_line_bytes: longest line accepted (file.h's LineReader).
+  static StatusOr<std::unique_ptr<LibFfmReader>> Open(std::unique_ptr<SequentialFile> file,
+                                                      size_t max_line_bytes = kDefaultMaxLineBytes);
   // The next example; false at end of input. The triples stay valid until the next call.
   StatusOr<bool> Next(float* label, const std::vector<FfmTriple>** triples);
   const Counters& counters() const { return counters_; }
   const std::string& name() const { return file_->name(); }
 
  private:
-  explicit LibFfmReader(std::unique_ptr<SequentialFile> file) : file_(std::move(file)), lines_(file_.get()) {}
+  LibFfmReader(std::unique_ptr<SequentialFile> file, size_t max_line_bytes)
+      : file_(std::move(file)), lines_(file_.get(), 1 << 20, max_line_bytes) {}
   std::unique_ptr<SequentialFile> file_;
   LineReader lines_;
   std::vector<FfmTriple> triples_;

@@ -86,8 +86,8 @@ Status PairError(const TextLocation& where, const char* line, const char* ts, co
                        "value " + QuoteToken(value_text) + " for id " + std::string(id_text) + " is not finite");
     case NumParse::kOutOfRange:
       return TextError(where, vcol,
-                       "value " + QuoteToken(value_text) + " for id " + std::string(id_text) +
-                           " is out of float range");
+                       "value " + QuoteToken(value_text) + " for id " + std::string(id_text) + " is " +
+                           OutOfRangeText(value_text, false));
     default:
       return TextError(where, vcol, "bad value " + QuoteToken(value_text) + " for id " + std::string(id_text));
   }
@@ -213,7 +213,8 @@ void AppendLibSvmLine(float label, std::span<const int64_t> ids, std::span<const
 
 LibSvmReader::LibSvmReader(std::unique_ptr<SequentialFile> file, const LibSvmOptions& options,
                            size_t read_buffer_size)
-    : file_(std::move(file)), lines_(file_.get(), read_buffer_size < 1 ? 1 : read_buffer_size), options_(options) {}
+    : file_(std::move(file)), lines_(file_.get(), read_buffer_size < 1 ? 1 : read_buffer_size, options.max_line_bytes),
+      options_(options) {}
 
 StatusOr<std::unique_ptr<LibSvmReader>> LibSvmReader::Open(const std::string& path,
                                                            const LibSvmOptions& options,

@@ -52,6 +52,8 @@ struct LibSvmOptions {
   // a written id < id_base is an error. 1 for the classic LIBSVM/XGBoost
   // files (agaricus, criteo_deepfm_va10k). Never guessed. Must be >= 0.
   int32_t id_base = 0;
+  // Longest line accepted (file.h's LineReader): a longer one is an error.
+  size_t max_line_bytes = kDefaultMaxLineBytes;
 };
 
 enum class LineKind {

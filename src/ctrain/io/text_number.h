@@ -18,7 +18,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <limits>
 
 namespace ctrain::io {
@@ -136,6 +140,27 @@ inline bool ParseBinaryLabel(const char* p, const char* e, float* label) {
     return true;
   }
   return false;
+}
+
+// What is wrong with a token that ParseFloat (is_double false) or ParseDouble
+// reported as kOutOfRange: "out of float range: it underflows (nonzero but
+// smaller in magnitude than 1.4e-45, the smallest float)" or "... it overflows
+// (larger in magnitude than 3.4e+38, the largest float)". Callers prefix "value 'tok' is ".
+inline std::string OutOfRangeText(std::string_view tok, bool is_double) {
+  const std::string s(tok);
+  const double d = std::strtod(s.c_str(), nullptr);  // 0/denormal on underflow, inf or finite-but-huge on overflow
+  const bool under = std::fabs(d) < 1.0;
+  const std::string kind = is_double ? "double" : "float";
+  char lim[32];
+  if (under)
+    std::snprintf(lim, sizeof lim, "%.2g", is_double ? std::numeric_limits<double>::denorm_min()
+                                                       : static_cast<double>(std::numeric_limits<float>::denorm_min()));
+  else
+    std::snprintf(lim, sizeof lim, "%.2g", is_double ? std::numeric_limits<double>::max()
+                                                       : static_cast<double>(std::numeric_limits<float>::max()));
+  return "out of " + kind + " range: it " +
+         (under ? "underflows (nonzero but smaller in magnitude than " + std::string(lim) + ", the smallest " + kind + ")"
+                : "overflows (larger in magnitude than " + std::string(lim) + ", the largest " + kind + ")");
 }
 
 }  // namespace ctrain::io

@@ -55,7 +55,7 @@ StatusOr<std::vector<InputFormat>> DetectInputFormats(const std::vector<std::str
         out.push_back({f, given, ""});
         continue;
       }
-      CTRAIN_ASSIGN_OR_RETURN(data::SniffResult s, data::SniffFile(f, reader.compression));
+      CTRAIN_ASSIGN_OR_RETURN(data::SniffResult s, data::SniffFile(f, reader.compression, reader.format));
       out.push_back({f, given.empty() ? std::string(data::RecordFormatName(s.format)) : given,
                      CompressionText(s.compression)});
     }
