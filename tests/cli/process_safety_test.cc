@@ -407,54 +407,67 @@ std::string CriteoTsv(int rows, int distinct) {
   return s;
 }
 
-// The second input is a FIFO: the vocabulary pass reads it once; the data
-// pass then waits for a new writer, with the data and the map half done. An
-// interrupt there must leave the previous pair (or nothing) and no temporary.
+// The data and its feature map are published together: an interrupt at any
+// moment of a vocabulary convert leaves either the previous pair or the new
+// pair (never a new map beside old data, nor a map without data) and no
+// temporary. The interrupt lands after a range of delays, so it falls before,
+// during and after the two passes; the invariant must hold every time.
 TEST_F(ProcessSafetyTest, InterruptedVocabularyConvertKeepsDataAndFeatureMapTogether) {
-  std::ofstream(P("a.tsv"), std::ios::binary) << CriteoTsv(400, 300);
-  const std::string fifo_rows = CriteoTsv(50, 40);
-  ASSERT_EQ(::mkfifo(P("in").c_str(), 0600), 0);
-  const std::string flags = " --input-format criteo-tsv --pipe-timeout-ms 0 --vocab-min-count ";
-  // A complete earlier conversion (from regular files only).
-  std::ofstream(P("b.tsv"), std::ios::binary) << fifo_rows;
+  std::ofstream(P("a.tsv"), std::ios::binary) << CriteoTsv(20000, 3000);
+  std::ofstream(P("b.tsv"), std::ios::binary) << CriteoTsv(50, 40);
+  const std::string flags = " --input-format criteo-tsv --vocab-min-count ";
+  // The previous pair, and the pair an uninterrupted run writes (the reference).
   RunResult first = Sh(C() + " convert -i a.tsv -i b.tsv -o bv.tfr" + flags + "1");
   ASSERT_EQ(first.exit_code, 0) << first.out;
+  RunResult ref = Sh(C() + " convert -i a.tsv -i b.tsv -o ref.tfr" + flags + "20");
+  ASSERT_EQ(ref.exit_code, 0) << ref.out;
   const std::string old_data = Slurp(dir_ / "bv.tfr"), old_map = Slurp(dir_ / "bv.tfr.feature_map.txt");
+  const std::string new_data = Slurp(dir_ / "ref.tfr"), new_map = Slurp(dir_ / "ref.tfr.feature_map.txt");
   ASSERT_FALSE(old_data.empty());
-  ASSERT_FALSE(old_map.empty());
+  ASSERT_FALSE(new_map.empty());
+  ASSERT_TRUE(old_map != new_map) << "the two vocabularies must differ";
+  int interrupted = 0;
   for (const std::string out : {"bv.tfr", "fresh.tfr"}) {
-    SCOPED_TRACE(out);
-    Child c = Child::Start({"convert", "-i", "a.tsv", "-i", "in", "-o", out, "--input-format", "criteo-tsv",
-                            "--pipe-timeout-ms", "0", "--vocab-min-count", "3"},
-                           dir_.string());
-    std::thread writer([&] {  // the vocabulary pass's only writer (bounded by convert's own timeout)
-      const int fd = OpenFifoWriter(P("in"));
-      if (fd < 0) return;
-      EXPECT_EQ(::write(fd, fifo_rows.data(), fifo_rows.size()), static_cast<ssize_t>(fifo_rows.size()));
-      ::close(fd);
-    });
-    writer.join();
-    const bool waiting = c.ReadUntil("waiting for writer on in", 10);
-    if (waiting) {
-      EXPECT_TRUE(fs::exists(P(out + ".tmp." + std::to_string(c.pid)))) << "no data temporary";
-      EXPECT_TRUE(fs::exists(P(out + ".feature_map.txt.tmp." + std::to_string(c.pid)))) << "no map temporary";
-    }
-    ASSERT_EQ(::kill(c.pid, SIGINT), 0);
-    EXPECT_EQ(c.Finish(), 130) << c.out;
-    ASSERT_TRUE(waiting) << c.out;
-    EXPECT_TRUE(Temporaries(dir_).empty());
-    if (out == "bv.tfr") {
-      EXPECT_EQ(Slurp(dir_ / "bv.tfr"), old_data);
-      EXPECT_EQ(Slurp(dir_ / "bv.tfr.feature_map.txt"), old_map);
-    } else {
-      EXPECT_FALSE(fs::exists(P("fresh.tfr")));
-      EXPECT_FALSE(fs::exists(P("fresh.tfr.feature_map.txt"))) << "an orphan feature map";
+    for (int delay_ms : {0, 2, 5, 10, 20, 40, 80, 160, 320}) {
+      SCOPED_TRACE(out + " after " + std::to_string(delay_ms) + " ms");
+      Child c = Child::Start({"convert", "-i", "a.tsv", "-i", "b.tsv", "-o", out, "--input-format", "criteo-tsv",
+                              "--vocab-min-count", "20"},
+                             dir_.string());
+      ::usleep(delay_ms * 1000);
+      ASSERT_EQ(::kill(c.pid, SIGINT), 0);
+      const int rc = c.Finish();
+      ASSERT_TRUE(rc == 130 || rc == 0) << rc << "\n" << c.out;
+      interrupted += rc == 130;
+      EXPECT_TRUE(Temporaries(dir_).empty());
+      const bool has_data = fs::exists(P(out)), has_map = fs::exists(P(out + ".feature_map.txt"));
+      ASSERT_EQ(has_data, has_map) << "data and map published apart";
+      if (has_data) {
+        const std::string data = Slurp(P(out)), map = Slurp(P(out + ".feature_map.txt"));
+        const bool old_pair = data == old_data && map == old_map;
+        const bool new_pair = data == new_data && map == new_map;
+        EXPECT_TRUE(old_pair || new_pair) << "a mixed pair";
+        if (out == "fresh.tfr") {
+          EXPECT_TRUE(new_pair);
+        }
+      } else {
+        EXPECT_EQ(out, "fresh.tfr") << "the previous pair was removed";
+        EXPECT_EQ(rc, 130);
+      }
+      if (out == "bv.tfr") {  // back to the previous pair for the next round
+        std::ofstream(P("bv.tfr"), std::ios::binary) << old_data;
+        std::ofstream(P("bv.tfr.feature_map.txt"), std::ios::binary) << old_map;
+      } else {
+        fs::remove(P("fresh.tfr"));
+        fs::remove(P("fresh.tfr.feature_map.txt"));
+      }
     }
   }
+  EXPECT_GT(interrupted, 0) << "no run was interrupted: the test checked nothing";
   // Uninterrupted, both are replaced together: the new map reads the new data.
-  RunResult again = Sh(C() + " convert -i a.tsv -i b.tsv -o bv.tfr" + flags + "3");
+  RunResult again = Sh(C() + " convert -i a.tsv -i b.tsv -o bv.tfr" + flags + "20");
   ASSERT_EQ(again.exit_code, 0) << again.out;
-  EXPECT_NE(Slurp(dir_ / "bv.tfr.feature_map.txt"), old_map);
+  EXPECT_TRUE(Slurp(dir_ / "bv.tfr") == new_data);
+  EXPECT_TRUE(Slurp(dir_ / "bv.tfr.feature_map.txt") == new_map);
   EXPECT_NE(again.out.find("written to bv.tfr.feature_map.txt"), std::string::npos) << again.out;
 }
 

@@ -396,7 +396,7 @@ TEST_F(ReadersCli, ConvertInputGlobsAndStdoutVocabulary) {
   Write("gd/a.libsvm", "1 0:1 1:1\n");
   Write("gd/b.libsvm", "0 0:2 1:1\n");
   Write("gd/.hidden", "junk\n");
-  for (const std::string in : {"'" + P("gd") + "/*.libsvm'", P("gd")}) {
+  for (const std::string& in : {"'" + P("gd") + "/*.libsvm'", P("gd")}) {
     RunResult r = Ctrain("convert --field-size 2 --output-format libsvm -i " + in + " -o " + P("all.libsvm"));
     ASSERT_EQ(r.exit_code, 0) << in << r.out;
     EXPECT_EQ(Slurp(P("all.libsvm")), "1 0:1 1:1\n0 0:2 1:1\n") << in;
