@@ -18,18 +18,14 @@
 #include "ctrain/data/example_reader.h"
 #include "ctrain/data/pipeline.h"
 #include "testing/fifo.h"
+#include "testing/temp_dir.h"
 
 namespace ctrain::data {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string TempDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(base ? base : "/tmp") + "/ctrain_pipe_mode_test_" + std::to_string(::getpid()) + "_" + name;
-  EXPECT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
-  return dir;
-}
+std::string TempDir(const std::string& name) { return ctrain::testing::TestTempDir("ctrain_pipe_mode_test", name); }
 
 ExampleReaderOptions Reader() {
   ExampleReaderOptions r;

@@ -13,16 +13,12 @@
 #include <thread>
 
 #include "ctrain/io/file.h"
+#include "testing/temp_dir.h"
 
 namespace ctrain::train {
 namespace {
 
-std::string TempDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(base ? base : "/tmp") + "/ctrain_lock_test_" + std::to_string(::getpid()) + "_" + name;
-  EXPECT_EQ(std::system(("rm -rf '" + dir + "' && mkdir -p '" + dir + "'").c_str()), 0);
-  return dir;
-}
+std::string TempDir(const std::string& name) { return ctrain::testing::TestTempDir("ctrain_lock_test", name); }
 
 TEST(ModelDirLock, SecondTakerFailsNamingTheHolder) {
   const std::string dir = TempDir("second");

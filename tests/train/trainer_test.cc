@@ -15,17 +15,12 @@
 #include "ctrain/io/file.h"
 #include "ctrain/train/checkpoint.h"
 #include "ctrain/train/trainer_state.h"
+#include "testing/temp_dir.h"
 
 namespace ctrain::train {
 namespace {
 
-std::string TempDir(const std::string& name) {
-  const char* base = std::getenv("TEST_TMPDIR");
-  std::string dir = std::string(base ? base : "/tmp") + "/ctrain_trainer_test_" + std::to_string(::getpid()) + "_" + name;
-  std::string cmd = "rm -rf '" + dir + "'";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  return dir;
-}
+std::string TempDir(const std::string& name) { return ctrain::testing::TestTempDir("ctrain_trainer_test", name, /*create=*/false); }
 
 TrainOptions SmallOptions() {
   TrainOptions o;
