@@ -11,7 +11,10 @@ PKGS=(
   libtomlplusplus-dev  # TOML config files
   libgtest-dev libgmock-dev  # unit tests (via CTest)
   libbenchmark-dev     # bench/ micro benchmarks
-  libprotobuf-dev protobuf-compiler  # interop tests only: check our tf.train.Example bytes with the real protobuf library
+  libprotobuf-dev protobuf-compiler  # service/ messages; interop tests check our tf.train.Example bytes with it
+  libgrpc++-dev protobuf-compiler-grpc  # service/: data service and parameter servers (gRPC C++)
+  libzstd-dev          # per-batch zstd on the data-service stream
+  libopenmpi-dev openmpi-bin  # dist/: multi-host allreduce under mpirun
   clang libclang-rt-14-dev libomp-14-dev llvm  # libFuzzer targets (clang needs its OpenMP runtime)
 )
 missing=()
