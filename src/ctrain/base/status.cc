@@ -23,6 +23,7 @@ std::string_view StatusCodeName(StatusCode code) {
     case StatusCode::kInternal: return "Internal";
     case StatusCode::kUnavailable: return "Unavailable";
     case StatusCode::kDataLoss: return "DataLoss";
+    case StatusCode::kUnauthenticated: return "Unauthenticated";
   }
   return "Unknown";
 }
@@ -50,6 +51,7 @@ Status Status::WithContext(std::string_view context) const {
 Status InvalidArgumentError(std::string_view m) { return Status(StatusCode::kInvalidArgument, m); }
 Status NotFoundError(std::string_view m) { return Status(StatusCode::kNotFound, m); }
 Status DataLossError(std::string_view m) { return Status(StatusCode::kDataLoss, m); }
+Status UnauthenticatedError(std::string_view m) { return Status(StatusCode::kUnauthenticated, m); }
 Status OutOfRangeError(std::string_view m) { return Status(StatusCode::kOutOfRange, m); }
 Status IOError(std::string_view m) { return Status(StatusCode::kUnavailable, m); }
 Status FailedPreconditionError(std::string_view m) { return Status(StatusCode::kFailedPrecondition, m); }

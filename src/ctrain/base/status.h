@@ -36,6 +36,7 @@ enum class StatusCode : int {
   kInternal = 13,
   kUnavailable = 14,
   kDataLoss = 15,
+  kUnauthenticated = 16,  // gRPC: the request lacks valid credentials (service token)
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -93,6 +94,7 @@ Status AbortedError(std::string_view msg);
 Status AlreadyExistsError(std::string_view msg);
 Status PermissionDeniedError(std::string_view msg);
 Status UnavailableError(std::string_view msg);
+Status UnauthenticatedError(std::string_view msg);
 // Maps errno (from a failed syscall on `path`) to a code: ENOENT -> NotFound, EACCES -> PermissionDenied, ...
 Status ErrnoError(std::string_view path, std::string_view what, int err);
 

@@ -1,0 +1,86 @@
+#include "ctrain/service/server.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+namespace ctrain::service {
+
+StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError(path + ": cannot open the " + std::string(flag) + " file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (ss.str().empty()) return InvalidArgumentError(path + ": the " + std::string(flag) + " file is empty");
+  return ss.str();
+}
+
+std::string JoinHostPort(const std::string& host, int port) {
+  if (host.find(':') != std::string::npos && host.front() != '[') return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+Status CheckHostPort(const std::string& address, const std::string& flag) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size())
+    return InvalidArgumentError(flag + " \"" + address + "\" is not HOST:PORT");
+  const std::string port = address.substr(colon + 1);
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
+      std::stoi(port) > 65535)
+    return InvalidArgumentError(flag + " \"" + address + "\": the port must be a number in [1, 65535]");
+  return Status::OK();
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+std::string ExposureWarning(const ServerConfig& config) {
+  if (IsLoopbackHost(config.bind) || !config.token.empty()) return "";
+  return "listening on " + config.bind +
+         " beyond loopback without a service token: anyone who reaches this port can use it; set --token-file "
+         "or " "CTRAIN_SERVICE_TOKEN (docs/data-service.md#security)";
+}
+
+StatusOr<RunningServer> StartServer(const ServerConfig& config, const std::vector<grpc::Service*>& services) {
+  if (config.port < 0 || config.port > 65535)
+    return InvalidArgumentError("--port must be in [0, 65535], got " + std::to_string(config.port));
+  if (config.tls_cert.empty() != config.tls_key.empty())
+    return InvalidArgumentError("--tls-cert and --tls-key go together");
+  if (!config.tls_ca.empty() && config.tls_cert.empty())
+    return InvalidArgumentError("--tls-ca on a server needs --tls-cert and --tls-key");
+  std::shared_ptr<grpc::ServerCredentials> creds;
+  if (config.tls_cert.empty()) {
+    creds = grpc::InsecureServerCredentials();
+  } else {
+    grpc::SslServerCredentialsOptions ssl(config.tls_ca.empty()
+                                              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    CTRAIN_ASSIGN_OR_RETURN(pair.private_key, ReadPem(config.tls_key, "--tls-key"));
+    CTRAIN_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(config.tls_cert, "--tls-cert"));
+    ssl.pem_key_cert_pairs.push_back(pair);
+    if (!config.tls_ca.empty()) {
+      CTRAIN_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(config.tls_ca, "--tls-ca"));
+    }
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  RunningServer rs;
+  const std::string listen = JoinHostPort(config.bind, config.port);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, creds, &rs.port);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(config.max_receive_message_bytes, INT32_MAX)));
+  builder.SetMaxSendMessageSize(static_cast<int>(std::min<int64_t>(config.max_send_message_bytes, INT32_MAX)));
+  // No SO_REUSEPORT: a second server on a taken port must fail, not share it.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  for (grpc::Service* s : services) builder.RegisterService(s);
+  rs.server = builder.BuildAndStart();
+  if (rs.server == nullptr || rs.port == 0)
+    return UnavailableError("cannot listen on " + listen + " (address in use, or not an address of this host)");
+  rs.address = JoinHostPort(config.bind, rs.port);
+  return rs;
+}
+
+}  // namespace ctrain::service
