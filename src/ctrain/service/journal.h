@@ -99,7 +99,7 @@ class Journal {
   // missing) into *records (payloads in append order; appended to whatever
   // *records holds; records may be null to verify only), truncates a torn
   // tail, and leaves the file open for appends. `info`, if set, is filled.
-  // Errors (nothing is written or truncated unless Open succeeds):
+  // Errors (the journal file itself is changed only when Open succeeds):
   //   FailedPrecondition  "<dir>: journal directory is in use by another
   //                        process (pid N holds <dir>/LOCK)"
   //   DataLoss            "<dir>/journal: record <i> at offset <o>: ..." (the
