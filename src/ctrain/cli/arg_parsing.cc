@@ -64,6 +64,27 @@ const CLI::App* FindSubcommand(const CLI::App& app, const std::string& name) {
   return nullptr;
 }
 
+// Descends from `sub` (named at args[*at]) into nested subcommands
+// (`ctrain data-service dispatcher ...`): the command whose flags follow.
+const CLI::App* LeafSubcommand(const CLI::App* sub, const std::vector<std::string>& args, size_t* at) {
+  while (sub != nullptr && !sub->get_subcommands([](const CLI::App*) { return true; }).empty() && *at + 1 < args.size() &&
+         !args[*at + 1].empty() && args[*at + 1][0] != '-') {
+    const CLI::App* nested = FindSubcommand(*sub, args[*at + 1]);
+    if (nested == nullptr) break;
+    sub = nested;
+    ++*at;
+  }
+  return sub;
+}
+
+// "data-service dispatcher" for a nested command.
+std::string CommandPath(const CLI::App* sub) {
+  std::string path = sub->get_name();
+  for (const CLI::App* p = sub->get_parent(); p != nullptr && p->get_parent() != nullptr; p = p->get_parent())
+    path = p->get_name() + " " + path;
+  return path;
+}
+
 std::string Join(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
@@ -91,9 +112,9 @@ void DescribeBoolSwitches(CLI::App& app) {
 }
 
 std::vector<std::string> NormalizeBoolSwitches(const CLI::App& app, std::vector<std::string> args) {
-  const size_t at = SubcommandIndex(args);
+  size_t at = SubcommandIndex(args);
   if (at == args.size()) return args;
-  const CLI::App* sub = FindSubcommand(app, args[at]);
+  const CLI::App* sub = LeafSubcommand(FindSubcommand(app, args[at]), args, &at);
   if (sub == nullptr) return args;
   const std::vector<std::string> names = BoolSwitchNames(*sub);
   std::vector<std::string> out(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(at) + 1);
@@ -161,7 +182,7 @@ std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::str
   std::vector<std::string> commands;
   for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
     commands.push_back(s->get_name());
-  const size_t at = SubcommandIndex(args);
+  size_t at = SubcommandIndex(args);
   bool answered = false;  // --help / --version: CLI11 answers these
   for (size_t i = 0; i < std::min(at, args.size()); ++i) {
     const std::string& a = args[i];
@@ -188,14 +209,29 @@ std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::str
     if (!near.empty()) msg += "; did you mean '" + near + "'?";
     return msg;
   }
+  sub = LeafSubcommand(sub, args, &at);
+  if (std::vector<const CLI::App*> nested = sub->get_subcommands([](const CLI::App*) { return true; });
+      !nested.empty()) {  // a command group (data-service) without its command
+    std::vector<std::string> names;
+    for (const CLI::App* n : nested) names.push_back(n->get_name());
+    bool help = false;
+    for (size_t i = at + 1; i < args.size(); ++i) help = help || args[i] == "--help" || args[i] == "-h";
+    if (help) return "";
+    if (at + 1 < args.size() && !args[at + 1].empty() && args[at + 1][0] != '-') {
+      std::string msg = "ctrain " + CommandPath(sub) + ": unknown command '" + args[at + 1] + "'; the commands are " + Join(names);
+      if (const std::string near = ClosestName(args[at + 1], names); !near.empty()) msg += "; did you mean '" + near + "'?";
+      return msg;
+    }
+    return "ctrain " + CommandPath(sub) + ": a command is required: " + Join(names);
+  }
   std::vector<std::string> flags;  // visible long names, for suggestions
   for (const CLI::Option* o : sub->get_options())
     if (!o->get_group().empty())
       for (const std::string& n : o->get_lnames()) flags.push_back("--" + n);
   const std::vector<std::string> switches = BoolSwitchNames(*sub);
   const bool has_positionals = !sub->get_options([](const CLI::Option* o) { return o->get_positional(); }).empty();
-  const std::string prefix = "ctrain " + sub->get_name() + ": ";
-  const std::string help = " (ctrain " + sub->get_name() + " --help lists the flags)";
+  const std::string prefix = "ctrain " + CommandPath(sub) + ": ";
+  const std::string help = " (ctrain " + CommandPath(sub) + " --help lists the flags)";
   std::map<const CLI::Option*, std::pair<std::string, std::string>> given;  // scalar option -> (spelling, value)
   for (size_t i = at + 1; i < args.size(); ++i) {
     const std::string& a = args[i];

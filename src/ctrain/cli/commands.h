@@ -22,5 +22,6 @@ Command AddSynthCommand(CLI::App& app);
 Command AddTrainCommand(CLI::App& app);
 Command AddEvalCommand(CLI::App& app);
 Command AddPredictCommand(CLI::App& app);
+Command AddDataServiceCommand(CLI::App& app);
 
 }  // namespace ctrain::cli

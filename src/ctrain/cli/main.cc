@@ -22,6 +22,7 @@ std::vector<Command> BuildApp(CLI::App& app) {
   commands.push_back(AddTrainCommand(app));
   commands.push_back(AddEvalCommand(app));
   commands.push_back(AddPredictCommand(app));
+  commands.push_back(AddDataServiceCommand(app));
   DescribeBoolSwitches(app);
   return commands;
 }

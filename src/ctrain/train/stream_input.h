@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,7 +90,45 @@ Status EmptyEpochError(const StreamInput& input, int64_t epoch, int64_t batch_si
 // end that held no record (stats.inputs), although others did.
 Status CheckEveryInputGaveRecords(const data::PipelineStats& stats, int64_t epoch);
 
-class EpochBatchSource {
+// Where TrainStream takes its batches from, one epoch at a time: the local
+// pipeline (EpochBatchSource below) or a remote one (the data service client,
+// dataservice/client.h). Thread safety: one thread at a time.
+class BatchSource {
+ public:
+  virtual ~BatchSource() = default;
+  // Starts epoch `epoch`. `skip`: batches of it a checkpoint already applied
+  // (sources with a Cursor() resume from the cursor instead).
+  virtual Status BeginEpoch(int64_t epoch, int64_t skip) = 0;
+  // The next batch of the current epoch; false at its end. Errors are sticky.
+  virtual StatusOr<bool> Next(data::Batch* batch) = 0;
+  // Records of the current epoch delivered so far.
+  virtual int64_t epoch_records() const = 0;
+  // Stats of the current epoch's pipeline (inputs as opened, records, waits).
+  virtual data::PipelineStats stats() const = 0;
+  // The inputs for checkpoint meta "train_inputs" (DescribeStreamInputs' shape).
+  virtual StatusOr<nlohmann::json> DescribeInputs() const = 0;
+  // The position of the batches delivered so far, saved in checkpoint meta
+  // "data_cursor" and handed back on resume; null when (epoch, batch) is enough.
+  virtual nlohmann::json Cursor() const { return nullptr; }
+  // Training ended (successfully): release what the source holds remotely.
+  virtual Status Finish() { return Status::OK(); }
+  // Figures for --metrics-json ("input_source"); null = none.
+  virtual nlohmann::json Metrics() const { return nullptr; }
+};
+
+// What a BatchSourceFactory gets: the input and the position to resume at.
+struct BatchSourceParams {
+  const StreamInput* input = nullptr;
+  int64_t batch_size = 0;
+  int32_t epochs = 1;
+  uint64_t seed = 0;
+  bool shuffle = true;
+  int64_t start_epoch = 0, start_batch = 0;
+  nlohmann::json cursor;  // the checkpoint's "data_cursor" (null if none)
+};
+using BatchSourceFactory = std::function<StatusOr<std::unique_ptr<BatchSource>>(const BatchSourceParams&)>;
+
+class EpochBatchSource : public BatchSource {
  public:
   // `start_epoch`/`start_batch`: the position training resumes at.
   // Errors: FailedPrecondition for stdin with epochs > 1 and no cache, and for
@@ -102,15 +141,16 @@ class EpochBatchSource {
   // Starts epoch `epoch` and skips its first `skip` batches (counted in
   // epoch_records()). Errors: the pipeline's; FailedPrecondition when the
   // input ends before the position (different data than the checkpoint's).
-  Status BeginEpoch(int64_t epoch, int64_t skip);
+  Status BeginEpoch(int64_t epoch, int64_t skip) override;
   // The next batch of the current epoch (moved into *batch, whose buffers are
   // recycled); false at the end of the epoch. Errors: the pipeline's (sticky).
-  StatusOr<bool> Next(data::Batch* batch);
+  StatusOr<bool> Next(data::Batch* batch) override;
 
   // Records of the current epoch delivered so far, skipped ones included.
-  int64_t epoch_records() const { return epoch_records_; }
+  int64_t epoch_records() const override { return epoch_records_; }
   // Stats of the current pipeline (one epoch's, or all epochs' with a cache).
-  data::PipelineStats stats() const;
+  data::PipelineStats stats() const override;
+  StatusOr<nlohmann::json> DescribeInputs() const override { return DescribeStreamInputs(input_); }
   bool cached() const { return cached_; }
   bool is_stream() const { return stream_; }
 

@@ -150,7 +150,9 @@ struct Trainer::Impl {
   // Stream mode: the running source, whose opened inputs give the format
   // recorded in checkpoints; stream_known_from names where an already known
   // format came from.
-  const EpochBatchSource* stream_src = nullptr;
+  const BatchSource* stream_src = nullptr;
+  BatchSourceFactory source_factory;  // set_batch_source_factory; null = the local pipeline
+  nlohmann::json restored_cursor;     // the checkpoint's "data_cursor" (null if none)
   std::vector<InputFormat> valid_formats;  // set_valid_formats
   std::string stream_known_from;
   // Fills options.data's format/compression from the inputs the pipeline
@@ -370,6 +372,10 @@ struct Trainer::Impl {
     m["train_rows"] = pos.train_rows;
     if (options.data.recorded()) m["data"] = DataSourceToJson(options.data, options.model.field_size);
     if (!train_inputs.is_null()) m["train_inputs"] = train_inputs;
+    if (stream_src != nullptr) {
+      nlohmann::json cursor = stream_src->Cursor();
+      if (!cursor.is_null()) m["data_cursor"] = std::move(cursor);
+    }
     return m;
   }
 
@@ -876,12 +882,6 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   *result = TrainResult();
   result->streamed = true;
   if (valid != nullptr) CTRAIN_RETURN_IF_ERROR(CheckData(*valid, "validation"));
-  // A resume must read the same inputs as the checkpoint (memory mode checks the row count).
-  CTRAIN_ASSIGN_OR_RETURN(nlohmann::json inputs, DescribeStreamInputs(input));
-  if (!restored_inputs.is_null())
-    CTRAIN_RETURN_IF_ERROR(CheckSameStreamInputs(restored_inputs, inputs, restored_path));
-  CTRAIN_RETURN_IF_ERROR(CheckNoEmptyFiles(inputs));
-  train_inputs = std::move(inputs);
   saved_this_run = false;
   source_paths = input.files;
   source_reader = input.reader;
@@ -899,13 +899,36 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   StreamInput checked = input;
   if (checked.reader.id_limit <= 0 || checked.reader.id_limit > options.model.feature_size)
     checked.reader.id_limit = options.model.feature_size;
-  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<EpochBatchSource> src,
-                          EpochBatchSource::Create(checked, options.batch_size, options.epochs, options.seed,
-                                                   options.shuffle, pos.epoch, pos.batch_in_epoch));
+  std::unique_ptr<BatchSource> src;
+  if (source_factory) {
+    BatchSourceParams params;
+    params.input = &checked;
+    params.batch_size = options.batch_size;
+    params.epochs = options.epochs;
+    params.seed = options.seed;
+    params.shuffle = options.shuffle;
+    params.start_epoch = pos.epoch;
+    params.start_batch = pos.batch_in_epoch;
+    params.cursor = restored_cursor;
+    CTRAIN_ASSIGN_OR_RETURN(src, source_factory(params));
+  } else {
+    if (!restored_cursor.is_null())
+      return FailedPreconditionError(restored_path +
+                                     ": the checkpoint was trained through the data service (meta \"data_cursor\"); "
+                                     "resume it with the same --data-service and --job-name, or use a new --model-dir");
+    CTRAIN_ASSIGN_OR_RETURN(src, EpochBatchSource::Create(checked, options.batch_size, options.epochs, options.seed,
+                                                          options.shuffle, pos.epoch, pos.batch_in_epoch));
+  }
+  // A resume must read the same inputs as the checkpoint (memory mode checks the row count).
+  CTRAIN_ASSIGN_OR_RETURN(nlohmann::json inputs, src->DescribeInputs());
+  if (!restored_inputs.is_null())
+    CTRAIN_RETURN_IF_ERROR(CheckSameStreamInputs(restored_inputs, inputs, restored_path));
+  CTRAIN_RETURN_IF_ERROR(CheckNoEmptyFiles(inputs));
+  train_inputs = std::move(inputs);
   result->restored = pos.global_step > 0;
   stream_src = src.get();
   struct ClearSource {
-    const EpochBatchSource** p;
+    const BatchSource** p;
     ~ClearSource() { *p = nullptr; }
   } clear_source{&stream_src};
   stream_known_from.clear();
@@ -1094,12 +1117,15 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   result->input_wait_fraction = result->seconds > 0 ? prog.wait / result->seconds : 0;
   result->examples_per_sec = result->seconds > 0 ? result->examples_this_run / result->seconds : 0;
   result->pipeline = src->stats();
+  CTRAIN_RETURN_IF_ERROR(src->Finish());
+  result->source_metrics = src->Metrics();
   // Too few steps or seconds measure start-up (thread start, first reads,
   // oneDNN primitive creation), not the steady state: no advice from them.
   if (result->steps_this_run >= kMinStepsForInputAdvice && result->seconds >= kMinSecondsForInputAdvice)
     result->input_suggestion =
-        data::InputBoundSuggestion(result->input_wait_fraction, input.pipeline.num_parallel_calls,
-                                   input.pipeline.prefetch_buffer_size);
+        source_factory ? result->source_metrics.value("advice", std::string())
+                       : data::InputBoundSuggestion(result->input_wait_fraction, input.pipeline.num_parallel_calls,
+                                                    input.pipeline.prefetch_buffer_size);
   return Status::OK();
 }
 // ---------------------------------------------------------------------------
@@ -1163,6 +1189,7 @@ Status Trainer::Restore(bool* restored) {
   CheckpointTensors t = m.Tensors();
   CTRAIN_RETURN_IF_ERROR(ck->CopyInto(t));
   m.restored_inputs = meta.contains("train_inputs") ? meta["train_inputs"] : nlohmann::json();
+  m.restored_cursor = meta.contains("data_cursor") ? meta["data_cursor"] : nlohmann::json();
   m.train_inputs = m.restored_inputs;  // kept until a Train/TrainStream call replaces it
   m.restored_path = ck->path;
   m.pos.global_step = meta.value("global_step", int64_t{0});
@@ -1234,6 +1261,7 @@ int64_t Trainer::global_step() const { return impl_->pos.global_step; }
 const TrainOptions& Trainer::options() const { return impl_->options; }
 void Trainer::set_log_sink(std::function<void(const std::string&)> sink) { impl_->sink = std::move(sink); }
 void Trainer::set_stop_flag(const std::atomic<int>* flag) { impl_->stop_flag = flag; }
+void Trainer::set_batch_source_factory(BatchSourceFactory factory) { impl_->source_factory = std::move(factory); }
 void Trainer::set_valid_formats(std::vector<InputFormat> formats) { impl_->valid_formats = std::move(formats); }
 
 StatusOr<model::DeepFMConfig> ReadCheckpointModelConfig(const std::string& model_dir) {

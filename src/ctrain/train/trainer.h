@@ -98,6 +98,7 @@ struct TrainResult {
   // kMinStepsForInputAdvice steps and kMinSecondsForInputAdvice seconds ("" otherwise).
   std::string input_suggestion;
   data::PipelineStats pipeline;    // stream mode: the last epoch's pipeline (all epochs with a cache)
+  nlohmann::json source_metrics;   // stream mode: BatchSource::Metrics() (data service figures), or null
   // Input checks (train/input_checks.h): unscaled values, category codes
   // stored as values, saturated validation predictions. Also printed to
   // stderr ("ctrain: warning: ...") or the log sink as they arise.
@@ -181,6 +182,10 @@ class Trainer {
   // resume continues exactly where the run stopped. A stream input that is
   // waiting for data also ends with Cancelled. Null = never stop.
   void set_stop_flag(const std::atomic<int>* flag);
+
+  // Where TrainStream takes its batches from (null: the local pipeline,
+  // EpochBatchSource). The factory gets the checkpoint's "data_cursor".
+  void set_batch_source_factory(BatchSourceFactory factory);
 
   // TrainStream over a stream read with --format auto learns the training
   // format only once read: the --valid inputs (as read, data_source.h

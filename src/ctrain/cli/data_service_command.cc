@@ -1,0 +1,205 @@
+// `ctrain data-service dispatcher | worker | read | status | shutdown`
+// (docs/data-service.md). The processes live in the library
+// (dataservice/dispatcher.h, worker.h, client.h, admin.h); this file parses flags.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ctrain/base/signals.h"
+#include "ctrain/cli/commands.h"
+#include "ctrain/cli/data_flags.h"
+#include "ctrain/cli/service_flags.h"
+#include "ctrain/dataservice/admin.h"
+#include "ctrain/dataservice/dispatcher.h"
+#include "ctrain/dataservice/worker.h"
+
+namespace ctrain::cli {
+namespace {
+
+// Says where a server listens: one line on stdout (scripts and tests read it),
+// and the exposure warning on stderr.
+void Announce(const char* what, const std::string& address, const service::ServerConfig& config) {
+  std::printf("ctrain: %s listening on %s\n", what, address.c_str());
+  std::fflush(stdout);
+  if (const std::string w = service::ExposureWarning(config); !w.empty())
+    std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+}
+
+struct DispatcherFlags {
+  ServerFlags server;
+  std::string work_dir;
+  int64_t worker_timeout_ms = 5000;
+};
+
+Status RunDispatcher(const DispatcherFlags& fl) {
+  dataservice::DispatcherOptions o;
+  CTRAIN_ASSIGN_OR_RETURN(o.server, fl.server.Config());
+  o.work_dir = fl.work_dir;
+  if (fl.worker_timeout_ms < 100) return InvalidArgumentError("--worker-timeout-ms must be >= 100");
+  o.worker_timeout = std::chrono::milliseconds(fl.worker_timeout_ms);
+  InterruptDeferral defer;  // SIGTERM/SIGINT: stop serving, close the journal, exit 0
+  CTRAIN_ASSIGN_OR_RETURN(auto d, dataservice::Dispatcher::Start(o));
+  Announce("data-service dispatcher", d->address(), o.server);
+  return d->Run(PendingInterruptFlag());
+}
+
+struct WorkerFlags {
+  ServerFlags server;
+  std::string dispatcher, worker_address;
+  int32_t threads = 1;
+  int64_t buffer_bytes = int64_t{64} << 20;
+  int64_t heartbeat_ms = 500;
+  bool exit_when_idle = false;
+};
+
+Status RunWorker(const WorkerFlags& fl) {
+  dataservice::WorkerOptions o;
+  CTRAIN_ASSIGN_OR_RETURN(o.server, fl.server.Config());
+  CTRAIN_ASSIGN_OR_RETURN(o.channel, fl.server.security.Channel());
+  o.dispatcher = fl.dispatcher;
+  o.worker_address = fl.worker_address;
+  o.threads = fl.threads;
+  o.max_buffer_bytes = fl.buffer_bytes;
+  if (fl.heartbeat_ms < 10) return InvalidArgumentError("--heartbeat-ms must be >= 10");
+  o.heartbeat = std::chrono::milliseconds(fl.heartbeat_ms);
+  o.exit_when_idle = fl.exit_when_idle;
+  InterruptDeferral defer;
+  CTRAIN_ASSIGN_OR_RETURN(auto w, dataservice::Worker::Start(o));
+  Announce("data-service worker", w->address(), o.server);
+  return w->Run(PendingInterruptFlag());
+}
+
+struct ReadFlags {
+  DataServiceClientFlags client;
+  std::vector<std::string> train;
+  DataFlags data;
+  int64_t batch_size = 1024;
+  int64_t shuffle_buffer_size = 0;
+  uint64_t seed = 0;
+  int32_t epochs = 1;
+  int32_t num_parallel_reads = 1;
+  bool drop_remainder = false;
+  std::string output;
+  bool discard = false, json = false;
+};
+
+Status RunRead(ReadFlags& fl) {
+  if (fl.output.empty() == !fl.discard) return InvalidArgumentError("give exactly one of --output FILE and --discard");
+  train::StreamInput in;
+  in.files = fl.train;
+  CTRAIN_ASSIGN_OR_RETURN(in.reader, fl.data.ReaderOptions());
+  in.pipeline.shuffle_buffer_size = fl.shuffle_buffer_size;
+  in.pipeline.num_parallel_reads = fl.num_parallel_reads;
+  in.pipeline.drop_remainder = fl.drop_remainder;
+  CTRAIN_ASSIGN_OR_RETURN(dataservice::DataServiceClientOptions o, fl.client.Options(true, fl.data.feature_map));
+  CTRAIN_ASSIGN_OR_RETURN(dataservice::ReadResult r,
+                          dataservice::ReadThroughService(o, in, fl.batch_size, fl.seed, fl.shuffle_buffer_size > 0,
+                                                          fl.epochs, fl.discard ? "" : fl.output));
+  std::fprintf(stderr, "ctrain: read %lld examples in %lld batches (%.1f MB) in %.3f s: %.0f examples/s, %.1f MB/s\n",
+               static_cast<long long>(r.examples), static_cast<long long>(r.batches), r.bytes / 1e6, r.seconds,
+               r.seconds > 0 ? r.examples / r.seconds : 0.0, r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0);
+  if (fl.json) {
+    nlohmann::json j{{"examples", r.examples}, {"batches", r.batches}, {"bytes", r.bytes}, {"seconds", r.seconds},
+                     {"data_service", r.metrics}};
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return Status::OK();
+}
+
+struct AdminFlags {
+  std::string address;
+  SecurityFlags security;
+  bool json = false;
+  int64_t timeout_ms = 5000;
+};
+
+}  // namespace
+
+Command AddDataServiceCommand(CLI::App& app) {
+  CLI::App* group = app.add_subcommand("data-service",
+                                       "Disaggregated input: a dispatcher and CPU workers stream ready batches to "
+                                       "trainers over gRPC (docs/data-service.md)");
+  group->require_subcommand(1);
+  std::vector<std::pair<CLI::App*, std::function<Status()>>> subs;
+
+  auto* dfl = new DispatcherFlags();  // lives for the process (CLI11 keeps pointers into it)
+  CLI::App* d = group->add_subcommand("dispatcher", "Run the dispatcher: datasets, jobs, splits, worker registry");
+  dfl->server.Register(d, 0);
+  d->add_option("--work-dir,--work_dir", dfl->work_dir,
+                "Journal the state here (append-only, fsync'd) so that a restart resumes every job");
+  d->add_option("--worker-timeout-ms,--worker_timeout_ms", dfl->worker_timeout_ms,
+                "A worker silent this long is dead; its splits go to others")
+      ->capture_default_str();
+  subs.push_back({d, [dfl] { return RunDispatcher(*dfl); }});
+
+  auto* wfl = new WorkerFlags();
+  CLI::App* w = group->add_subcommand("worker", "Run a worker: read, parse, shuffle and batch splits for trainers");
+  w->add_option("--dispatcher", wfl->dispatcher, "The dispatcher's HOST:PORT")->required();
+  wfl->server.Register(w, 0);
+  w->add_option("--worker-address,--worker_address", wfl->worker_address,
+                "HOST:PORT trainers reach this worker at (default: --bind and the port)");
+  w->add_option("--threads", wfl->threads, "Parse threads per split stream")->capture_default_str();
+  w->add_option("--buffer-bytes,--buffer_bytes", wfl->buffer_bytes, "Bytes of encoded batches queued ahead of trainers")
+      ->capture_default_str();
+  w->add_option("--heartbeat-ms,--heartbeat_ms", wfl->heartbeat_ms, "Heartbeat interval")->capture_default_str();
+  w->add_flag("--exit-when-idle,--exit_when_idle", wfl->exit_when_idle,
+              "Exit 0 once every job has finished and no stream is open");
+  subs.push_back({w, [wfl] { return RunWorker(*wfl); }});
+
+  auto* rfl = new ReadFlags();
+  CLI::App* r = group->add_subcommand("read", "Read a dataset through the service (debugging, benchmarks, tests)");
+  rfl->client.Register(r, true);
+  r->add_option("--train", rfl->train, "Files, globs or directories (as the dispatcher's host sees them)")
+      ->required()
+      ->expected(1, -1);
+  rfl->data.Register(r);
+  r->add_option("--batch-size,--batch_size", rfl->batch_size, "Examples per batch")->capture_default_str();
+  r->add_option("--shuffle-buffer-size,--shuffle_buffer_size", rfl->shuffle_buffer_size, "0 = no shuffling")
+      ->capture_default_str();
+  r->add_option("--seed", rfl->seed, "Shuffle seed")->capture_default_str();
+  r->add_option("--epochs", rfl->epochs, "Epochs to read")->capture_default_str();
+  r->add_option("--num-parallel-reads,--num_parallel_reads", rfl->num_parallel_reads, "Files a worker reads at once")
+      ->capture_default_str();
+  r->add_option("--drop-remainder,--drop_remainder", rfl->drop_remainder, "Drop each split's last partial batch");
+  r->add_option("-o,--output", rfl->output, "Write every example as LibSVM (label id:value, ids as the model sees them)");
+  r->add_flag("--discard", rfl->discard, "Only count");
+  r->add_flag("--json", rfl->json, "End with one JSON line: examples, batches, bytes, seconds");
+  subs.push_back({r, [rfl] { return RunRead(*rfl); }});
+
+  auto* sfl = new AdminFlags();
+  CLI::App* s = group->add_subcommand("status", "Show workers, jobs, splits, throughput and input advice");
+  s->add_option("address", sfl->address, "The dispatcher's HOST:PORT")->required();
+  sfl->security.Register(s);
+  s->add_flag("--json", sfl->json, "Print the status document as JSON");
+  subs.push_back({s, [sfl]() -> Status {
+                    CTRAIN_ASSIGN_OR_RETURN(service::ChannelConfig ch, sfl->security.Channel());
+                    CTRAIN_ASSIGN_OR_RETURN(nlohmann::json st, dataservice::GetServiceStatus(sfl->address, ch, sfl->timeout_ms));
+                    std::printf("%s", sfl->json ? (st.dump(2) + "\n").c_str() : dataservice::FormatServiceStatus(st).c_str());
+                    return Status::OK();
+                  }});
+
+  auto* xfl = new AdminFlags();
+  CLI::App* x = group->add_subcommand("shutdown", "Stop the service: workers exit, then the dispatcher");
+  x->add_option("address", xfl->address, "The dispatcher's HOST:PORT")->required();
+  xfl->security.Register(x);
+  subs.push_back({x, [xfl]() -> Status {
+                    CTRAIN_ASSIGN_OR_RETURN(service::ChannelConfig ch, xfl->security.Channel());
+                    return dataservice::ShutdownService(xfl->address, ch, xfl->timeout_ms);
+                  }});
+
+  Command c;
+  c.app = group;
+  c.run = [subs]() -> int {
+    for (const auto& [sub, fn] : subs)
+      if (sub->parsed()) {
+        Status st = fn();
+        return st.ok() ? 0 : ReportError(st);
+      }
+    return 2;
+  };
+  return c;
+}
+
+}  // namespace ctrain::cli

@@ -1,0 +1,70 @@
+// A data-service worker: runs the input pipeline for the splits trainers ask
+// it for and streams the batches (docs/data-service.md).
+//
+//   ctrain data-service worker --dispatcher HOST:P [--port 0] [--bind ADDR] [--threads N]
+//                              [--token-file F] [--exit-when-idle]
+//
+// One StreamSplit call per split: the trainer's first message names the
+// dataset, the split, the batches to skip (already consumed) and its first
+// credits; later messages grant more credits. A producer thread reads the
+// split (dataset_def.h PlanSplitRead), encodes frames (frame_codec.h) and
+// queues them; the call's thread writes one frame per credit. The queued bytes
+// of all streams are bounded by max_buffer_bytes (a stream may always queue
+// one frame, so the bound is max_buffer_bytes + one frame per stream).
+//
+// The worker heartbeats the dispatcher (registering itself on the first one)
+// and keeps retrying while it is away, saying so every few seconds. It exits
+// (Run returns) after `data-service shutdown`, with exit_when_idle once every
+// job has finished and no stream is open, or on a stop signal.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ctrain/base/status.h"
+#include "ctrain/service/channel.h"
+#include "ctrain/service/server.h"
+
+namespace ctrain::dataservice {
+
+struct WorkerOptions {
+  service::ServerConfig server;
+  std::string dispatcher;            // HOST:PORT
+  service::ChannelConfig channel;    // to the dispatcher
+  std::string worker_address;        // advertised HOST:PORT; "" = the bound address
+  int32_t threads = 1;               // parse threads per split stream (num_parallel_calls)
+  int64_t max_buffer_bytes = int64_t{64} << 20;
+  std::chrono::milliseconds heartbeat{500};
+  bool exit_when_idle = false;
+  int zstd_level = 1;
+  std::function<void(const std::string&)> log;  // null: stderr "ctrain: worker: ..."
+};
+
+class Worker {
+ public:
+  // Starts serving (the dispatcher need not be up yet). Errors: StartServer's;
+  // InvalidArgument for a bad dispatcher address or threads < 1.
+  static StatusOr<std::unique_ptr<Worker>> Start(const WorkerOptions& options);
+  ~Worker();
+
+  const std::string& address() const;  // as advertised to the dispatcher
+
+  // Heartbeats until shutdown / idle exit / *stop, then stops the server
+  // (open streams are cancelled after a 2 s grace).
+  Status Run(const std::atomic<int>* stop);
+
+  struct Impl;
+
+ private:
+  explicit Worker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Resident set size of this process in bytes (/proc/self/statm), 0 if unknown.
+int64_t ProcessRssBytes();
+
+}  // namespace ctrain::dataservice
