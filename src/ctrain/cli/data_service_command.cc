@@ -83,10 +83,12 @@ struct ReadFlags {
   bool drop_remainder = false;
   std::string output;
   bool discard = false, json = false;
+  int64_t pace_us = 0;
 };
 
 Status RunRead(ReadFlags& fl) {
   if (fl.output.empty() == !fl.discard) return InvalidArgumentError("give exactly one of --output FILE and --discard");
+  if (fl.pace_us < 0) return InvalidArgumentError("--pace-us must be >= 0");
   train::StreamInput in;
   in.files = fl.train;
   CTRAIN_ASSIGN_OR_RETURN(in.reader, fl.data.ReaderOptions());
@@ -96,7 +98,7 @@ Status RunRead(ReadFlags& fl) {
   CTRAIN_ASSIGN_OR_RETURN(dataservice::DataServiceClientOptions o, fl.client.Options(true, fl.data.feature_map));
   CTRAIN_ASSIGN_OR_RETURN(dataservice::ReadResult r,
                           dataservice::ReadThroughService(o, in, fl.batch_size, fl.seed, fl.shuffle_buffer_size > 0,
-                                                          fl.epochs, fl.discard ? "" : fl.output));
+                                                          fl.epochs, fl.discard ? "" : fl.output, fl.pace_us));
   std::fprintf(stderr, "ctrain: read %lld examples in %lld batches (%.1f MB) in %.3f s: %.0f examples/s, %.1f MB/s\n",
                static_cast<long long>(r.examples), static_cast<long long>(r.batches), r.bytes / 1e6, r.seconds,
                r.seconds > 0 ? r.examples / r.seconds : 0.0, r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0);
@@ -166,6 +168,8 @@ Command AddDataServiceCommand(CLI::App& app) {
   r->add_option("-o,--output", rfl->output, "Write every example as LibSVM (label id:value, ids as the model sees them)");
   r->add_flag("--discard", rfl->discard, "Only count");
   r->add_flag("--json", rfl->json, "End with one JSON line: examples, batches, bytes, seconds");
+  r->add_option("--pace-us,--pace_us", rfl->pace_us,
+                "Sleep this long after each batch, standing in for a trainer's step (tests, benchmarks)");
   subs.push_back({r, [rfl] { return RunRead(*rfl); }});
 
   auto* sfl = new AdminFlags();

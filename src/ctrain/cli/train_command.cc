@@ -21,6 +21,8 @@
 #include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/cli/service_flags.h"
+#include "ctrain/dataservice/client.h"
 #include "ctrain/data/file_list.h"
 #include "ctrain/data/pipeline.h"
 #include "ctrain/data/shard.h"
@@ -137,6 +139,7 @@ struct TrainFlags {
   std::vector<CLI::Option*> pipeline_opts;  // to warn when memory mode ignores them
   CLI::Option* num_shards_opt = nullptr;
   CLI::Option* shard_index_opt = nullptr;
+  DataServiceClientFlags data_service;  // --data-service: batches from remote workers (docs/data-service.md)
 
   static data::PipelineOptions DefaultTrainPipeline() {
     data::PipelineOptions p;
@@ -312,6 +315,12 @@ Status RunTrain(TrainFlags& fl) {
     return InvalidArgumentError("--input-mode must be stream or memory (or auto), got '" + fl.input_mode + "'");
   if (mode == "stream" && fl.train.empty())
     return InvalidArgumentError("--input-mode stream needs --train (the built-in synthetic data is generated in memory)");
+  const bool remote = !fl.data_service.address.empty();
+  if (remote && (fl.train.empty() || mode != "stream"))
+    return InvalidArgumentError("--data-service streams --train through the service: give --train, and not "
+                                "--input-mode memory");
+  if (remote && fl.par.autotune)
+    return InvalidArgumentError("--autotune measures on local rows; with --data-service give the thread layout");
   const bool stream = mode == "stream";
   if (!o.model_dir.empty()) {
     // Created now (checkpoints would create it later) so that a --metrics-json
@@ -355,6 +364,7 @@ Status RunTrain(TrainFlags& fl) {
   train::Dataset tr, va;
   train::LoadStats tr_stats, va_stats;
   train::StreamInput si;
+  train::BatchSourceFactory data_service_factory;
   bool have_valid = false;
   if (stream) {
     si.files = fl.train;
@@ -368,6 +378,13 @@ Status RunTrain(TrainFlags& fl) {
       si.pipeline.num_shards = shard.num_shards;
       si.pipeline.shard_index = shard.index;
     }
+    if (remote) {
+      CTRAIN_ASSIGN_OR_RETURN(dataservice::DataServiceClientOptions dso,
+                              fl.data_service.Options(si.pipeline.deterministic, AbsolutePath(fl.data.feature_map)));
+      data_service_factory = dataservice::MakeDataServiceSourceFactory(dso);
+      std::fprintf(stderr, "ctrain: training data from the data service at %s (%s, job %s)\n", dso.dispatcher.c_str(),
+                   fl.data_service.processing_mode.c_str(), dso.job_name.empty() ? "by dataset" : dso.job_name.c_str());
+    } else
     std::fprintf(stderr,
                  "ctrain: streaming training data from %zu input(s): reads=%d calls=%d shuffle_buffer=%lld "
                  "prefetch=%d cache=%s shard %d/%d\n",
@@ -405,7 +422,9 @@ Status RunTrain(TrainFlags& fl) {
     CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
     ro.feature_size = o.model.feature_size;
     std::vector<train::InputFormat> formats;
-    if (stream) {
+    if (remote) {  // the files are read on the workers' hosts: the format is known once read
+      for (const std::string& f : fl.train) formats.push_back({f, fl.data.format == "auto" ? "" : fl.data.format, ""});
+    } else if (stream) {
       CTRAIN_ASSIGN_OR_RETURN(formats, train::DetectInputFormats(fl.train, ro));
     } else {
       formats = train::InputFormatsRead(tr_stats);
@@ -475,6 +494,7 @@ Status RunTrain(TrainFlags& fl) {
   train::TrainResult r;
   trainer->set_stop_flag(PendingInterruptFlag());
   if (have_valid && !fl.valid.empty()) trainer->set_valid_formats(train::InputFormatsRead(va_stats));
+  if (data_service_factory) trainer->set_batch_source_factory(data_service_factory);
   {
     InterruptDeferral defer;  // SIGINT/SIGTERM: checkpoint at the current step, then exit 130/143
     if (stream)
@@ -496,7 +516,9 @@ Status RunTrain(TrainFlags& fl) {
                  static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
   }
   if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
-  if (r.streamed && r.steps_this_run > 0)
+  if (r.streamed && r.steps_this_run > 0 && remote)
+    std::fprintf(stderr, ", input wait %.1f%% (data service)", 100.0 * r.input_wait_fraction);
+  else if (r.streamed && r.steps_this_run > 0)
     std::fprintf(stderr, ", input wait %.1f%%, pipeline %.0f records/s", 100.0 * r.input_wait_fraction,
                  r.pipeline.records_per_second);
   std::fprintf(stderr, "\n");
@@ -526,6 +548,7 @@ Status RunTrain(TrainFlags& fl) {
       j["input_suggestion"] = r.input_suggestion;
       nlohmann::json pj = nlohmann::json::parse(r.pipeline.ToJson(), nullptr, false);
       j["pipeline"] = pj.is_discarded() ? nlohmann::json(r.pipeline.ToJson()) : pj;
+      if (!r.source_metrics.is_null()) j["data_service"] = r.source_metrics;
     }
     CTRAIN_RETURN_IF_ERROR(WriteMetricsJson(fl.metrics_json, j));
   }
@@ -740,6 +763,7 @@ Command AddTrainCommand(CLI::App& app) {
                   "Write final auc, logloss, examples_per_sec, examples, steps, epochs as JSON");
   sub->add_option("--progress", fl->progress, "auto|bar|log|none")->capture_default_str();
   fl->RegisterPipeline(sub);
+  fl->data_service.Register(sub, /*required=*/false);
   fl->par.Register(sub);
   return {sub, [fl]() {
             Status s = RunTrain(*fl);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include <grpcpp/client_context.h>
 
@@ -17,7 +18,7 @@ using json = nlohmann::json;
 
 StatusOr<ReadResult> ReadThroughService(const DataServiceClientOptions& options, const train::StreamInput& input,
                                         int64_t batch_size, uint64_t seed, bool shuffle, int32_t epochs,
-                                        const std::string& output) {
+                                        const std::string& output, int64_t pace_us) {
   if (epochs < 1) return InvalidArgumentError("--epochs must be >= 1");
   if (batch_size < 1) return InvalidArgumentError("--batch-size must be >= 1");
   std::unique_ptr<io::WritableFile> out;
@@ -49,6 +50,7 @@ StatusOr<ReadResult> ReadThroughService(const DataServiceClientOptions& options,
         for (int64_t i = 0; i < b.size(); ++i) io::AppendLibSvmLine(b.labels[i], b.row_ids(i), b.row_values(i), 0, &text);
         CTRAIN_RETURN_IF_ERROR(out->Append(text));
       }
+      if (pace_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(pace_us));
     }
   }
   CTRAIN_RETURN_IF_ERROR(src->Finish());

@@ -25,10 +25,11 @@ struct ReadResult {
 // trainer's: same dataset definition, splits, cursor-free) and writes every
 // example as a LibSVM line "label id:value ..." with the ids as the model sees
 // them (0-based, io/libsvm.h AppendLibSvmLine with id_base 0) to `output`
-// ("-" = stdout, "" = discard: only count). Errors: the client's; the output's I/O errors.
+// ("-" = stdout, "" = discard: only count). `pace_us` > 0 sleeps that long
+// after each batch, standing in for a trainer's step time (tests, benchmarks). Errors: the client's; the output's I/O errors.
 StatusOr<ReadResult> ReadThroughService(const DataServiceClientOptions& options, const train::StreamInput& input,
                                         int64_t batch_size, uint64_t seed, bool shuffle, int32_t epochs,
-                                        const std::string& output);
+                                        const std::string& output, int64_t pace_us = 0);
 
 // The dispatcher's status document (Dispatcher::StatusJson). Errors:
 // Unavailable when it does not answer within `timeout_ms`; Unauthenticated.
