@@ -47,6 +47,8 @@ struct Stream {
   bool ended = false;                 // end frame received
   int64_t split_batches = 0, split_examples = 0;
   bool failed = false;                // transport failure: re-read elsewhere
+  std::string failure;                // why (the gRPC status)
+  bool writes_done = false;           // WritesDone sent: no more credits
   Status error;                       // a data error from the worker: fatal
   int64_t avg_frame_bytes = 0;
 };
@@ -255,7 +257,19 @@ void DataServiceSource::ReaderLoop(Stream* s) {
   proto::BatchFrame f;
   std::string scratch;
   int64_t expected = s->skip;
+  auto close_writes = [&] {  // REQUIRES: mu_ held (writes are serialised by it)
+    if (!s->writes_done) s->rw->WritesDone();
+    s->writes_done = true;
+  };
   while (s->rw->Read(&f)) {
+    if (f.error_code() != 0) {  // the worker could not read the split (a data error): fatal
+      std::lock_guard<std::mutex> l(mu_);
+      const int code = f.error_code() > 0 && f.error_code() <= 16 ? f.error_code() : 2;
+      s->error = Status(static_cast<StatusCode>(code), f.error_message());
+      close_writes();
+      cv_.notify_all();
+      continue;  // to the end of the call
+    }
     if (f.end_of_split()) {
       std::lock_guard<std::mutex> l(mu_);
       for (const proto::InputRead& in : f.inputs()) {
@@ -270,8 +284,9 @@ void DataServiceSource::ReaderLoop(Stream* s) {
       s->ended = true;
       s->split_batches = f.split_batches();
       s->split_examples = f.split_examples();
+      close_writes();
       cv_.notify_all();
-      break;
+      continue;  // to the end of the call
     }
     if (f.seq() < expected) {  // a duplicate (a re-read split): already delivered
       std::lock_guard<std::mutex> l(mu_);
@@ -286,6 +301,7 @@ void DataServiceSource::ReaderLoop(Stream* s) {
     std::lock_guard<std::mutex> l(mu_);
     if (!st.ok()) {
       s->error = st.WithContext("worker " + s->worker);
+      s->ctx.TryCancel();  // end the call now (Finish would wait for the worker)
       cv_.notify_all();
       break;
     }
@@ -312,6 +328,8 @@ void DataServiceSource::ReaderLoop(Stream* s) {
         c == grpc::StatusCode::DEADLINE_EXCEEDED || c == grpc::StatusCode::ABORTED || c == grpc::StatusCode::UNKNOWN ||
         c == grpc::StatusCode::INTERNAL) {
       s->failed = true;  // the worker went away: read the split elsewhere
+      s->failure = gs.ok() ? "the stream ended without its end frame"
+                           : service::FromGrpcStatus(gs, "").ToString();
     } else {
       s->error = service::FromGrpcStatus(gs, "worker " + s->worker + ": " + SplitName(s->split));
     }
@@ -325,7 +343,9 @@ void DataServiceSource::GrantCredits(Stream* s) {
   const int64_t share = opt_.max_buffer_bytes / streams;
   const int64_t target = std::clamp<int64_t>(share / frame, 1, 1024);
   const int64_t outstanding = s->granted - s->received + static_cast<int64_t>(s->ready.size());
-  if (outstanding >= target || buffered_bytes_ >= opt_.max_buffer_bytes || s->ended || s->failed) return;
+  if (outstanding >= target || buffered_bytes_ >= opt_.max_buffer_bytes || s->ended || s->failed || s->writes_done ||
+      !s->error.ok())
+    return;
   proto::StreamRequest more;
   more.set_credits(static_cast<int32_t>(target - outstanding));
   if (s->rw->Write(more)) s->granted += target - outstanding;
@@ -399,6 +419,7 @@ Status DataServiceSource::Reopen(std::list<std::unique_ptr<Stream>>::iterator it
   proto::SplitId split = s->split;
   const std::string dead = s->worker;
   const int64_t consumed = s->consumed;
+  const std::string why = s->failure;
   {
     std::lock_guard<std::mutex> l(mu_);
     dropped_on_failover_ += s->received - (consumed - s->skip);
@@ -407,7 +428,7 @@ Status DataServiceSource::Reopen(std::list<std::unique_ptr<Stream>>::iterator it
   ++failovers_;
   partial_[opt_.processing_mode == proto::PARALLEL_EPOCHS ? split.copy() : split.split_index()] = consumed;
   Log("the stream of " + SplitName(split) + " from worker " + dead + " broke after " + std::to_string(consumed) +
-      " batches; reading the rest from another worker");
+      " batches (" + why + "); reading the rest from another worker");
   auto last_notice = Clock::now();
   for (;;) {
     proto::GetSplitRequest req;

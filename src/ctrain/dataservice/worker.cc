@@ -139,16 +139,20 @@ struct Worker::Impl final : public proto::Worker::Service {
         }
       }
       proto::BatchFrame end;
+      end.set_seq(seq);
       if (st.ok()) {
-        end.set_seq(seq);
         end.set_end_of_split(true);
         end.set_split_batches(seq);
         end.set_split_examples(examples);
         inputs_to(&end);
+      } else {  // in band: the call itself ends OK once the client has read this
+        const Status located = st.WithContext(split_name);
+        end.set_error_code(static_cast<int>(located.code()));
+        end.set_error_message(std::string(located.message()));
       }
       std::lock_guard<std::mutex> l(mu);
       produce_error = st;
-      if (st.ok() && !cancel) queue.push_back(std::move(end));
+      if (!cancel) queue.push_back(std::move(end));
       produced_all = true;
       cv.notify_all();
     });
@@ -177,10 +181,7 @@ struct Worker::Impl final : public proto::Worker::Service {
           result = grpc::Status(grpc::StatusCode::CANCELLED, "the worker is stopping");
           break;
         }
-        if (queue.empty() && produced_all) {
-          if (!produce_error.ok()) result = service::ToGrpcStatus(produce_error.WithContext(split_name));
-          break;
-        }
+        if (queue.empty() && produced_all) break;
         if (client_gone && queue.empty()) break;
         if (credits <= 0 || queue.empty()) {
           if (client_gone) break;
@@ -196,7 +197,7 @@ struct Worker::Impl final : public proto::Worker::Service {
         buffered -= static_cast<int64_t>(f.payload().size());
       }
       budget_cv.notify_all();
-      const bool end = f.end_of_split();
+      const bool end = f.end_of_split() || f.error_code() != 0;
       const int64_t n = static_cast<int64_t>(f.payload().size());
       if (!stream->Write(f)) break;  // the client went away
       if (end) break;
@@ -216,8 +217,12 @@ struct Worker::Impl final : public proto::Worker::Service {
       queued_bytes = 0;
     }
     budget_cv.notify_all();
-    // The credit reader ends when the client half-closes or the call ends.
-    ctx->TryCancel();
+    // The credit reader ends when the client half-closes (it does after the
+    // end frame); a client that does not within 10 s is cut off.
+    {
+      std::unique_lock<std::mutex> l(mu);
+      if (!cv.wait_for(l, std::chrono::seconds(10), [&] { return client_gone; })) ctx->TryCancel();
+    }
     credit_reader.join();
     --active;
     return result;
