@@ -56,7 +56,7 @@ void DataServiceClientFlags::Register(CLI::App* app, bool required) {
                   "the whole dataset)")
       ->capture_default_str();
   app->add_option("--job-name,--job_name", job_name,
-                  "Data-service job to join or create (default: job-<dataset fingerprint>); trainers sharing it "
+                  "Data-service job to join or create (default: job-<dataset fingerprint>-<mode>); trainers sharing it "
                   "split each epoch, a restarted trainer resumes it");
   app->add_option("--num-splits,--num_splits", num_splits, "distributed_epoch: splits per epoch")->capture_default_str();
   app->add_option("--consumer-index,--consumer_index", consumer_index, "This trainer's index within the job")

@@ -149,7 +149,11 @@ Status DataServiceSource::Init() {
   proto::RegisterDatasetResponse rresp;
   CTRAIN_RETURN_IF_ERROR(CallDispatcher("register the dataset", rreq, &rresp, &proto::Dispatcher::Stub::RegisterDataset));
   def_ = rresp.dataset();
-  job_ = opt_.job_name.empty() ? "job-" + rresp.dataset_id() : opt_.job_name;
+  job_ = opt_.job_name.empty() ? "job-" + rresp.dataset_id() +
+                                      (opt_.processing_mode == proto::PARALLEL_EPOCHS
+                                           ? std::string("-parallel")
+                                           : "-" + std::to_string(opt_.num_splits) + "splits")
+                                : opt_.job_name;
   json files = json::array();
   for (int i = 0; i < def_.files_size(); ++i)
     files.push_back({{"path", def_.files(i)}, {"bytes", i < rresp.file_bytes_size() ? rresp.file_bytes(i) : -1}});
@@ -238,8 +242,8 @@ Status DataServiceSource::OpenStream(const proto::SplitId& split, const std::str
   open.set_skip_batches(s->skip);
   open.set_compression(comp == FrameCompression::kZstd ? "zstd" : "none");
   open.set_job_id(job_);
-  open.set_credits(2);
-  s->granted = 2;
+  open.set_credits(1);
+  s->granted = 1;
   workers_seen_.insert(worker);
   Stream* raw = s.get();
   if (!s->rw->Write(open)) {
@@ -343,9 +347,11 @@ void DataServiceSource::GrantCredits(Stream* s) {
   const int64_t share = opt_.max_buffer_bytes / streams;
   const int64_t target = std::clamp<int64_t>(share / frame, 1, 1024);
   const int64_t outstanding = s->granted - s->received + static_cast<int64_t>(s->ready.size());
-  if (outstanding >= target || buffered_bytes_ >= opt_.max_buffer_bytes || s->ended || s->failed || s->writes_done ||
-      !s->error.ok())
-    return;
+  // The budget never starves a stream with nothing ready: the trainer may be
+  // waiting on it (ordered reads wait on the first stream), so it may always
+  // have one batch on the way.
+  if (outstanding >= target || s->ended || s->failed || s->writes_done || !s->error.ok()) return;
+  if (buffered_bytes_ >= opt_.max_buffer_bytes && !(s->ready.empty() && outstanding == 0)) return;
   proto::StreamRequest more;
   more.set_credits(static_cast<int32_t>(target - outstanding));
   if (s->rw->Write(more)) s->granted += target - outstanding;
@@ -490,6 +496,7 @@ StatusOr<bool> DataServiceSource::Next(data::Batch* batch) {
     auto it = pick();
     while (it == streams_.end() || ((*it)->ready.empty() && !(*it)->ended && !(*it)->failed && (*it)->error.ok())) {
       if (opt_.stop != nullptr && opt_.stop->load() != 0) return CancelledError("stopped while waiting for input");
+      if (it != streams_.end()) GrantCredits(it->get());  // it may have been refused credit while others filled the buffer
       cv_.wait_for(l, std::chrono::milliseconds(100));
       it = pick();
     }

@@ -22,7 +22,8 @@
 //
 // Flow control: each stream has credits (batches the worker may send ahead);
 // the decoded batches waiting in this client are bounded by max_buffer_bytes
-// (plus one frame per stream).
+// (plus one frame per stream: a stream with nothing ready may always have
+// one batch on the way, so an ordered read never starves).
 //
 // Order: with `ordered` (the default; --deterministic), batches are taken
 // split by split in the order the dispatcher handed the splits out, so one
@@ -51,7 +52,7 @@ namespace ctrain::dataservice {
 struct DataServiceClientOptions {
   std::string dispatcher;            // HOST:PORT
   service::ChannelConfig channel;
-  std::string job_name;              // "" = "job-<dataset fingerprint>"
+  std::string job_name;              // "" = "job-<dataset fingerprint>-<N>splits" or "-parallel"
   proto::ProcessingMode processing_mode = proto::DISTRIBUTED_EPOCH;
   int32_t num_splits = 8;            // distributed_epoch: splits per epoch
   int32_t consumer_index = 0;        // this trainer among the job's trainers

@@ -214,7 +214,6 @@ StatusOr<std::vector<json>> DispatcherState::JoinEvents(const proto::JoinJobRequ
     if (j->dataset_id != r.dataset_id()) diff = "dataset " + j->dataset_id + " (this trainer's is " + r.dataset_id() + ")";
     else if (j->mode != mode) diff = "processing mode " + ProcessingModeName(j->mode);
     else if (j->num_splits != splits) diff = std::to_string(j->num_splits) + " splits per epoch";
-    else if (j->epochs != r.epochs()) diff = std::to_string(j->epochs) + " epochs";
     if (!diff.empty())
       return FailedPreconditionError("job \"" + r.job_name() + "\" already exists with " + diff +
                                      ": give this run another --job-name, or the same data and options");
@@ -264,9 +263,8 @@ StatusOr<std::vector<json>> DispatcherState::NextUnitEvents(const std::string& n
   const JobInfo* j = job(name);
   if (j == nullptr) return NotFoundError("unknown job " + name);
   if (!j->consumers.count(consumer)) return FailedPreconditionError("consumer " + std::to_string(consumer) + " has not joined job " + name);
-  if (epoch < 0 || epoch >= j->epochs)
-    return FailedPreconditionError("job " + name + " has " + std::to_string(j->epochs) + " epochs; epoch " +
-                                   std::to_string(epoch) + " is not one of them");
+  // A job's epochs are what its first trainer planned (status only): a resume may train more.
+  if (epoch < 0 || epoch > (int64_t{1} << 40)) return InvalidArgumentError("epoch " + std::to_string(epoch) + " is out of range");
   std::vector<json> events;
   auto ep = j->epoch_units.find(epoch);
   EpochInfo fresh;

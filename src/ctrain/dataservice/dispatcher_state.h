@@ -58,7 +58,7 @@ struct JobInfo {
   std::string dataset_id;
   proto::ProcessingMode mode = proto::DISTRIBUTED_EPOCH;
   int32_t num_splits = 1;  // distributed_epoch
-  int64_t epochs = 1;
+  int64_t epochs = 1;  // as its first trainer planned (shown in status; later epochs may still be read)
   std::map<int64_t, EpochInfo> epoch_units;
   std::map<int32_t, ConsumerInfo> consumers;
   // Every consumer that joined has released the job.
@@ -89,15 +89,15 @@ class DispatcherState {
   // dataset: {"type": "dataset", "id", "def" (proto text as base64), "file_bytes"}.
   static nlohmann::json DatasetEvent(const DatasetInfo& dataset);
   // Join: creates the job on first use. Errors: FailedPrecondition when the
-  // job exists with another dataset, mode, num_splits or epochs (named);
+  // job exists with another dataset, mode or num_splits (named);
   // NotFound for an unknown dataset; InvalidArgument for a bad cursor.
   StatusOr<std::vector<nlohmann::json>> JoinEvents(const proto::JoinJobRequest& request) const;
   // Which unit to hand to `consumer` for `epoch`: a unit it owns that it is not
   // streaming (`active`), else a pending one. `live_workers` sizes a new
   // parallel_epochs epoch. Returns false in *found when the consumer has
-  // nothing left in the epoch. Errors: NotFound job; FailedPrecondition for an
-  // epoch past the job's epochs or a parallel_epochs epoch with no live worker
-  // (Unavailable: retry).
+  // nothing left in the epoch. Errors: NotFound job; FailedPrecondition for a
+  // consumer that has not joined; Unavailable for a new parallel_epochs epoch
+  // with no live worker (retry).
   StatusOr<std::vector<nlohmann::json>> NextUnitEvents(const std::string& job, int32_t consumer, int64_t epoch,
                                                        const std::set<int32_t>& active, int32_t live_workers,
                                                        int32_t* unit, bool* found) const;
