@@ -7,8 +7,9 @@
 # Reports the trainer's examples/s and input_wait_fraction (--metrics-json),
 # median and best of REPEAT runs, and the trainer process's CPU seconds
 # (/usr/bin/time user+sys, whole process incl. start-up): examples per CPU
-# second is the figure a shared machine cannot skew, and CPU-s / wall-s is
-# the share of core 0 the trainer got; the three setups alternate within each repeat
+# second is the figure a shared machine cannot skew, CPU-s / wall-s is
+# the share of core 0 the trainer got, and "preempted" is the time its threads
+# were runnable but not running (/proc/PID/task/*/schedstat); the three setups alternate within each repeat
 # so that machine noise hits all of them alike.
 #   bench/data_service_taskset.sh [REPS=2000] [MAX_STEPS=400] [REPEAT=3]
 # The TSV is ../shared/data/criteo_raw_paddlerec_part-0.tsv (100 rows, Criteo
@@ -58,15 +59,28 @@ for i in $(seq "$REPEAT"); do
     esac
     # shellcheck disable=SC2086
     /usr/bin/time -f "%e %U %S" -o "$WORK/time.txt" \
-      taskset -c 0 "$BIN" $TRAIN "${extra[@]}" --metrics-json "$WORK/m.json" 2> "$WORK/train.err" ||
-      { cat "$WORK/train.err" >&2; exit 1; }
-    python3 - "$setup" "$WORK/m.json" "$WORK/time.txt" <<'PY' | tee -a "$WORK/runs.txt"
+      taskset -c 0 "$BIN" $TRAIN "${extra[@]}" --metrics-json "$WORK/m.json" 2> "$WORK/train.err" &
+    TP=$!
+    # The trainer's time runnable but not running (preempted), summed over its threads
+    # (/proc/PID/task/*/schedstat, 2nd field), sampled every 50 ms until it exits.
+    echo 0 > "$WORK/delay.txt"
+    while kill -0 "$TP" 2>/dev/null; do
+      CP=$(pgrep -P "$TP" | head -1 || true)
+      if [ -n "$CP" ]; then
+        cat /proc/"$CP"/task/*/schedstat 2>/dev/null | awk '{d += $2} END {print d / 1e9}' > "$WORK/delay.tmp" &&
+          [ -s "$WORK/delay.tmp" ] && mv "$WORK/delay.tmp" "$WORK/delay.txt"
+      fi
+      sleep 0.05
+    done
+    wait "$TP" || { cat "$WORK/train.err" >&2; exit 1; }
+    python3 - "$setup" "$WORK/m.json" "$WORK/time.txt" "$WORK/delay.txt" <<'PY' | tee -a "$WORK/runs.txt"
 import json, sys
 m = json.load(open(sys.argv[2]))
 wall, user, sys_ = map(float, open(sys.argv[3]).read().split()[-3:])
 print(json.dumps({"setup": sys.argv[1], "examples_per_sec": m["examples_per_sec"],
                   "input_wait_fraction": m["input_wait_fraction"], "examples": m["examples"], "steps": m["steps"],
-                  "trainer_cpu_s": round(user + sys_, 3), "trainer_wall_s": wall}))
+                  "trainer_cpu_s": round(user + sys_, 3), "trainer_wall_s": wall,
+                  "trainer_preempted_s": round(float(open(sys.argv[4]).read() or 0), 3)}))
 PY
   done
 done
@@ -79,8 +93,8 @@ names = {"local": "(a) local pipeline, core 0",
 base = st.median(r["examples_per_sec"] for r in rows if r["setup"] == "local")
 cpu_base = st.median(r["examples"] / r["trainer_cpu_s"] for r in rows if r["setup"] == "local")
 print("\n| setup | trainer examples/s median (best) | input_wait_fraction median (max) | vs (a) "
-      "| trainer examples per CPU-s (median) | vs (a) | trainer CPU share of core 0 |")
-print("|---|---|---|---|---|---|---|")
+      "| trainer examples per CPU-s (median) | vs (a) | trainer CPU share of core 0 | trainer preempted s (median) |")
+print("|---|---|---|---|---|---|---|---|")
 for k, name in names.items():
     rs = [r for r in rows if r["setup"] == k]
     e = [r["examples_per_sec"] for r in rs]
@@ -88,5 +102,5 @@ for k, name in names.items():
     c = st.median(r["examples"] / r["trainer_cpu_s"] for r in rs)
     share = st.median(r["trainer_cpu_s"] / r["trainer_wall_s"] for r in rs)
     print(f"| {name} | {st.median(e):,.0f} ({max(e):,.0f}) | {st.median(w):.3f} ({max(w):.3f}) | {st.median(e) / base:.2f}x "
-          f"| {c:,.0f} | {c / cpu_base:.2f}x | {share:.2f} |")
+          f"| {c:,.0f} | {c / cpu_base:.2f}x | {share:.2f} | {st.median(r['trainer_preempted_s'] for r in rs):.2f} |")
 PY
