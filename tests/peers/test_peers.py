@@ -118,3 +118,25 @@ def test_tf_parse_counts_and_checksums(data, fmt, comp):
     assert r["records"] == ROWS
     assert r["label_sum"] == float(labels.sum())
     assert r["id_sum"] == int(ids.sum())
+
+
+@pytest.mark.skipif(not has_tf, reason="tensorflow not installed")
+def test_tf_data_service_counts_and_checksums(data):
+    d, _, labels, ids, vals = data
+    path = str(d / "tiny.service.tfrecord")
+    make_synthetic.write_tfrecord(path, labels, ids, vals, None)
+    server = subprocess.Popen([sys.executable, os.path.join(PEERS, "tf_data_service_peer.py"), "server"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = server.stdout.readline()  # "dispatcher grpc://HOST:PORT" (blocks until the server is up)
+        assert line.startswith("dispatcher grpc://"), line
+        r = run_json([os.path.join(PEERS, "tf_data_service_peer.py"), "client", "--service", line.split()[1],
+                      "--file", path, "--batch-size", "128", "--repeat", "1"])
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    assert r["examples"] == ROWS and r["batches"] == -(-ROWS // 128)
+    assert r["bytes"] == ROWS * (4 + 12 * F)
+    assert r["label_sum"] == float(labels.sum())
+    assert r["id_sum"] == int(ids.sum())
+    assert len(r["seconds"]) == 1 and r["bytes_per_sec"] > 0
