@@ -24,6 +24,10 @@
 #include "ctrain/data/file_list.h"
 #include "ctrain/data/pipeline.h"
 #include "ctrain/data/shard.h"
+#if CTRAIN_HAVE_MPI
+#include "ctrain/dist/job_setup.h"
+#include "ctrain/dist/mpi_exchange.h"
+#endif
 #include "ctrain/io/file.h"
 #include "ctrain/model/layers/bf16.h"
 #include "ctrain/train/autotune.h"
@@ -133,6 +137,11 @@ struct TrainFlags {
   CLI::App* app = nullptr;
   // Input mode and pipeline knobs (docs/training.md#input-modes).
   std::string input_mode = "auto";
+  // mpirun (docs/distributed.md): Horovod's learning-rate scaling and stall detector.
+  std::string lr_scaling = "none";
+  double stall_warning_secs = 60, stall_shutdown_secs = 0;
+  int64_t check_replicas_every = 0;
+  bool per_rank_inputs = false;  // --train held {local_rank} or {rank}
   data::PipelineOptions pipe = DefaultTrainPipeline();
   std::vector<CLI::Option*> pipeline_opts;  // to warn when memory mode ignores them
   CLI::Option* num_shards_opt = nullptr;
@@ -272,8 +281,13 @@ Status LoadData(const std::vector<std::string>& paths, DataFlags& data, int64_t 
   return Status::OK();
 }
 
-Status RunTrain(TrainFlags& fl) {
-  if (!fl.config.empty()) CTRAIN_RETURN_IF_ERROR(ApplyConfigFile(fl.app, fl.config));
+#if CTRAIN_HAVE_MPI
+using MpiJob = dist::MpiExchange;
+#else
+struct MpiJob;  // built without MPI (-DCTRAIN_MPI=OFF)
+#endif
+
+Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
   train::TrainOptions& o = fl.o;
   CTRAIN_ASSIGN_OR_RETURN(o.model.deep_layers, train::ParseLayerList(fl.deep_layers));
   o.model.embedding_size = fl.embedding_size;
@@ -299,6 +313,33 @@ Status RunTrain(TrainFlags& fl) {
   o.model.feature_size = fl.data.feature_size;
   o.optimizer.name = fl.optimizer;
   o.optimizer.learning_rate = fl.learning_rate;
+#if CTRAIN_HAVE_MPI
+  std::string job_line;
+  if (mpi != nullptr) {  // one rank of `mpirun -np N ctrain train` (dist/job_setup.h)
+    if (fl.par.autotune && mpi->size() > 1)
+      return FailedPreconditionError("--autotune under mpirun: ranks share the cores they would measure; give the "
+                                     "thread layout (--intra-op-parallelism-threads) instead");
+    CTRAIN_ASSIGN_OR_RETURN(o.optimizer.learning_rate,
+                            dist::ScaleLearningRate(fl.learning_rate, mpi->size(), fl.lr_scaling));
+    job_line = dist::DescribeJob(*mpi, o.batch_size, fl.learning_rate, o.optimizer.learning_rate, fl.lr_scaling);
+    for (std::string& f : fl.train) {  // per-rank inputs are this rank's already: no sharding on top
+      fl.per_rank_inputs = fl.per_rank_inputs || dist::HasRankPattern(f);
+      f = dist::ExpandRankPattern(f, mpi->rank(), mpi->local_rank());
+    }
+    CTRAIN_RETURN_IF_ERROR(dist::CheckDistinctChannels(*mpi, fl.train));
+    if (!mpi->is_chief()) {  // rank 0 alone checkpoints, validates and reports
+      o.model_dir.clear();
+      fl.metrics_json.clear();
+      fl.valid.clear();
+      fl.progress = "none";
+    }
+  }
+#else
+  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n != nullptr && std::atoi(n) > 1)
+    return FailedPreconditionError("started by mpirun with " + std::string(n) +
+                                   " ranks, but this ctrain was built without MPI (-DCTRAIN_MPI=OFF or no "
+                                   "libopenmpi-dev): the ranks would train separate models");
+#endif
   o.parallel = fl.par.p;
   if (fl.progress == "auto") o.progress = train::ProgressMode::kAuto;
   else if (fl.progress == "bar") o.progress = train::ProgressMode::kTerminal;
@@ -363,7 +404,7 @@ Status RunTrain(TrainFlags& fl) {
     si.reader.id_limit = o.model.feature_size;
     si.pipeline = fl.pipe;
     si.pipeline.pipe_timeout_ms = fl.data.pipe_timeout_ms;  // --pipe-timeout-ms is a data flag (all commands)
-    if (fl.num_shards_opt->count() == 0 && fl.shard_index_opt->count() == 0) {
+    if (fl.num_shards_opt->count() == 0 && fl.shard_index_opt->count() == 0 && !fl.per_rank_inputs) {
       CTRAIN_ASSIGN_OR_RETURN(data::ShardSpec shard, data::ShardFromEnvironment());
       si.pipeline.num_shards = shard.num_shards;
       si.pipeline.shard_index = shard.index;
@@ -390,10 +431,20 @@ Status RunTrain(TrainFlags& fl) {
                  static_cast<unsigned long long>(o.seed), static_cast<long long>(kSynthTrainRows),
                  static_cast<long long>(kSynthValidRows), static_cast<long long>(o.model.feature_size));
     CTRAIN_ASSIGN_OR_RETURN(tr, train::MakeSynthDataset(o.seed, 0, kSynthTrainRows, o.model.feature_size));
+#if CTRAIN_HAVE_MPI
+    if (mpi != nullptr && mpi->size() > 1) tr = dist::ShardRows(tr, mpi->size(), mpi->rank());
+#endif
     CTRAIN_ASSIGN_OR_RETURN(va, train::MakeSynthDataset(o.seed, kSynthTrainRows, kSynthValidRows, o.model.feature_size));
     have_valid = true;
   } else {
     CTRAIN_RETURN_IF_ERROR(LoadData(fl.train, fl.data, o.model.feature_size, &tr, "train", &tr_stats));
+#if CTRAIN_HAVE_MPI
+    if (mpi != nullptr && mpi->size() > 1 && !fl.per_rank_inputs) {  // memory mode shards its rows too
+      tr = dist::ShardRows(tr, mpi->size(), mpi->rank());
+      std::fprintf(stderr, "ctrain: %s: memory mode: %lld training rows (every %d-th row from %d)\n",
+                   mpi->RankName(mpi->rank()).c_str(), static_cast<long long>(tr.size()), mpi->size(), mpi->rank());
+    }
+#endif
     if (!fl.valid.empty()) {
       CTRAIN_RETURN_IF_ERROR(LoadData(fl.valid, fl.data, o.model.feature_size, &va, "valid", &va_stats));
       have_valid = true;
@@ -472,6 +523,13 @@ Status RunTrain(TrainFlags& fl) {
   if (restored)
     std::fprintf(stderr, "ctrain: resumed from %s at step %lld\n", o.model_dir.c_str(),
                  static_cast<long long>(trainer->global_step()));
+#if CTRAIN_HAVE_MPI
+  if (mpi != nullptr) {
+    trainer->set_gradient_exchange(mpi);
+    mpi->set_check_replicas_every(fl.check_replicas_every);
+    if (mpi->is_chief()) std::fprintf(stderr, "ctrain: %s\n", job_line.c_str());
+  }
+#endif
   train::TrainResult r;
   trainer->set_stop_flag(PendingInterruptFlag());
   if (have_valid && !fl.valid.empty()) trainer->set_valid_formats(train::InputFormatsRead(va_stats));
@@ -577,6 +635,27 @@ Status CheckInputEncoding(InferFlags& fl, const train::TrainOptions& to, const s
                           std::vector<std::string>* notes) {
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
   return train::CheckInputsMatchModel(to.data, fl.model_dir, formats, ro, AbsolutePath(fl.data.feature_map), notes);
+}
+
+// `ctrain train`, alone or as one rank under mpirun: a failing rank ends the
+// whole job (MPI_Abort) so no rank waits for it; a stop request (Cancelled)
+// ends every rank at the same step.
+Status RunTrain(TrainFlags& fl) {
+  if (!fl.config.empty()) CTRAIN_RETURN_IF_ERROR(ApplyConfigFile(fl.app, fl.config));
+#if CTRAIN_HAVE_MPI
+  if (dist::LaunchedByMpirun()) {
+    dist::DistOptions d;
+    d.stall_warning_secs = fl.stall_warning_secs;
+    d.stall_shutdown_secs = fl.stall_shutdown_secs;
+    d.check_replicas_every = fl.check_replicas_every;
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<dist::MpiExchange> mpi, dist::MpiExchange::Create(d));
+    mpi->set_stop_flag(PendingInterruptFlag());
+    Status s = RunTrainJob(fl, mpi.get());
+    if (!s.ok() && s.code() != StatusCode::kCancelled && mpi->size() > 1) mpi->Abort(s.ToString(), 1);
+    return s;
+  }
+#endif
+  return RunTrainJob(fl, nullptr);
 }
 
 Status RunInfer(InferFlags& fl, bool predict) {
@@ -741,6 +820,18 @@ Command AddTrainCommand(CLI::App& app) {
   sub->add_option("--progress", fl->progress, "auto|bar|log|none")->capture_default_str();
   fl->RegisterPipeline(sub);
   fl->par.Register(sub);
+  sub->add_option("--lr-scaling,--lr_scaling", fl->lr_scaling,
+                  "Under mpirun: scale --learning-rate with the N ranks: none, linear (x N) or sqrt (x sqrt N)")
+      ->capture_default_str();
+  sub->add_option("--stall-warning-secs,--stall_warning_secs", fl->stall_warning_secs,
+                  "Under mpirun: name the ranks a collective has waited for this long (0 = never)")
+      ->capture_default_str();
+  sub->add_option("--stall-shutdown-secs,--stall_shutdown_secs", fl->stall_shutdown_secs,
+                  "Under mpirun: abort the job when a collective waited this long (0 = never)")
+      ->capture_default_str();
+  sub->add_option("--check-replicas-every,--check_replicas_every", fl->check_replicas_every,
+                  "Under mpirun: compare parameter hashes across ranks every K steps (0 = never; debug)")
+      ->capture_default_str();
   return {sub, [fl]() {
             Status s = RunTrain(*fl);
             const int sig = PendingInterrupt();  // deferred while training (checkpoint written)

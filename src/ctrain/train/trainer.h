@@ -57,6 +57,8 @@
 
 namespace ctrain::train {
 
+class GradientExchange;  // train/gradient_exchange.h
+
 struct EvalResult {
   double auc = 0;           // NaN when the data has one class only
   double logloss = 0;
@@ -187,6 +189,23 @@ class Trainer {
   // InputFormatsRead) are then checked with CheckValidMatchesTraining and a
   // mismatch stops the run before its first step (FailedPrecondition).
   void set_valid_formats(std::vector<InputFormat> formats);
+
+  // Distributed training (train/gradient_exchange.h; null = this process
+  // alone, the default). With one set, Train/TrainStream first take rank 0's
+  // parameters, slots and position (Horovod's broadcast of the initial or
+  // restored state); every step starts with a vote (all ranks have a batch,
+  // no stop request), and the step's gradients, BN state, loss and example
+  // count are averaged over all ranks, weighted by their examples, before the
+  // same update is applied everywhere. The epoch ends on every rank when the
+  // shortest shard ends (the others' remaining examples are reported on
+  // stderr and counted in examples_left_over()). Checkpoints and validation
+  // follow options.model_dir and the `valid` argument: the caller gives them
+  // to rank 0 only. Hogwild is refused (InvalidArgument). Dropout masks use
+  // the key step * size + rank. Not owned; must outlive training calls.
+  void set_gradient_exchange(GradientExchange* exchange);
+  // Examples this rank's shard still had when another rank's shard ended an
+  // epoch (summed over the epochs of this Trainer; 0 without an exchange).
+  int64_t examples_left_over() const;
 
  private:
   struct Impl;
