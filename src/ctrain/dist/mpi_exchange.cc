@@ -18,6 +18,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kArriveTag = 7101;
+// Liveness probe of a stalled collective: a waiting rank pings the peers that
+// arrived; every rank waiting in a collective answers pings.
+constexpr int kPingTag = 7102, kPongTag = 7103;
 // A stop request while peers do not arrive: give up after this long.
 constexpr double kStopGraceSecs = 5.0;
 // Largest piece of one broadcast (MPI counts are int).
@@ -46,6 +49,20 @@ struct MpiExchange::Impl {
   std::vector<uint64_t> arrived;    // per peer: the collective number it said it entered
   std::vector<MPI_Request> recv, send;
   uint64_t out = 0;
+  std::vector<uint64_t> pong;       // per peer: the collective number its answer names
+  std::vector<MPI_Request> pong_recv;
+
+  // Answers every ping that came in (8 bytes: eager, MPI_Send returns at once).
+  void AnswerPings() {
+    for (;;) {
+      int flag = 0;
+      MPI_Status st;
+      if (MPI_Iprobe(MPI_ANY_SOURCE, kPingTag, notify, &flag, &st) != MPI_SUCCESS || !flag) return;
+      uint64_t v = 0;
+      MPI_Recv(&v, 1, MPI_UINT64_T, st.MPI_SOURCE, kPingTag, notify, MPI_STATUS_IGNORE);
+      MPI_Send(&v, 1, MPI_UINT64_T, st.MPI_SOURCE, kPongTag, notify);
+    }
+  }
 };
 
 StatusOr<std::unique_ptr<MpiExchange>> MpiExchange::Create(const DistOptions& options) {
@@ -70,6 +87,8 @@ StatusOr<std::unique_ptr<MpiExchange>> MpiExchange::Create(const DistOptions& op
   x->impl_->arrived.assign(n, 0);
   x->impl_->recv.assign(n, MPI_REQUEST_NULL);
   x->impl_->send.assign(n, MPI_REQUEST_NULL);
+  x->impl_->pong.assign(n, 0);
+  x->impl_->pong_recv.assign(n, MPI_REQUEST_NULL);
   // Host names and pids of every rank (blocking: nothing to detect yet).
   char host[MPI_MAX_PROCESSOR_NAME] = {};
   int len = 0;
@@ -127,17 +146,47 @@ Status MpiExchange::Run(std::string_view what, Start&& start) {
   int rc = start(m.data, &req);
   if (rc != MPI_SUCCESS) return InternalError(std::string(what) + ": " + MpiErrorText(rc));
   const auto t0 = Clock::now();
-  bool warned = false;
+  bool warned = false, pinged = false;
   double stop_since = -1;
+  // Probe the arrived peers half-way to the first deadline: by then a live one has answered.
+  double ping_at = 0;
+  for (double t : {options_.stall_warning_secs, options_.stall_shutdown_secs})
+    if (t > 0) ping_at = ping_at > 0 ? std::min(ping_at, t / 2) : t / 2;
+  auto ping = [&]() {
+    pinged = true;
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      int done = 0;
+      if (m.recv[p] != MPI_REQUEST_NULL) MPI_Test(&m.recv[p], &done, MPI_STATUS_IGNORE);
+      if (m.recv[p] != MPI_REQUEST_NULL) continue;  // not arrived: named as such
+      uint64_t v = seq;
+      MPI_Send(&v, 1, MPI_UINT64_T, p, kPingTag, m.notify);
+      MPI_Irecv(&m.pong[p], 1, MPI_UINT64_T, p, kPongTag, m.notify, &m.pong_recv[p]);
+    }
+  };
+  auto answered = [&](int p) {  // a pong for this collective (older ones are skipped)
+    for (;;) {
+      if (m.pong_recv[p] == MPI_REQUEST_NULL) return true;
+      int done = 0;
+      MPI_Test(&m.pong_recv[p], &done, MPI_STATUS_IGNORE);
+      if (!done) return false;
+      if (m.pong[p] == seq) return true;
+      MPI_Irecv(&m.pong[p], 1, MPI_UINT64_T, p, kPongTag, m.notify, &m.pong_recv[p]);
+    }
+  };
   auto missing = [&]() {
     std::string names;
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       int done = 0;
       if (m.recv[p] != MPI_REQUEST_NULL) MPI_Test(&m.recv[p], &done, MPI_STATUS_IGNORE);
-      if (m.recv[p] != MPI_REQUEST_NULL) names += (names.empty() ? "" : ", ") + RankName(p);
+      if (m.recv[p] != MPI_REQUEST_NULL)
+        names += (names.empty() ? "" : ", ") + RankName(p) + " (did not enter it)";
+      else if (pinged && !answered(p))
+        names += (names.empty() ? "" : ", ") + RankName(p) + " (entered it, then stopped responding)";
     }
-    return names.empty() ? std::string("none (they arrived; the collective itself is slow)") : names;
+    return names.empty() ? std::string("none (every rank entered it and responds; the transfer itself is slow)")
+                         : names;
   };
   for (int spins = 0;; ++spins) {
     int done = 0;
@@ -145,6 +194,8 @@ Status MpiExchange::Run(std::string_view what, Start&& start) {
     if (rc != MPI_SUCCESS) return InternalError(std::string(what) + ": " + MpiErrorText(rc));
     if (done) break;
     const double el = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (spins >= 200) m.AnswerPings();
+    if (ping_at > 0 && !pinged && el >= ping_at) ping();
     if (options_.stall_warning_secs > 0 && el >= options_.stall_warning_secs && !warned) {
       warned = true;
       std::fprintf(stderr,
@@ -176,6 +227,10 @@ Status MpiExchange::Run(std::string_view what, Start&& start) {
   // Everyone arrived (the collective completed): collect the arrival messages.
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;
+    if (m.pong_recv[p] != MPI_REQUEST_NULL) {  // an unanswered probe: withdrawn
+      MPI_Cancel(&m.pong_recv[p]);
+      MPI_Wait(&m.pong_recv[p], MPI_STATUS_IGNORE);
+    }
     MPI_Wait(&m.recv[p], MPI_STATUS_IGNORE);
     MPI_Wait(&m.send[p], MPI_STATUS_IGNORE);
     if (m.arrived[p] != seq)
