@@ -533,6 +533,12 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
   train::TrainResult r;
   trainer->set_stop_flag(PendingInterruptFlag());
   if (have_valid && !fl.valid.empty()) trainer->set_valid_formats(train::InputFormatsRead(va_stats));
+#if CTRAIN_HAVE_MPI
+  const int64_t mpi_bytes0 = mpi != nullptr ? mpi->payload_bytes() : 0;
+  const int64_t mpi_colls0 = mpi != nullptr ? mpi->collectives() : 0;
+  const double mpi_secs0 = mpi != nullptr ? mpi->collective_seconds() : 0;
+  const int64_t wchar0 = mpi != nullptr ? dist::ProcessBytesWritten() : 0;
+#endif
   {
     InterruptDeferral defer;  // SIGINT/SIGTERM: checkpoint at the current step, then exit 130/143
     if (stream)
@@ -560,6 +566,23 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
   std::fprintf(stderr, "\n");
   if (r.streamed && r.input_wait_fraction > 0.1 && !r.input_suggestion.empty())
     std::fprintf(stderr, "ctrain: %s\n", r.input_suggestion.c_str());
+  nlohmann::json mpi_json;
+#if CTRAIN_HAVE_MPI
+  if (mpi != nullptr && r.steps_this_run > 0) {  // traffic per step of this rank (docs/distributed.md#traffic)
+    const double steps = static_cast<double>(r.steps_this_run);
+    const int64_t wchar1 = dist::ProcessBytesWritten();
+    mpi_json = {{"ranks", mpi->size()},
+                {"collectives_per_step", static_cast<double>(mpi->collectives() - mpi_colls0) / steps},
+                {"payload_bytes_per_step", static_cast<double>(mpi->payload_bytes() - mpi_bytes0) / steps},
+                {"collective_seconds_per_step", (mpi->collective_seconds() - mpi_secs0) / steps},
+                {"written_bytes_per_step", wchar0 >= 0 && wchar1 >= 0 ? (wchar1 - wchar0) / steps : -1.0},
+                {"examples_left_over", trainer->examples_left_over()}};
+    if (mpi->is_chief())
+      std::fprintf(stderr, "ctrain: mpirun: rank 0 per step: %.0f collectives, %.0f payload bytes, %.0f bytes written "
+                   "(/proc/self/io)\n", mpi_json["collectives_per_step"].get<double>(),
+                   mpi_json["payload_bytes_per_step"].get<double>(), mpi_json["written_bytes_per_step"].get<double>());
+  }
+#endif
   if (!fl.metrics_json.empty()) {
     nlohmann::json j{{"auc", r.evaluated ? Num(r.eval.auc) : nlohmann::json(nullptr)},
                      {"logloss", r.evaluated ? Num(r.eval.logloss) : nlohmann::json(nullptr)},
@@ -579,6 +602,7 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
                      {"input_wait_seconds", r.input_wait_seconds},
                      {"compute_seconds", r.compute_seconds},
                      {"warnings", r.warnings}};
+    if (!mpi_json.is_null()) j["mpi"] = mpi_json;
     if (r.streamed) {
       j["pipeline_records_per_sec"] = r.pipeline.records_per_second;
       j["input_suggestion"] = r.input_suggestion;

@@ -108,4 +108,15 @@ std::string DescribeJob(const MpiExchange& exchange, int64_t batch_size, float b
   return buf;
 }
 
+int64_t ProcessBytesWritten() {
+  FILE* f = std::fopen("/proc/self/io", "r");
+  if (f == nullptr) return -1;
+  char line[128];
+  long long v = -1;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "wchar: %lld", &v) == 1) break;
+  std::fclose(f);
+  return v;
+}
+
 }  // namespace ctrain::dist

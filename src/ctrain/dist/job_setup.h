@@ -47,4 +47,10 @@ train::Dataset ShardRows(const train::Dataset& all, int32_t ranks, int32_t rank)
 std::string DescribeJob(const MpiExchange& exchange, int64_t batch_size, float base_lr, float lr,
                         std::string_view lr_scaling);
 
+// Bytes this process has written through write/send calls so far
+// (/proc/self/io wchar; -1 when unreadable). With Open MPI's TCP transport
+// (--mca btl self,tcp) and no other output, its growth over training is the
+// bytes sent on the wire by this rank.
+int64_t ProcessBytesWritten();
+
 }  // namespace ctrain::dist

@@ -23,6 +23,8 @@ constexpr int kArriveTag = 7101;
 constexpr int kPingTag = 7102, kPongTag = 7103;
 // A stop request while peers do not arrive: give up after this long.
 constexpr double kStopGraceSecs = 5.0;
+// Poll without sleeping this long before sleeping between polls.
+constexpr double kSpinSecs = 0.002;
 // Largest piece of one broadcast (MPI counts are int).
 constexpr size_t kMaxChunkBytes = size_t{1} << 30;
 
@@ -194,7 +196,7 @@ Status MpiExchange::Run(std::string_view what, Start&& start) {
     if (rc != MPI_SUCCESS) return InternalError(std::string(what) + ": " + MpiErrorText(rc));
     if (done) break;
     const double el = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (spins >= 200) m.AnswerPings();
+    if (spins % 64 == 63) m.AnswerPings();
     if (ping_at > 0 && !pinged && el >= ping_at) ping();
     if (options_.stall_warning_secs > 0 && el >= options_.stall_warning_secs && !warned) {
       warned = true;
@@ -219,11 +221,14 @@ Status MpiExchange::Run(std::string_view what, Start&& start) {
                               " while '" + std::string(what) + "' waited for: " + missing() +
                               "; no checkpoint written (the other ranks did not reach the step)");
     }
-    // Spin briefly (a collective usually completes within microseconds of the
-    // last arrival), then sleep so a waiting rank leaves its core to others.
-    if (spins < 200) sched_yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(spins < 2000 ? 20 : 200));
+    // Non-blocking collectives progress only inside MPI_Test: poll without
+    // sleeping for kSpinSecs (a collective usually completes within that of
+    // the last arrival), then sleep a little between polls so a rank waiting
+    // for a slow peer leaves its core to others.
+    if (el < kSpinSecs) sched_yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(el < 1.0 ? 20 : 500));
   }
+  collective_seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
   // Everyone arrived (the collective completed): collect the arrival messages.
   for (int p = 0; p < size_; ++p) {
     if (p == rank_) continue;

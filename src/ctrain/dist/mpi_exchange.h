@@ -86,6 +86,8 @@ class MpiExchange final : public train::GradientExchange {
   // allreduce buffer, gathered rows/ids, broadcast) and collectives run.
   int64_t payload_bytes() const { return payload_bytes_; }
   int64_t collectives() const { return seq_; }
+  // Seconds spent inside collectives (posting to completion, waits for peers included).
+  double collective_seconds() const { return collective_seconds_; }
 
  private:
   MpiExchange() = default;
@@ -101,6 +103,7 @@ class MpiExchange final : public train::GradientExchange {
   const std::atomic<int>* stop_flag_ = nullptr;
   uint64_t seq_ = 0;
   int64_t payload_bytes_ = 0;
+  double collective_seconds_ = 0;
   std::unique_ptr<Impl> impl_;
 };
 
