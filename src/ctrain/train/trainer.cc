@@ -605,9 +605,31 @@ struct Trainer::Impl {
       for (float& x : s.value) x = fused[o++] / all;
     *loss = fused[o] / all;
     *examples = static_cast<int64_t>(std::llround(all));
+    if (w->ids == v->ids && w->dim == 1 && !w->ids.empty()) {
+      // The usual case (both tables touched on the same rows): one exchange of [w | V] rows.
+      const int32_t K = v->dim;
+      joint.dim = 1 + K;
+      joint.ids = w->ids;
+      joint.grad.resize(w->ids.size() * (1 + K));
+      for (size_t i = 0; i < w->ids.size(); ++i) {
+        joint.grad[i * (1 + K)] = w->grad[i];
+        std::memcpy(&joint.grad[i * (1 + K) + 1], &v->grad[i * K], K * sizeof(float));
+      }
+      CTRAIN_RETURN_IF_ERROR(ExchangeSparse(n, all, &joint, at + ": sparse gradients (w and V rows)"));
+      w->ids = joint.ids;
+      v->ids = joint.ids;
+      w->grad.resize(joint.ids.size());
+      v->grad.resize(joint.ids.size() * K);
+      for (size_t i = 0; i < joint.ids.size(); ++i) {
+        w->grad[i] = joint.grad[i * (1 + K)];
+        std::memcpy(&v->grad[i * K], &joint.grad[i * (1 + K) + 1], K * sizeof(float));
+      }
+      return Status::OK();
+    }
     CTRAIN_RETURN_IF_ERROR(ExchangeSparse(n, all, w, at + ": sparse gradients " + std::string(w_table->name())));
     return ExchangeSparse(n, all, v, at + ": sparse gradients " + std::string(v_table->name()));
   }
+  model::SparseGrad joint;  // [w | V] rows of one exchange
 
   Status ExchangeSparse(int64_t n, float all, model::SparseGrad* g, const std::string& what) {
     const int32_t dim = g->dim > 0 ? g->dim : 1;
