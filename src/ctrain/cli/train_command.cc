@@ -141,6 +141,7 @@ struct TrainFlags {
   std::string lr_scaling = "none";
   double stall_warning_secs = 60, stall_shutdown_secs = 0;
   int64_t check_replicas_every = 0;
+  int64_t lr_warmup_steps = 0;
   bool per_rank_inputs = false;  // --train held {local_rank} or {rank}
   data::PipelineOptions pipe = DefaultTrainPipeline();
   std::vector<CLI::Option*> pipeline_opts;  // to warn when memory mode ignores them
@@ -322,6 +323,12 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
     CTRAIN_ASSIGN_OR_RETURN(o.optimizer.learning_rate,
                             dist::ScaleLearningRate(fl.learning_rate, mpi->size(), fl.lr_scaling));
     job_line = dist::DescribeJob(*mpi, o.batch_size, fl.learning_rate, o.optimizer.learning_rate, fl.lr_scaling);
+    if (fl.lr_warmup_steps > 0) {  // Horovod's warmup: from lr / N up to the (scaled) lr
+      o.lr_warmup_steps = fl.lr_warmup_steps;
+      o.lr_warmup_from = o.optimizer.learning_rate / static_cast<float>(mpi->size());
+      job_line += "; warmup from " + std::to_string(o.lr_warmup_from) + " over " +
+                  std::to_string(fl.lr_warmup_steps) + " steps";
+    }
     for (std::string& f : fl.train) {  // per-rank inputs are this rank's already: no sharding on top
       fl.per_rank_inputs = fl.per_rank_inputs || dist::HasRankPattern(f);
       f = dist::ExpandRankPattern(f, mpi->rank(), mpi->local_rank());
@@ -852,6 +859,10 @@ Command AddTrainCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--stall-shutdown-secs,--stall_shutdown_secs", fl->stall_shutdown_secs,
                   "Under mpirun: abort the job when a collective waited this long (0 = never)")
+      ->capture_default_str();
+  sub->add_option("--lr-warmup-steps,--lr_warmup_steps", fl->lr_warmup_steps,
+                  "Under mpirun: ramp the learning rate from lr / N to lr over this many steps (Horovod's warmup; "
+                  "0 = none)")
       ->capture_default_str();
   sub->add_option("--check-replicas-every,--check_replicas_every", fl->check_replicas_every,
                   "Under mpirun: compare parameter hashes across ranks every K steps (0 = never; debug)")

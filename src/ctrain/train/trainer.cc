@@ -485,6 +485,7 @@ struct Trainer::Impl {
   // ---- a synchronous step over a batch of B rows ----
   Status SyncStep(int64_t B, const FillFn& fill, double* loss_out) {
     const int64_t step = pos.global_step + 1;
+    if (options.lr_warmup_steps > 0) SetWarmupRate(step);
     const int32_t T = static_cast<int32_t>(replicas.size());
     // Distributed: distinct dropout streams per rank (step, rank) -> step * N + rank.
     const int64_t key = exch != nullptr ? step * exch->size() + exch->rank() : step;
@@ -567,6 +568,17 @@ struct Trainer::Impl {
     return Status::OK();
   }
   int64_t step_examples = 0;  // examples of the last SyncStep over all ranks
+
+  // TrainOptions::lr_warmup_steps: the rate of `step` on all three optimizers.
+  void SetWarmupRate(int64_t step) {
+    const float to = options.optimizer.learning_rate;
+    const float from = options.lr_warmup_from > 0 ? options.lr_warmup_from : to;
+    const double f = std::min(1.0, static_cast<double>(step) / static_cast<double>(options.lr_warmup_steps));
+    const float lr = static_cast<float>(from + (static_cast<double>(to) - from) * f);
+    optimizer->set_learning_rate(lr);
+    w_table->mutable_optimizer().set_learning_rate(lr);
+    v_table->mutable_optimizer().set_learning_rate(lr);
+  }
 
   // ---- distributed (gradient_exchange.h) ----
   GradientExchange* exch = nullptr;
