@@ -87,16 +87,19 @@ TEST_F(MpiAcceptanceTest, TwoRanksEqualOneProcessWithTwiceTheBatch) {
     const char* optimizer;
     int epochs;
     const char* mode;
+    int towers;  // per rank (the gradients are merged over towers, then over ranks)
   };
-  for (const Case c : {Case{"adam", 1, "memory"}, Case{"adam", 1, "stream"}, Case{"sgd", 5, "memory"}}) {
-    SCOPED_TRACE(std::string(c.optimizer) + " " + c.mode);
-    const std::string tag = std::string(c.optimizer) + "_" + c.mode;
+  for (const Case c : {Case{"adam", 1, "memory", 1}, Case{"adam", 1, "stream", 1}, Case{"sgd", 5, "memory", 1},
+                       Case{"adam", 1, "memory", 2}}) {
+    const std::string tag = std::string(c.optimizer) + "_" + c.mode + "_" + std::to_string(c.towers);
+    SCOPED_TRACE(tag);
     const std::string flags = Data() + " --dropout 0 --shuffle false --seed 2017 --optimizer " + c.optimizer +
                               " --epochs " + std::to_string(c.epochs) + " --input-mode " + c.mode;
     RunResult one = RunCtrain("train" + flags + " --batch-size 512 --model-dir " + P("one_" + tag) +
                               " --metrics-json " + P("one_" + tag + ".json"));
     ASSERT_EQ(one.exit_code, 0) << one.out;
-    RunResult two = Shell(Mpirun(2) + "train" + flags + " --batch-size 256 --model-dir " + P("two_" + tag) +
+    RunResult two = Shell(Mpirun(2) + "train" + flags + " --towers " + std::to_string(c.towers) +
+                          " --batch-size 256 --model-dir " + P("two_" + tag) +
                           " --metrics-json " + P("two_" + tag + ".json"));
     ASSERT_EQ(two.exit_code, 0) << two.out;
     const nlohmann::json m1 = Metrics(P("one_" + tag + ".json")), m2 = Metrics(P("two_" + tag + ".json"));

@@ -544,7 +544,6 @@ struct Trainer::Impl {
           g0[e] = s;
         }
       }
-      ApplyDense(step, d0);
       // BN moving statistics: mean over towers (each moved from the same value).
       auto& s0 = replicas[0].model->state();
       for (size_t i = 0; i < s0.size(); ++i)
