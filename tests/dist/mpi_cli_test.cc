@@ -124,6 +124,31 @@ TEST_F(MpiCliTest, StalledRankIsNamedThenTheJobShutsDown) {
   EXPECT_LE(elapsed, 20) << r.out;
 }
 
+TEST_F(MpiCliTest, SigtermToOneRankStopsEveryRankAtTheSameStepAndRankZeroCheckpoints) {
+  Synth("tr.libsvm", 0, 2000);
+  const std::string script =
+      "( " + Mpirun(2, 60) + "train --train " + P("tr.libsvm") + " --model-dir " + P("model") +
+      " --input-mode memory --epochs 100000 --batch-size 64" + kSmall + " > " + P("out.log") + " 2>&1; echo $? > " +
+      P("rc") + " ) & "
+      "for i in $(seq 1 300); do grep -q 'epoch 2/' " + P("out.log") + " 2>/dev/null && break; sleep 0.1; done; "
+      "pid=$(sed -n 's/.*rank 1 (host [^,]*, pid \\([0-9]*\\)).*/\\1/p' " + P("out.log") + " | head -1); "
+      "kill -TERM $pid; for i in $(seq 1 300); do [ -s " + P("rc") + " ] && break; sleep 0.1; done; wait";
+  Shell(script);
+  const std::string log = Slurp(P("out.log"));
+  ASSERT_FALSE(Slurp(P("rc")).empty()) << log;
+  EXPECT_NE(std::stoi(Slurp(P("rc"))), 0) << log;  // mpirun reports the first rank to end: 143 or 1
+  // Rank 0 (not signalled) stops at the step of rank 1's request and saves it.
+  const size_t at = log.find("interrupted by SIGTERM at step ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const long long step = std::atoll(log.c_str() + at + 31);
+  EXPECT_NE(log.find("interrupted by SIGTERM at step " + std::to_string(step) + ": every rank stopped at this step"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("interrupted by SIGTERM at step " + std::to_string(step) + ": checkpoint"), std::string::npos)
+      << log;
+  EXPECT_TRUE(fs::exists(P("model/ckpt-" + std::to_string(step) + ".bin"))) << log;
+}
+
 TEST_F(MpiCliTest, ReplicasStayIdentical) {
   Synth("tr.libsvm", 0, 512);
   RunResult r = Shell(Mpirun(2) + "train --train " + P("tr.libsvm") + " --batch-size 32 --epochs 2 --check-replicas-every 1" +

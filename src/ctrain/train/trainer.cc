@@ -187,7 +187,9 @@ struct Trainer::Impl {
     const int sig = signal != 0 ? signal : StopSignal();
     const std::string what = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal " + std::to_string(sig);
     std::string msg = "interrupted by " + what + " at step " + std::to_string(pos.global_step) + ": ";
-    if (options.model_dir.empty()) {
+    if (exch != nullptr && !exch->is_chief()) {
+      msg += "every rank stopped at this step; rank 0 writes the checkpoint";
+    } else if (options.model_dir.empty()) {
       msg += "no --model-dir, nothing was saved";
     } else if (pos.global_step == start_step) {
       msg += "no step ran in this run, the checkpoint in " + options.model_dir + " is unchanged";
