@@ -97,12 +97,13 @@ print(f"step time    {step_s * 1e3:.1f} ms at {n} ranks, of which {coll_s * 1e3:
 # Scaling model (docs/performance.md section 6): per-rank batch fixed, one host per rank.
 # T(N) = compute + bytes(N) / bandwidth + latency(N); bytes(N) = ring allreduce 2(N-1)/N * 4P of
 # the dense buffer + (N-1) * S received by the sparse allgathers; latency(N) = ring steps of the
-# 9 collectives per step: (2 + 3 + 3) (N-1) hops (allreduce, 2 x 3 allgathers) * alpha + vote.
+# 6 collectives per step: (2 + 3) (N-1) hops (dense allreduce, 3 allgathers) * alpha + the vote's
+# 2 log2(N) (recursive doubling).
 ALPHA = 20e-6   # s per message hop over TCP on a datacenter link
 def step_time(N, gbps, comp):
     bw = gbps * 1e9 / 8
     byts = 2 * (N - 1) / N * 4 * (P + 2) + (N - 1) * sparse
-    return comp + byts / bw + (8 * (N - 1) + 2 * max(1, (N - 1).bit_length())) * ALPHA
+    return comp + byts / bw + (5 * (N - 1) + 2 * (N - 1).bit_length()) * ALPHA
 model = {}
 for label, comp in (("measured 1-thread compute", compute_s), ("a host 8x faster (8+ cores)", compute_s / 8)):
     print(f"scaling model, {label} ({comp * 1e3:.2f} ms/step):")
