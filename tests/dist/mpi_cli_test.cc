@@ -83,6 +83,21 @@ TEST_F(MpiCliTest, SharedPipeChannelIsRefusedNamingBothRanks) {
   EXPECT_NE(r.out.find("and rank 1 (host"), std::string::npos) << r.out;
 }
 
+TEST_F(MpiCliTest, OneCacheFileForEveryRankIsRefusedAndRankPatternsAreExpanded) {
+  Synth("tr.libsvm", 0, 256);
+  RunResult bad = Shell(Mpirun(2) + "train --train " + P("tr.libsvm") + " --cache " + P("c.bin") + " --epochs 2" + kSmall);
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.out.find("--cache " + P("c.bin") + " under mpirun: every rank would write the same file"),
+            std::string::npos)
+      << bad.out;
+  RunResult ok = Shell(Mpirun(2) + "train --train " + P("tr.libsvm") + " --cache " + P("c_{rank}.bin") +
+                       " --batch-size 32 --epochs 2" + kSmall);
+  ASSERT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_TRUE(fs::exists(P("c_0.bin"))) << ok.out;
+  EXPECT_TRUE(fs::exists(P("c_1.bin"))) << ok.out;
+  EXPECT_NE(ok.out.find("epoch 2/2: step 8,"), std::string::npos) << ok.out;  // 2 x 128 rows / 32 per rank
+}
+
 TEST_F(MpiCliTest, EachLocalRankReadsItsOwnPipeChannel) {
   Synth("a.libsvm", 0, 128);
   Synth("b.libsvm", 128, 128);

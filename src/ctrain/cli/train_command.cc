@@ -334,6 +334,12 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
       f = dist::ExpandRankPattern(f, mpi->rank(), mpi->local_rank());
     }
     CTRAIN_RETURN_IF_ERROR(dist::CheckDistinctChannels(*mpi, fl.train));
+    if (!fl.pipe.cache.empty() && fl.pipe.cache != "memory") {  // one cache file per rank
+      if (mpi->size() > 1 && !dist::HasRankPattern(fl.pipe.cache))
+        return InvalidArgumentError("--cache " + fl.pipe.cache + " under mpirun: every rank would write the same "
+                                    "file; put {rank} in its name (e.g. --cache /tmp/train_cache_{rank})");
+      fl.pipe.cache = dist::ExpandRankPattern(fl.pipe.cache, mpi->rank(), mpi->local_rank());
+    }
     if (!mpi->is_chief()) {  // rank 0 alone checkpoints, validates and reports
       o.model_dir.clear();
       fl.metrics_json.clear();

@@ -324,8 +324,6 @@ Status MpiExchange::AllgatherU64(uint64_t mine, std::vector<uint64_t>* all, std:
 }
 
 Status MpiExchange::AllgatherStrings(const std::string& mine, std::vector<std::string>* all, std::string_view what) {
-  std::vector<int64_t> lens;
-  std::vector<float> unused_rows;
   std::vector<int64_t> len_all(size_);
   int64_t len = static_cast<int64_t>(mine.size());
   CTRAIN_RETURN_IF_ERROR(Run(std::string(what) + " (lengths)", [&](MPI_Comm c, MPI_Request* r) {
