@@ -65,6 +65,16 @@ for ((i = 0; i < RUNS; i++)); do
   MANY+=("$(field "$OUT/many.json" "d['examples_per_sec']")")
   echo "  round $((i + 1)): 1 rank ${ONE[-1]} ex/s, $RANKS ranks ${MANY[-1]} ex/s"
 done
+# One host, the same cores split two ways ("Horovod on one multi-CPU instance"): 1 rank x RANKS
+# threads vs RANKS ranks x 1 thread, both at the effective batch RANKS x BATCH (the rank run's median
+# from above is the second; this run is the first). --autotune does not weigh this (docs/distributed.md).
+THREADED=()
+for ((i = 0; i < RUNS; i++)); do
+  "${MPIRUN[@]}" -np 1 "$CTRAIN" train "${DATA[@]}" --input-mode memory --epochs "$EPOCHS" \
+    --batch-size $((BATCH * RANKS)) --progress none --intra-op-parallelism-threads "$RANKS" \
+    --metrics-json "$OUT/thr.json" > "$OUT/log" 2>&1 || { cat "$OUT/log" >&2; exit 1; }
+  THREADED+=("$(field "$OUT/thr.json" "d['examples_per_sec']")")
+done
 # One run over TCP (loopback) so that wchar counts the bytes on the wire.
 run "$RANKS" "$OUT/tcp.json" --mca btl self,tcp
 PAYLOAD=$(field "$OUT/tcp.json" "d['mpi']['payload_bytes_per_step']")
@@ -75,11 +85,12 @@ STEP_S=$(field "$OUT/many.json" "d['seconds'] / d['steps']")
 COMPUTE_S=$(field "$OUT/one.json" "d['seconds'] / d['steps'] - d['mpi']['collective_seconds_per_step']")
 COLL_S=$(field "$OUT/many.json" "d['mpi']['collective_seconds_per_step']")
 # P: dense floats of the seed model (F=39, K=32, 400-400-400, FM bias), from the checkpoint layout.
-python3 - "$RANKS" "$PAYLOAD" "$WIRE" "$COLLS" "$STEP_S" "${ONE[*]}" "${MANY[*]}" "$COMPUTE_S" "$COLL_S" <<'EOF'
+python3 - "$RANKS" "$PAYLOAD" "$WIRE" "$COLLS" "$STEP_S" "${ONE[*]}" "${MANY[*]}" "$COMPUTE_S" "$COLL_S" "${THREADED[*]}" <<'EOF'
 import json, statistics, sys
 n = int(sys.argv[1]); payload, wire, colls, step_s = map(float, sys.argv[2:6])
 one = [float(x) for x in sys.argv[6].split()]; many = [float(x) for x in sys.argv[7].split()]
 compute_s, coll_s = float(sys.argv[8]), float(sys.argv[9])
+threaded = [float(x) for x in sys.argv[10].split()]
 F, K, H = 39, 32, [400, 400, 400]
 P, fan_in = 0, F * K
 for h in H:
@@ -90,6 +101,9 @@ sparse = payload - 4 * (P + 2) - 16            # this rank's ids + rows (+ count
 mo, mm = statistics.median(one), statistics.median(many)
 print(f"examples/s   1 rank: min {min(one):.0f} median {mo:.0f} | {n} ranks: min {min(many):.0f} median {mm:.0f}")
 print(f"speed-up     {mm / mo:.2f}x (medians), worst {min(many) / mo:.2f}x; target >= 1.8x: {'met' if mm / mo >= 1.8 else 'NOT met'}")
+mt = statistics.median(threaded)
+print(f"one host     1 rank x {n} threads: min {min(threaded):.0f} median {mt:.0f} | {n} ranks x 1 thread: median {mm:.0f} "
+      f"({mm / mt:.2f}x)")
 print(f"traffic      dense P = {P} floats; model 2(N-1)/N*4P = {dense_model:.0f} B/step; sparse sent {sparse:.0f} B/step")
 print(f"             measured over TCP: {wire:.0f} B/step written (payload {payload:.0f} B, {colls:.0f} collectives/step)")
 print(f"step time    {step_s * 1e3:.1f} ms at {n} ranks, of which {coll_s * 1e3:.1f} ms in collectives; "
@@ -116,6 +130,7 @@ for label, comp in (("measured 1-thread compute", compute_s), ("a host 8x faster
             model[f"{label}|{g}|{N}"] = N * comp / t
         print(f"  {N:5d} | {row[0][0]:16.2f}x {row[0][1]:10.0%} | {row[1][0]:17.2f}x {row[1][1]:10.0%}")
 print(json.dumps({"ranks": n, "one_rank_eps": one, "n_rank_eps": many, "speedup_median": mm / mo,
+                  "one_rank_n_threads_eps": threaded,
                   "dense_floats": P, "model_bytes_per_step": dense_model, "sparse_bytes_per_step": sparse,
                   "measured_wire_bytes_per_step": wire, "payload_bytes_per_step": payload,
                   "collectives_per_step": colls, "step_seconds": step_s, "compute_seconds": compute_s,
