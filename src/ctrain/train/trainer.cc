@@ -1275,9 +1275,10 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
       const double secs = prog.wait + prog.compute;
       char buf[320];
       std::snprintf(buf, sizeof buf,
-                    "%sepoch %lld/%d: step %lld, %lld examples, train loss %.5f, %.0f examples/s, input wait %.1f%%",
+                    "%sepoch %lld/%d: step %lld, %lld examples%s, train loss %.5f, %.0f examples/s, input wait %.1f%%",
                     terminal ? "\r\033[K" : "", static_cast<long long>(finished), options.epochs,
                     static_cast<long long>(pos.global_step), static_cast<long long>(pos.train_rows),
+                    exch != nullptr ? " in rank 0's shard" : "",
                     result->last_loss, secs > 0 ? prog.examples / secs : 0.0,
                     secs > 0 ? 100.0 * prog.wait / secs : 0.0);
       Log(buf);
