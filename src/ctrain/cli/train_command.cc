@@ -317,29 +317,22 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
 #if CTRAIN_HAVE_MPI
   std::string job_line;
   if (mpi != nullptr) {  // one rank of `mpirun -np N ctrain train` (dist/job_setup.h)
-    if (fl.par.autotune && mpi->size() > 1)
-      return FailedPreconditionError("--autotune under mpirun: ranks share the cores they would measure; give the "
-                                     "thread layout (--intra-op-parallelism-threads) instead");
-    CTRAIN_ASSIGN_OR_RETURN(o.optimizer.learning_rate,
-                            dist::ScaleLearningRate(fl.learning_rate, mpi->size(), fl.lr_scaling));
-    job_line = dist::DescribeJob(*mpi, o.batch_size, fl.learning_rate, o.optimizer.learning_rate, fl.lr_scaling);
-    if (fl.lr_warmup_steps > 0) {  // Horovod's warmup: from lr / N up to the (scaled) lr
-      o.lr_warmup_steps = fl.lr_warmup_steps;
-      o.lr_warmup_from = o.optimizer.learning_rate / static_cast<float>(mpi->size());
-      job_line += "; warmup from " + std::to_string(o.lr_warmup_from) + " over " +
-                  std::to_string(fl.lr_warmup_steps) + " steps";
-    }
-    for (std::string& f : fl.train) {  // per-rank inputs are this rank's already: no sharding on top
-      fl.per_rank_inputs = fl.per_rank_inputs || dist::HasRankPattern(f);
-      f = dist::ExpandRankPattern(f, mpi->rank(), mpi->local_rank());
-    }
-    CTRAIN_RETURN_IF_ERROR(dist::CheckDistinctChannels(*mpi, fl.train));
-    if (!fl.pipe.cache.empty() && fl.pipe.cache != "memory") {  // one cache file per rank
-      if (mpi->size() > 1 && !dist::HasRankPattern(fl.pipe.cache))
-        return InvalidArgumentError("--cache " + fl.pipe.cache + " under mpirun: every rank would write the same "
-                                    "file; put {rank} in its name (e.g. --cache /tmp/train_cache_{rank})");
-      fl.pipe.cache = dist::ExpandRankPattern(fl.pipe.cache, mpi->rank(), mpi->local_rank());
-    }
+    dist::RankSettings rs;
+    rs.train = fl.train;
+    rs.cache = fl.pipe.cache;
+    rs.learning_rate = fl.learning_rate;
+    rs.lr_scaling = fl.lr_scaling;
+    rs.lr_warmup_steps = fl.lr_warmup_steps;
+    rs.batch_size = o.batch_size;
+    rs.autotune = fl.par.autotune;
+    CTRAIN_RETURN_IF_ERROR(dist::SetUpRank(*mpi, &rs));
+    fl.train = rs.train;
+    fl.pipe.cache = rs.cache;
+    fl.per_rank_inputs = rs.per_rank_inputs;
+    o.optimizer.learning_rate = rs.learning_rate;
+    o.lr_warmup_steps = rs.lr_warmup_steps;
+    o.lr_warmup_from = rs.lr_warmup_from;
+    job_line = rs.job_line;
     if (!mpi->is_chief()) {  // rank 0 alone checkpoints, validates and reports
       o.model_dir.clear();
       fl.metrics_json.clear();

@@ -108,6 +108,34 @@ std::string DescribeJob(const MpiExchange& exchange, int64_t batch_size, float b
   return buf;
 }
 
+Status SetUpRank(MpiExchange& x, RankSettings* s) {
+  if (s->autotune && x.size() > 1)
+    return FailedPreconditionError("--autotune under mpirun: ranks share the cores they would measure; give the "
+                                   "thread layout (--intra-op-parallelism-threads) instead");
+  const float base = s->learning_rate;
+  CTRAIN_ASSIGN_OR_RETURN(s->learning_rate, ScaleLearningRate(base, x.size(), s->lr_scaling));
+  s->job_line = DescribeJob(x, s->batch_size, base, s->learning_rate, s->lr_scaling);
+  if (s->lr_warmup_steps > 0) {  // Horovod's warmup: from lr / N up to the (scaled) lr
+    s->lr_warmup_from = s->learning_rate / static_cast<float>(x.size());
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "; warmup from %g over %lld steps", s->lr_warmup_from,
+                  static_cast<long long>(s->lr_warmup_steps));
+    s->job_line += buf;
+  }
+  for (std::string& f : s->train) {  // per-rank inputs are this rank's already
+    s->per_rank_inputs = s->per_rank_inputs || HasRankPattern(f);
+    f = ExpandRankPattern(f, x.rank(), x.local_rank());
+  }
+  CTRAIN_RETURN_IF_ERROR(CheckDistinctChannels(x, s->train));
+  if (!s->cache.empty() && s->cache != "memory") {  // one cache file per rank
+    if (x.size() > 1 && !HasRankPattern(s->cache))
+      return InvalidArgumentError("--cache " + s->cache + " under mpirun: every rank would write the same file; put "
+                                  "{rank} in its name (e.g. --cache /tmp/train_cache_{rank})");
+    s->cache = ExpandRankPattern(s->cache, x.rank(), x.local_rank());
+  }
+  return Status::OK();
+}
+
 int64_t ProcessBytesWritten() {
   FILE* f = std::fopen("/proc/self/io", "r");
   if (f == nullptr) return -1;

@@ -43,6 +43,28 @@ Status CheckDistinctChannels(MpiExchange& exchange, const std::vector<std::strin
 // row numbers no longer match input lines.
 train::Dataset ShardRows(const train::Dataset& all, int32_t ranks, int32_t rank);
 
+// The train command's settings one rank adjusts (in: as given; out: for this rank).
+struct RankSettings {
+  std::vector<std::string> train;  // out: {local_rank}/{rank} expanded
+  std::string cache;               // --cache: out: {rank} expanded
+  float learning_rate = 0;         // in: --learning-rate; out: scaled (--lr-scaling)
+  std::string lr_scaling = "none";
+  int64_t lr_warmup_steps = 0;     // in: --lr-warmup-steps; out: the same
+  int64_t batch_size = 0;          // per rank
+  bool autotune = false;
+  // Out only:
+  bool per_rank_inputs = false;    // --train named the rank: not sharded again
+  float lr_warmup_from = 0;        // learning_rate / N (Horovod's warmup start)
+  std::string job_line;            // DescribeJob (+ the warmup)
+};
+
+// Everything a rank settles before training, in this order: refuses
+// --autotune with N > 1 (FailedPrecondition), scales the learning rate
+// (ScaleLearningRate's error), expands rank patterns in --train and --cache,
+// checks the channels (CheckDistinctChannels; collective), and refuses a
+// --cache file without {rank} with N > 1 (InvalidArgument).
+Status SetUpRank(MpiExchange& exchange, RankSettings* s);
+
 // "mpirun: 2 ranks on 1 host x batch 256 = effective batch 512 per step; ..."
 std::string DescribeJob(const MpiExchange& exchange, int64_t batch_size, float base_lr, float lr,
                         std::string_view lr_scaling);
