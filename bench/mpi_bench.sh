@@ -8,8 +8,10 @@
 # rounds (a shared machine drifts; alternation spreads the drift over both).
 # examples/s (all ranks together) come from rank 0's --metrics-json; the
 # traffic from its "mpi" object:
-#   payload_bytes_per_step  what this rank handed to MPI collectives (the
-#                           fused dense buffer, the sparse ids + rows, votes)
+#   dense/sparse/control_bytes_per_step  what this rank handed to MPI
+#                           collectives per step (the fused dense buffer; the
+#                           sparse row counts, ids and rows; votes), and
+#                           broadcast_bytes (rank 0's initial state, once)
 #   written_bytes_per_step  /proc/self/io wchar growth per step; with
 #                           --mca btl self,tcp (one TRAFFIC run) that is the
 #                           bytes this rank sent over its sockets
@@ -77,7 +79,9 @@ for ((i = 0; i < RUNS; i++)); do
 done
 # One run over TCP (loopback) so that wchar counts the bytes on the wire.
 run "$RANKS" "$OUT/tcp.json" --mca btl self,tcp
-PAYLOAD=$(field "$OUT/tcp.json" "d['mpi']['payload_bytes_per_step']")
+PAYLOAD=$(field "$OUT/tcp.json" "d['mpi']['dense_bytes_per_step'] + d['mpi']['sparse_bytes_per_step'] + d['mpi']['control_bytes_per_step']")
+SPARSE=$(field "$OUT/tcp.json" "d['mpi']['sparse_bytes_per_step']")
+BCAST=$(field "$OUT/tcp.json" "d['mpi']['broadcast_bytes'] / d['steps']")
 WIRE=$(field "$OUT/tcp.json" "d['mpi']['written_bytes_per_step']")
 COLLS=$(field "$OUT/tcp.json" "d['mpi']['collectives_per_step']")
 STEP_S=$(field "$OUT/many.json" "d['seconds'] / d['steps']")
@@ -85,27 +89,30 @@ STEP_S=$(field "$OUT/many.json" "d['seconds'] / d['steps']")
 COMPUTE_S=$(field "$OUT/one.json" "d['seconds'] / d['steps'] - d['mpi']['collective_seconds_per_step']")
 COLL_S=$(field "$OUT/many.json" "d['mpi']['collective_seconds_per_step']")
 # P: dense floats of the seed model (F=39, K=32, 400-400-400, FM bias), from the checkpoint layout.
-python3 - "$RANKS" "$PAYLOAD" "$WIRE" "$COLLS" "$STEP_S" "${ONE[*]}" "${MANY[*]}" "$COMPUTE_S" "$COLL_S" "${THREADED[*]}" <<'EOF'
+python3 - "$RANKS" "$PAYLOAD" "$WIRE" "$COLLS" "$STEP_S" "${ONE[*]}" "${MANY[*]}" "$COMPUTE_S" "$COLL_S" "${THREADED[*]}" "$SPARSE" "$BCAST" <<'EOF'
 import json, statistics, sys
 n = int(sys.argv[1]); payload, wire, colls, step_s = map(float, sys.argv[2:6])
 one = [float(x) for x in sys.argv[6].split()]; many = [float(x) for x in sys.argv[7].split()]
 compute_s, coll_s = float(sys.argv[8]), float(sys.argv[9])
 threaded = [float(x) for x in sys.argv[10].split()]
+sparse, bcast = float(sys.argv[11]), float(sys.argv[12])
 F, K, H = 39, 32, [400, 400, 400]
 P, fan_in = 0, F * K
 for h in H:
     P += fan_in * h + h; fan_in = h
 P += fan_in + 1 + 1   # deep_out weights + bias, fm bias
 dense_model = 2 * (n - 1) / n * 4 * (P + 2)   # ring allreduce of the fused buffer (+ loss, count)
-sparse = payload - 4 * (P + 2) - 16            # this rank's ids + rows (+ counts), from the payload
 mo, mm = statistics.median(one), statistics.median(many)
 print(f"examples/s   1 rank: min {min(one):.0f} median {mo:.0f} | {n} ranks: min {min(many):.0f} median {mm:.0f}")
 print(f"speed-up     {mm / mo:.2f}x (medians), worst {min(many) / mo:.2f}x; target >= 1.8x: {'met' if mm / mo >= 1.8 else 'NOT met'}")
 mt = statistics.median(threaded)
 print(f"one host     1 rank x {n} threads: min {min(threaded):.0f} median {mt:.0f} | {n} ranks x 1 thread: median {mm:.0f} "
       f"({mm / mt:.2f}x)")
-print(f"traffic      dense P = {P} floats; model 2(N-1)/N*4P = {dense_model:.0f} B/step; sparse sent {sparse:.0f} B/step")
-print(f"             measured over TCP: {wire:.0f} B/step written (payload {payload:.0f} B, {colls:.0f} collectives/step)")
+print(f"traffic      dense P = {P} floats; model 2(N-1)/N*4P = {dense_model:.0f} B/step; sparse payload {sparse:.0f} B/step "
+      f"(sent to each of the N-1 others); initial broadcast {bcast:.0f} B/step amortised")
+model_total = dense_model + (n - 1) * sparse + (payload - 4 * (P + 2) - sparse) + bcast
+print(f"             model total {model_total:.0f} B/step; measured over TCP: {wire:.0f} B/step written "
+      f"({wire / model_total - 1:+.2%}; {colls:.1f} collectives/step)")
 print(f"step time    {step_s * 1e3:.1f} ms at {n} ranks, of which {coll_s * 1e3:.1f} ms in collectives; "
       f"compute {compute_s * 1e3:.1f} ms/step (1 rank)")
 # Scaling model (docs/performance.md section 6): per-rank batch fixed, one host per rank.
@@ -132,6 +139,7 @@ for label, comp in (("measured 1-thread compute", compute_s), ("a host 8x faster
 print(json.dumps({"ranks": n, "one_rank_eps": one, "n_rank_eps": many, "speedup_median": mm / mo,
                   "one_rank_n_threads_eps": threaded,
                   "dense_floats": P, "model_bytes_per_step": dense_model, "sparse_bytes_per_step": sparse,
+                  "broadcast_bytes_per_step": bcast, "model_total_bytes_per_step": model_total,
                   "measured_wire_bytes_per_step": wire, "payload_bytes_per_step": payload,
                   "collectives_per_step": colls, "step_seconds": step_s, "compute_seconds": compute_s,
                   "collective_seconds": coll_s, "model_speedup": model}))

@@ -540,7 +540,10 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
   trainer->set_stop_flag(PendingInterruptFlag());
   if (have_valid && !fl.valid.empty()) trainer->set_valid_formats(train::InputFormatsRead(va_stats));
 #if CTRAIN_HAVE_MPI
-  const int64_t mpi_bytes0 = mpi != nullptr ? mpi->payload_bytes() : 0;
+  std::vector<int64_t> bytes0;  // traffic before training, by kind
+  if (mpi != nullptr)
+    for (int k = 0; k < dist::MpiExchange::kTrafficKinds; ++k)
+      bytes0.push_back(mpi->payload_bytes(static_cast<dist::MpiExchange::Traffic>(k)));
   const int64_t mpi_colls0 = mpi != nullptr ? mpi->collectives() : 0;
   const double mpi_secs0 = mpi != nullptr ? mpi->collective_seconds() : 0;
   const int64_t wchar0 = mpi != nullptr ? dist::ProcessBytesWritten() : 0;
@@ -577,16 +580,26 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
   if (mpi != nullptr && r.steps_this_run > 0) {  // traffic per step of this rank (docs/distributed.md#traffic)
     const double steps = static_cast<double>(r.steps_this_run);
     const int64_t wchar1 = dist::ProcessBytesWritten();
+    auto per_step = [&](dist::MpiExchange::Traffic k) {
+      return static_cast<double>(mpi->payload_bytes(k) - bytes0[k]) / steps;
+    };
     mpi_json = {{"ranks", mpi->size()},
                 {"collectives_per_step", static_cast<double>(mpi->collectives() - mpi_colls0) / steps},
-                {"payload_bytes_per_step", static_cast<double>(mpi->payload_bytes() - mpi_bytes0) / steps},
+                {"dense_bytes_per_step", per_step(dist::MpiExchange::kDense)},
+                {"sparse_bytes_per_step", per_step(dist::MpiExchange::kSparse)},
+                {"control_bytes_per_step", per_step(dist::MpiExchange::kControl)},
+                {"broadcast_bytes", mpi->payload_bytes(dist::MpiExchange::kBroadcast) - bytes0[dist::MpiExchange::kBroadcast]},
                 {"collective_seconds_per_step", (mpi->collective_seconds() - mpi_secs0) / steps},
                 {"written_bytes_per_step", wchar0 >= 0 && wchar1 >= 0 ? (wchar1 - wchar0) / steps : -1.0},
                 {"examples_left_over", trainer->examples_left_over()}};
     if (mpi->is_chief())
-      std::fprintf(stderr, "ctrain: mpirun: rank 0 per step: %.0f collectives, %.0f payload bytes, %.0f bytes written "
-                   "(/proc/self/io)\n", mpi_json["collectives_per_step"].get<double>(),
-                   mpi_json["payload_bytes_per_step"].get<double>(), mpi_json["written_bytes_per_step"].get<double>());
+      std::fprintf(stderr,
+                   "ctrain: mpirun: rank 0 per step: %.1f collectives, payload %.0f dense + %.0f sparse + %.0f control "
+                   "bytes, %.0f bytes written (/proc/self/io; includes the initial broadcast of %lld bytes)\n",
+                   mpi_json["collectives_per_step"].get<double>(), mpi_json["dense_bytes_per_step"].get<double>(),
+                   mpi_json["sparse_bytes_per_step"].get<double>(), mpi_json["control_bytes_per_step"].get<double>(),
+                   mpi_json["written_bytes_per_step"].get<double>(),
+                   static_cast<long long>(mpi_json["broadcast_bytes"].get<int64_t>()));
   }
 #endif
   if (!fl.metrics_json.empty()) {

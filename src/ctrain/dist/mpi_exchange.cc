@@ -257,7 +257,7 @@ Status MpiExchange::AgreeStep(bool has_data, int stop_signal, bool* all_have_dat
   CTRAIN_RETURN_IF_ERROR(Run("step vote (has data, stop request)", [&](MPI_Comm c, MPI_Request* r) {
     return MPI_Iallreduce(mine, all, 2, MPI_INT64_T, MPI_MAX, c, r);
   }));
-  payload_bytes_ += sizeof mine;
+  payload_bytes_[kControl] += sizeof mine;
   *all_have_data = all[0] == 0;
   *any_stop_signal = static_cast<int>(all[1]);
   return Status::OK();
@@ -268,7 +268,7 @@ Status MpiExchange::AllreduceSum(std::span<float> data, std::string_view what) {
   CTRAIN_RETURN_IF_ERROR(Run(what, [&](MPI_Comm c, MPI_Request* r) {
     return MPI_Iallreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, c, r);
   }));
-  payload_bytes_ += static_cast<int64_t>(data.size_bytes());
+  payload_bytes_[kDense] += static_cast<int64_t>(data.size_bytes());
   return Status::OK();
 }
 
@@ -303,7 +303,7 @@ Status MpiExchange::AllgatherRows(std::span<const int64_t> ids, std::span<const 
     return MPI_Iallgatherv(rows.data(), static_cast<int>(n * width), MPI_FLOAT, all_rows->data(), rcnt.data(),
                            rdisp.data(), MPI_FLOAT, c, r);
   }));
-  payload_bytes_ += static_cast<int64_t>(sizeof n + ids.size_bytes() + rows.size_bytes());
+  payload_bytes_[kSparse] += static_cast<int64_t>(sizeof n + ids.size_bytes() + rows.size_bytes());
   return Status::OK();
 }
 
@@ -313,7 +313,7 @@ Status MpiExchange::Broadcast(std::span<std::byte> data, std::string_view what) 
     CTRAIN_RETURN_IF_ERROR(Run(what, [&](MPI_Comm c, MPI_Request* r) {
       return MPI_Ibcast(data.data() + off, static_cast<int>(len), MPI_BYTE, 0, c, r);
     }));
-    if (rank_ == 0) payload_bytes_ += static_cast<int64_t>(len);
+    if (rank_ == 0) payload_bytes_[kBroadcast] += static_cast<int64_t>(len);
     if (data.empty()) break;
   }
   return Status::OK();
@@ -324,7 +324,7 @@ Status MpiExchange::AllgatherU64(uint64_t mine, std::vector<uint64_t>* all, std:
   CTRAIN_RETURN_IF_ERROR(Run(what, [&](MPI_Comm c, MPI_Request* r) {
     return MPI_Iallgather(&mine, 1, MPI_UINT64_T, all->data(), 1, MPI_UINT64_T, c, r);
   }));
-  payload_bytes_ += sizeof mine;
+  payload_bytes_[kControl] += sizeof mine;
   return Status::OK();
 }
 

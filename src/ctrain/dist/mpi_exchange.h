@@ -82,9 +82,12 @@ class MpiExchange final : public train::GradientExchange {
   // (MPI_Abort with `code`).
   [[noreturn]] void Abort(const std::string& message, int code);
 
-  // Payload bytes this rank handed to collectives since Create (sent side:
-  // allreduce buffer, gathered rows/ids, broadcast) and collectives run.
-  int64_t payload_bytes() const { return payload_bytes_; }
+  // Payload bytes this rank handed to collectives since Create, by kind
+  // (sent side): the dense allreduce buffers, the sparse allgathers (row
+  // counts, ids, rows), the step votes and replica hashes, and broadcasts (as
+  // root). And the collectives run.
+  enum Traffic { kDense, kSparse, kControl, kBroadcast, kTrafficKinds };
+  int64_t payload_bytes(Traffic kind) const { return payload_bytes_[kind]; }
   int64_t collectives() const { return seq_; }
   // Seconds spent inside collectives (posting to completion, waits for peers included).
   double collective_seconds() const { return collective_seconds_; }
@@ -102,7 +105,7 @@ class MpiExchange final : public train::GradientExchange {
   std::vector<int64_t> pids_;
   const std::atomic<int>* stop_flag_ = nullptr;
   uint64_t seq_ = 0;
-  int64_t payload_bytes_ = 0;
+  int64_t payload_bytes_[kTrafficKinds] = {};
   double collective_seconds_ = 0;
   std::unique_ptr<Impl> impl_;
 };
