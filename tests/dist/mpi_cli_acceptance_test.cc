@@ -2,6 +2,10 @@
 // shards end together, per-rank pipe channels and the refusal of a shared
 // one, rank 0 alone writes, --lr-scaling, a stalled rank named and the job
 // shut down, --check-replicas-every.
+// "acceptance" in the file name labels these slow: they start real mpirun
+// jobs, which the sanitizer stage skips (LeakSanitizer reports Open MPI's own
+// allocations at exit); the trainer's side of the seam is covered there by
+// tests/train/gradient_exchange_test.cc.
 #include <gtest/gtest.h>
 
 #include <string>
