@@ -170,5 +170,20 @@ TEST_F(MpiAcceptanceTest, CheckpointOfRankZeroResumesUnderMpirun) {
   EXPECT_EQ(MaxDiff(Predict(P("full")), Predict(P("resumed"))), 0.0);
 }
 
+TEST_F(MpiAcceptanceTest, StreamCheckpointMidEpochResumesUnderMpirun) {
+  // Stream mode, stopped mid-epoch (--max-steps 7 of 16): each rank replays its shard's epoch and skips 7 batches.
+  const std::string flags = Data() + " --input-mode stream --batch-size 256";
+  RunResult full = Shell(Mpirun(2) + "train" + flags + " --epochs 2 --model-dir " + P("full"));
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  RunResult first = Shell(Mpirun(2) + "train" + flags + " --epochs 2 --max-steps 7 --model-dir " + P("resumed"));
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  RunResult second = Shell(Mpirun(2) + "train" + flags + " --epochs 2 --model-dir " + P("resumed"));
+  ASSERT_EQ(second.exit_code, 0) << second.out;
+  EXPECT_NE(second.out.find("resumed from " + P("resumed") + " at step 7"), std::string::npos) << second.out;
+  std::string worst;
+  EXPECT_EQ(ParamDiff(P("full"), P("resumed"), &worst), 0.0) << worst;
+  EXPECT_EQ(MaxDiff(Predict(P("full")), Predict(P("resumed"))), 0.0);
+}
+
 }  // namespace
 }  // namespace ctrain::testing
