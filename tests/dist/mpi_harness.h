@@ -16,9 +16,10 @@ namespace ctrain::testing {
 inline bool HaveMpirun() { return Shell("command -v mpirun >/dev/null").exit_code == 0; }
 
 // "mpirun ... -np N build/ctrain " (append the train arguments). Bounded by
-// `timeout` so a hang fails the test instead of stopping CI.
+// `timeout` so a hang fails the test instead of stopping CI: SIGTERM first,
+// which mpirun forwards to its ranks and cleans up after, SIGKILL 10 s later.
 inline std::string Mpirun(int ranks, int timeout_s = 120) {
-  return "timeout -s KILL " + std::to_string(timeout_s) +
+  return "timeout -k 10 " + std::to_string(timeout_s) +
          " mpirun --oversubscribe --allow-run-as-root --mca btl self,vader -np " + std::to_string(ranks) + " " +
          kCtrain + " ";
 }
