@@ -22,6 +22,8 @@
 // merged by id), then 4-5 run once and the replicas copy the new dense values.
 // With hogwild H > 0, H threads each run 1-5 on their own batches; the tables
 // are updated without locks, dense parameters under one mutex.
+// As one rank of N (set_gradient_exchange; dist/ under mpirun), 3's results
+// are averaged over the ranks before 4-5 (docs/distributed.md).
 //
 // Checkpoints (model_dir): tensors w, V, every dense parameter and BN state,
 // and every optimizer slot; meta JSON with the model/optimizer config, the
