@@ -26,6 +26,10 @@
 #include "ctrain/data/file_list.h"
 #include "ctrain/data/pipeline.h"
 #include "ctrain/data/shard.h"
+#if CTRAIN_HAVE_MPI
+#include "ctrain/dist/job_setup.h"
+#include "ctrain/dist/mpi_exchange.h"
+#endif
 #include "ctrain/io/file.h"
 #include "ctrain/model/layers/bf16.h"
 #include "ctrain/train/autotune.h"
@@ -135,6 +139,12 @@ struct TrainFlags {
   CLI::App* app = nullptr;
   // Input mode and pipeline knobs (docs/training.md#input-modes).
   std::string input_mode = "auto";
+  // mpirun (docs/distributed.md): Horovod's learning-rate scaling and stall detector.
+  std::string lr_scaling = "none";
+  double stall_warning_secs = 60, stall_shutdown_secs = 0;
+  int64_t check_replicas_every = 0;
+  int64_t lr_warmup_steps = 0;
+  bool per_rank_inputs = false;  // --train held {local_rank} or {rank}
   data::PipelineOptions pipe = DefaultTrainPipeline();
   std::vector<CLI::Option*> pipeline_opts;  // to warn when memory mode ignores them
   CLI::Option* num_shards_opt = nullptr;
@@ -275,8 +285,13 @@ Status LoadData(const std::vector<std::string>& paths, DataFlags& data, int64_t 
   return Status::OK();
 }
 
-Status RunTrain(TrainFlags& fl) {
-  if (!fl.config.empty()) CTRAIN_RETURN_IF_ERROR(ApplyConfigFile(fl.app, fl.config));
+#if CTRAIN_HAVE_MPI
+using MpiJob = dist::MpiExchange;
+#else
+struct MpiJob;  // built without MPI (-DCTRAIN_MPI=OFF)
+#endif
+
+Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
   train::TrainOptions& o = fl.o;
   CTRAIN_ASSIGN_OR_RETURN(o.model.deep_layers, train::ParseLayerList(fl.deep_layers));
   o.model.embedding_size = fl.embedding_size;
@@ -302,6 +317,38 @@ Status RunTrain(TrainFlags& fl) {
   o.model.feature_size = fl.data.feature_size;
   o.optimizer.name = fl.optimizer;
   o.optimizer.learning_rate = fl.learning_rate;
+#if CTRAIN_HAVE_MPI
+  std::string job_line;
+  if (mpi != nullptr) {  // one rank of `mpirun -np N ctrain train` (dist/job_setup.h)
+    dist::RankSettings rs;
+    rs.train = fl.train;
+    rs.cache = fl.pipe.cache;
+    rs.learning_rate = fl.learning_rate;
+    rs.lr_scaling = fl.lr_scaling;
+    rs.lr_warmup_steps = fl.lr_warmup_steps;
+    rs.batch_size = o.batch_size;
+    rs.autotune = fl.par.autotune;
+    CTRAIN_RETURN_IF_ERROR(dist::SetUpRank(*mpi, &rs));
+    fl.train = rs.train;
+    fl.pipe.cache = rs.cache;
+    fl.per_rank_inputs = rs.per_rank_inputs;
+    o.optimizer.learning_rate = rs.learning_rate;
+    o.lr_warmup_steps = rs.lr_warmup_steps;
+    o.lr_warmup_from = rs.lr_warmup_from;
+    job_line = rs.job_line;
+    if (!mpi->is_chief()) {  // rank 0 alone checkpoints, validates and reports
+      o.model_dir.clear();
+      fl.metrics_json.clear();
+      fl.valid.clear();
+      fl.progress = "none";
+    }
+  }
+#else
+  if (const char* n = std::getenv("OMPI_COMM_WORLD_SIZE"); n != nullptr && std::atoi(n) > 1)
+    return FailedPreconditionError("started by mpirun with " + std::string(n) +
+                                   " ranks, but this ctrain was built without MPI (-DCTRAIN_MPI=OFF or no "
+                                   "libopenmpi-dev): the ranks would train separate models");
+#endif
   o.parallel = fl.par.p;
   if (fl.progress == "auto") o.progress = train::ProgressMode::kAuto;
   else if (fl.progress == "bar") o.progress = train::ProgressMode::kTerminal;
@@ -373,7 +420,7 @@ Status RunTrain(TrainFlags& fl) {
     si.reader.id_limit = o.model.feature_size;
     si.pipeline = fl.pipe;
     si.pipeline.pipe_timeout_ms = fl.data.pipe_timeout_ms;  // --pipe-timeout-ms is a data flag (all commands)
-    if (fl.num_shards_opt->count() == 0 && fl.shard_index_opt->count() == 0) {
+    if (fl.num_shards_opt->count() == 0 && fl.shard_index_opt->count() == 0 && !fl.per_rank_inputs) {
       CTRAIN_ASSIGN_OR_RETURN(data::ShardSpec shard, data::ShardFromEnvironment());
       si.pipeline.num_shards = shard.num_shards;
       si.pipeline.shard_index = shard.index;
@@ -407,10 +454,20 @@ Status RunTrain(TrainFlags& fl) {
                  static_cast<unsigned long long>(o.seed), static_cast<long long>(kSynthTrainRows),
                  static_cast<long long>(kSynthValidRows), static_cast<long long>(o.model.feature_size));
     CTRAIN_ASSIGN_OR_RETURN(tr, train::MakeSynthDataset(o.seed, 0, kSynthTrainRows, o.model.feature_size));
+#if CTRAIN_HAVE_MPI
+    if (mpi != nullptr && mpi->size() > 1) tr = dist::ShardRows(tr, mpi->size(), mpi->rank());
+#endif
     CTRAIN_ASSIGN_OR_RETURN(va, train::MakeSynthDataset(o.seed, kSynthTrainRows, kSynthValidRows, o.model.feature_size));
     have_valid = true;
   } else {
     CTRAIN_RETURN_IF_ERROR(LoadData(fl.train, fl.data, o.model.feature_size, &tr, "train", &tr_stats));
+#if CTRAIN_HAVE_MPI
+    if (mpi != nullptr && mpi->size() > 1 && !fl.per_rank_inputs) {  // memory mode shards its rows too
+      tr = dist::ShardRows(tr, mpi->size(), mpi->rank());
+      std::fprintf(stderr, "ctrain: %s: memory mode: %lld training rows (every %d-th row from %d)\n",
+                   mpi->RankName(mpi->rank()).c_str(), static_cast<long long>(tr.size()), mpi->size(), mpi->rank());
+    }
+#endif
     if (!fl.valid.empty()) {
       CTRAIN_RETURN_IF_ERROR(LoadData(fl.valid, fl.data, o.model.feature_size, &va, "valid", &va_stats));
       have_valid = true;
@@ -491,10 +548,26 @@ Status RunTrain(TrainFlags& fl) {
   if (restored)
     std::fprintf(stderr, "ctrain: resumed from %s at step %lld\n", o.model_dir.c_str(),
                  static_cast<long long>(trainer->global_step()));
+#if CTRAIN_HAVE_MPI
+  if (mpi != nullptr) {
+    trainer->set_gradient_exchange(mpi);
+    mpi->set_check_replicas_every(fl.check_replicas_every);
+    if (mpi->is_chief()) std::fprintf(stderr, "ctrain: %s\n", job_line.c_str());
+  }
+#endif
   train::TrainResult r;
   trainer->set_stop_flag(PendingInterruptFlag());
   if (have_valid && !fl.valid.empty()) trainer->set_valid_formats(train::InputFormatsRead(va_stats));
   if (data_service_factory) trainer->set_batch_source_factory(data_service_factory);
+#if CTRAIN_HAVE_MPI
+  std::vector<int64_t> bytes0;  // traffic before training, by kind
+  if (mpi != nullptr)
+    for (int k = 0; k < dist::MpiExchange::kTrafficKinds; ++k)
+      bytes0.push_back(mpi->payload_bytes(static_cast<dist::MpiExchange::Traffic>(k)));
+  const int64_t mpi_colls0 = mpi != nullptr ? mpi->collectives() : 0;
+  const double mpi_secs0 = mpi != nullptr ? mpi->collective_seconds() : 0;
+  const int64_t wchar0 = mpi != nullptr ? dist::ProcessBytesWritten() : 0;
+#endif
   {
     InterruptDeferral defer;  // SIGINT/SIGTERM: checkpoint at the current step, then exit 130/143
     if (stream)
@@ -524,6 +597,33 @@ Status RunTrain(TrainFlags& fl) {
   std::fprintf(stderr, "\n");
   if (r.streamed && r.input_wait_fraction > 0.1 && !r.input_suggestion.empty())
     std::fprintf(stderr, "ctrain: %s\n", r.input_suggestion.c_str());
+  nlohmann::json mpi_json;
+#if CTRAIN_HAVE_MPI
+  if (mpi != nullptr && r.steps_this_run > 0) {  // traffic per step of this rank (docs/distributed.md#traffic)
+    const double steps = static_cast<double>(r.steps_this_run);
+    const int64_t wchar1 = dist::ProcessBytesWritten();
+    auto per_step = [&](dist::MpiExchange::Traffic k) {
+      return static_cast<double>(mpi->payload_bytes(k) - bytes0[k]) / steps;
+    };
+    mpi_json = {{"ranks", mpi->size()},
+                {"collectives_per_step", static_cast<double>(mpi->collectives() - mpi_colls0) / steps},
+                {"dense_bytes_per_step", per_step(dist::MpiExchange::kDense)},
+                {"sparse_bytes_per_step", per_step(dist::MpiExchange::kSparse)},
+                {"control_bytes_per_step", per_step(dist::MpiExchange::kControl)},
+                {"broadcast_bytes", mpi->payload_bytes(dist::MpiExchange::kBroadcast) - bytes0[dist::MpiExchange::kBroadcast]},
+                {"collective_seconds_per_step", (mpi->collective_seconds() - mpi_secs0) / steps},
+                {"written_bytes_per_step", wchar0 >= 0 && wchar1 >= 0 ? (wchar1 - wchar0) / steps : -1.0},
+                {"examples_left_over", trainer->examples_left_over()}};
+    if (mpi->is_chief())
+      std::fprintf(stderr,
+                   "ctrain: mpirun: rank 0 per step: %.1f collectives, payload %.0f dense + %.0f sparse + %.0f control "
+                   "bytes, %.0f bytes written (/proc/self/io; includes the initial broadcast of %lld bytes)\n",
+                   mpi_json["collectives_per_step"].get<double>(), mpi_json["dense_bytes_per_step"].get<double>(),
+                   mpi_json["sparse_bytes_per_step"].get<double>(), mpi_json["control_bytes_per_step"].get<double>(),
+                   mpi_json["written_bytes_per_step"].get<double>(),
+                   static_cast<long long>(mpi_json["broadcast_bytes"].get<int64_t>()));
+  }
+#endif
   if (!fl.metrics_json.empty()) {
     nlohmann::json j{{"auc", r.evaluated ? Num(r.eval.auc) : nlohmann::json(nullptr)},
                      {"logloss", r.evaluated ? Num(r.eval.logloss) : nlohmann::json(nullptr)},
@@ -543,6 +643,7 @@ Status RunTrain(TrainFlags& fl) {
                      {"input_wait_seconds", r.input_wait_seconds},
                      {"compute_seconds", r.compute_seconds},
                      {"warnings", r.warnings}};
+    if (!mpi_json.is_null()) j["mpi"] = mpi_json;
     if (r.streamed) {
       j["pipeline_records_per_sec"] = r.pipeline.records_per_second;
       j["input_suggestion"] = r.input_suggestion;
@@ -600,6 +701,27 @@ Status CheckInputEncoding(InferFlags& fl, const train::TrainOptions& to, const s
                           std::vector<std::string>* notes) {
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
   return train::CheckInputsMatchModel(to.data, fl.model_dir, formats, ro, AbsolutePath(fl.data.feature_map), notes);
+}
+
+// `ctrain train`, alone or as one rank under mpirun: a failing rank ends the
+// whole job (MPI_Abort) so no rank waits for it; a stop request (Cancelled)
+// ends every rank at the same step.
+Status RunTrain(TrainFlags& fl) {
+  if (!fl.config.empty()) CTRAIN_RETURN_IF_ERROR(ApplyConfigFile(fl.app, fl.config));
+#if CTRAIN_HAVE_MPI
+  if (dist::LaunchedByMpirun()) {
+    dist::DistOptions d;
+    d.stall_warning_secs = fl.stall_warning_secs;
+    d.stall_shutdown_secs = fl.stall_shutdown_secs;
+    d.check_replicas_every = fl.check_replicas_every;
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<dist::MpiExchange> mpi, dist::MpiExchange::Create(d));
+    mpi->set_stop_flag(PendingInterruptFlag());
+    Status s = RunTrainJob(fl, mpi.get());
+    if (!s.ok() && s.code() != StatusCode::kCancelled && mpi->size() > 1) mpi->Abort(s.ToString(), 1);
+    return s;
+  }
+#endif
+  return RunTrainJob(fl, nullptr);
 }
 
 Status RunInfer(InferFlags& fl, bool predict) {
@@ -765,6 +887,22 @@ Command AddTrainCommand(CLI::App& app) {
   fl->RegisterPipeline(sub);
   fl->data_service.Register(sub, /*required=*/false);
   fl->par.Register(sub);
+  sub->add_option("--lr-scaling,--lr_scaling", fl->lr_scaling,
+                  "Under mpirun: scale --learning-rate with the N ranks: none, linear (x N) or sqrt (x sqrt N)")
+      ->capture_default_str();
+  sub->add_option("--stall-warning-secs,--stall_warning_secs", fl->stall_warning_secs,
+                  "Under mpirun: name the ranks a collective has waited for this long (0 = never)")
+      ->capture_default_str();
+  sub->add_option("--stall-shutdown-secs,--stall_shutdown_secs", fl->stall_shutdown_secs,
+                  "Under mpirun: abort the job when a collective waited this long (0 = never)")
+      ->capture_default_str();
+  sub->add_option("--lr-warmup-steps,--lr_warmup_steps", fl->lr_warmup_steps,
+                  "Under mpirun: ramp the learning rate from lr / N to lr over this many steps (Horovod's warmup; "
+                  "0 = none)")
+      ->capture_default_str();
+  sub->add_option("--check-replicas-every,--check_replicas_every", fl->check_replicas_every,
+                  "Under mpirun: compare parameter hashes across ranks every K steps (0 = never; debug)")
+      ->capture_default_str();
   return {sub, [fl]() {
             Status s = RunTrain(*fl);
             const int sig = PendingInterrupt();  // deferred while training (checkpoint written)

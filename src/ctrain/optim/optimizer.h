@@ -84,6 +84,9 @@ class Optimizer {
                            std::span<const int64_t> ids, const float* grad, int64_t step) const = 0;
 
   const OptimizerConfig& config() const { return config_; }
+  // A learning-rate schedule (e.g. warmup) changes the step size between
+  // updates. REQUIRES: lr finite and > 0; not called during an update.
+  void set_learning_rate(float lr) { config_.learning_rate = lr; }
 
  protected:
   explicit Optimizer(const OptimizerConfig& config) : config_(config) {}

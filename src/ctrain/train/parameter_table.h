@@ -90,6 +90,7 @@ class LocalParameterTable final : public ParameterTable {
 
   const std::string& name() const { return name_; }
   const optim::Optimizer& optimizer() const { return *optimizer_; }
+  optim::Optimizer& mutable_optimizer() { return *optimizer_; }  // learning-rate schedules
   // Raw [rows, dim] table and slot k's [rows, dim] table.
   float* data() { return table_; }
   const float* data() const { return table_; }

@@ -37,6 +37,12 @@ Status TrainOptions::Validate() const {
     return InvalidArgumentError("save_checkpoints_steps must be >= 0, got " + std::to_string(save_checkpoints_steps));
   if (keep_checkpoints < 1)
     return InvalidArgumentError("keep_checkpoints must be >= 1, got " + std::to_string(keep_checkpoints));
+  if (lr_warmup_steps < 0)
+    return InvalidArgumentError("--lr-warmup-steps must be >= 0, got " + std::to_string(lr_warmup_steps));
+  if (lr_warmup_steps > 0 && parallel.hogwild > 0)
+    return InvalidArgumentError("--lr-warmup-steps needs synchronous training (not --hogwild)");
+  if (!(lr_warmup_from >= 0))
+    return InvalidArgumentError("lr_warmup_from must be >= 0, got " + std::to_string(lr_warmup_from));
   if (parallel.towers > batch_size)
     return InvalidArgumentError("towers (" + std::to_string(parallel.towers) + ") must not exceed batch_size (" +
                                 std::to_string(batch_size) + ")");

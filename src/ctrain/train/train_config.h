@@ -104,6 +104,12 @@ struct TrainOptions {
   ParallelOptions parallel;
   DataSourceOptions data;         // recorded in checkpoints; does not change training
   ProgressMode progress = ProgressMode::kAuto;
+  // Learning-rate warmup (Horovod's LearningRateWarmupCallback, in steps):
+  // the rate ramps linearly from lr_warmup_from at step 1 to
+  // optimizer.learning_rate at step lr_warmup_steps, then stays there.
+  // 0 steps = no warmup. lr_warmup_from: > 0 (0 = optimizer.learning_rate).
+  int64_t lr_warmup_steps = 0;
+  float lr_warmup_from = 0;
 
   // InvalidArgument naming the field (also validates model, optimizer, parallel).
   Status Validate() const;

@@ -21,6 +21,7 @@
 #include "ctrain/optim/optimizer.h"
 #include "ctrain/train/checkpoint.h"
 #include "ctrain/train/data_source.h"
+#include "ctrain/train/gradient_exchange.h"
 #include "ctrain/train/input_checks.h"
 #include "ctrain/train/memory_budget.h"
 #include "ctrain/train/metrics.h"
@@ -183,11 +184,14 @@ struct Trainer::Impl {
   int StopSignal() const { return stop_flag != nullptr ? stop_flag->load(std::memory_order_acquire) : 0; }
   // Between steps, after a stop request: checkpoint this position (unless
   // this call ran no step), then Cancelled naming the step and what was saved.
-  Status Stop(int64_t start_step) {
-    const int sig = StopSignal();
+  // `signal`: the request (0 = StopSignal(); distributed: the ranks' vote).
+  Status Stop(int64_t start_step, int signal = 0) {
+    const int sig = signal != 0 ? signal : StopSignal();
     const std::string what = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal " + std::to_string(sig);
     std::string msg = "interrupted by " + what + " at step " + std::to_string(pos.global_step) + ": ";
-    if (options.model_dir.empty()) {
+    if (exch != nullptr && !exch->is_chief()) {
+      msg += "every rank stopped at this step; rank 0 writes the checkpoint";
+    } else if (options.model_dir.empty()) {
       msg += "no --model-dir, nothing was saved";
     } else if (pos.global_step == start_step) {
       msg += "no step ran in this run, the checkpoint in " + options.model_dir + " is unchanged";
@@ -489,15 +493,23 @@ struct Trainer::Impl {
   // ---- a synchronous step over a batch of B rows ----
   Status SyncStep(int64_t B, const FillFn& fill, double* loss_out) {
     const int64_t step = pos.global_step + 1;
+    if (options.lr_warmup_steps > 0) SetWarmupRate(step);
     const int32_t T = static_cast<int32_t>(replicas.size());
+    // Distributed: distinct dropout streams per rank (step, rank) -> step * N + rank.
+    const int64_t key = exch != nullptr ? step * exch->size() + exch->rank() : step;
+    int64_t examples = B;
     if (T == 1) {
       Replica& rep = replicas[0];
       fill(rep, 0, B);
-      Compute(rep, step);
+      Compute(rep, key);
       CTRAIN_RETURN_IF_ERROR(StepStatus(rep, step));
+      double loss = rep.loss.loss;
+      if (exch != nullptr)
+        CTRAIN_RETURN_IF_ERROR(ExchangeStep(step, B, &rep.w_grad, &rep.v_grad, rep.model->dense_params(),
+                                            rep.model->state(), &loss, &examples));
       CTRAIN_RETURN_IF_ERROR(PushRows(rep.w_grad, rep.v_grad, step));
       ApplyDense(step, rep.model->dense_params());
-      *loss_out = rep.loss.loss;
+      *loss_out = loss;
     } else {
       // Slices [B*t/T, B*(t+1)/T); a tower with an empty slice sits out.
       std::vector<int64_t> lo(T + 1);
@@ -510,7 +522,7 @@ struct Trainer::Impl {
         }
         fill(rep, lo[t], lo[t + 1]);
         // Distinct dropout streams per tower: (step, tower) -> step * T + t.
-        Compute(rep, step * T + t);
+        Compute(rep, key * T + t);
       });
       std::vector<const model::SparseGrad*> wg, vg;
       std::vector<float> wt;
@@ -527,7 +539,6 @@ struct Trainer::Impl {
       }
       MergeSparse(wg, wt, &merged_w);
       MergeSparse(vg, wt, &merged_v);
-      CTRAIN_RETURN_IF_ERROR(PushRows(merged_w, merged_v, step));
       // Dense: weighted sum of tower grads into replica 0's grads, then one update.
       auto& d0 = replicas[0].model->dense_params();
       for (size_t i = 0; i < d0.size(); ++i) {
@@ -541,7 +552,6 @@ struct Trainer::Impl {
           g0[e] = s;
         }
       }
-      ApplyDense(step, d0);
       // BN moving statistics: mean over towers (each moved from the same value).
       auto& s0 = replicas[0].model->state();
       for (size_t i = 0; i < s0.size(); ++i)
@@ -550,12 +560,175 @@ struct Trainer::Impl {
           for (size_t a = 0; a < active.size(); ++a) s += wt[a] * replicas[active[a]].model->state()[i].value[e];
           s0[i].value[e] = s;
         }
+      if (exch != nullptr)
+        CTRAIN_RETURN_IF_ERROR(ExchangeStep(step, B, &merged_w, &merged_v, d0, s0, &loss, &examples));
+      CTRAIN_RETURN_IF_ERROR(PushRows(merged_w, merged_v, step));
+      ApplyDense(step, d0);
       SyncReplicas();
       *loss_out = loss;
     }
     ++pos.global_step;
-    pos.examples += B;
+    pos.examples += examples;
+    step_examples = examples;
+    if (exch != nullptr && exch->check_replicas_every() > 0 && pos.global_step % exch->check_replicas_every() == 0)
+      CTRAIN_RETURN_IF_ERROR(CheckReplicas());
     return Status::OK();
+  }
+  int64_t step_examples = 0;  // examples of the last SyncStep over all ranks
+
+  // TrainOptions::lr_warmup_steps: the rate of `step` on all three optimizers.
+  void SetWarmupRate(int64_t step) {
+    const float to = options.optimizer.learning_rate;
+    const float from = options.lr_warmup_from > 0 ? options.lr_warmup_from : to;
+    const double f = std::min(1.0, static_cast<double>(step) / static_cast<double>(options.lr_warmup_steps));
+    const float lr = static_cast<float>(from + (static_cast<double>(to) - from) * f);
+    optimizer->set_learning_rate(lr);
+    w_table->mutable_optimizer().set_learning_rate(lr);
+    v_table->mutable_optimizer().set_learning_rate(lr);
+  }
+
+  // ---- distributed (gradient_exchange.h) ----
+  GradientExchange* exch = nullptr;
+  std::vector<float> fused;                       // dense grads, BN state, loss, examples
+  std::vector<int64_t> gathered_ids, gathered_counts;
+  std::vector<float> packed, gathered_rows;
+  int64_t left_over = 0;                          // examples this rank's shards had left at epoch ends
+
+  // Replaces this rank's step results (means over its `n` examples) by the
+  // means over every rank's examples: one fused allreduce of the dense
+  // gradients, BN state, loss and count (each weighted by its examples), and
+  // an allgather of each table's sparse rows, merged by id in rank order.
+  // *examples = the step's examples over all ranks.
+  Status ExchangeStep(int64_t step, int64_t n, model::SparseGrad* w, model::SparseGrad* v,
+                      std::vector<model::DenseParam>& dense, std::vector<model::DenseParam>& state, double* loss,
+                      int64_t* examples) {
+    const std::string at = "step " + std::to_string(step);
+    const float fn = static_cast<float>(n);
+    size_t total = 2;
+    for (const auto& d : dense) total += d.grad.size();
+    for (const auto& s : state) total += s.value.size();
+    fused.resize(total);
+    size_t o = 0;
+    for (const auto& d : dense)
+      for (float g : d.grad) fused[o++] = g * fn;
+    for (const auto& s : state)
+      for (float x : s.value) fused[o++] = x * fn;
+    fused[o++] = static_cast<float>(*loss) * fn;
+    fused[o++] = fn;
+    CTRAIN_RETURN_IF_ERROR(exch->AllreduceSum(fused, at + ": dense gradients"));
+    const float all = fused[total - 1];
+    o = 0;
+    for (auto& d : dense)
+      for (float& g : d.grad) g = fused[o++] / all;
+    for (auto& s : state)
+      for (float& x : s.value) x = fused[o++] / all;
+    *loss = fused[o] / all;
+    *examples = static_cast<int64_t>(std::llround(all));
+    if (w->ids == v->ids && w->dim == 1 && !w->ids.empty()) {
+      // The usual case (both tables touched on the same rows): one exchange of [w | V] rows.
+      const int32_t K = v->dim;
+      joint.dim = 1 + K;
+      joint.ids = w->ids;
+      joint.grad.resize(w->ids.size() * (1 + K));
+      for (size_t i = 0; i < w->ids.size(); ++i) {
+        joint.grad[i * (1 + K)] = w->grad[i];
+        std::memcpy(&joint.grad[i * (1 + K) + 1], &v->grad[i * K], K * sizeof(float));
+      }
+      CTRAIN_RETURN_IF_ERROR(ExchangeSparse(n, all, &joint, at + ": sparse gradients (w and V rows)"));
+      w->ids = joint.ids;
+      v->ids = joint.ids;
+      w->grad.resize(joint.ids.size());
+      v->grad.resize(joint.ids.size() * K);
+      for (size_t i = 0; i < joint.ids.size(); ++i) {
+        w->grad[i] = joint.grad[i * (1 + K)];
+        std::memcpy(&v->grad[i * K], &joint.grad[i * (1 + K) + 1], K * sizeof(float));
+      }
+      return Status::OK();
+    }
+    CTRAIN_RETURN_IF_ERROR(ExchangeSparse(n, all, w, at + ": sparse gradients " + std::string(w_table->name())));
+    return ExchangeSparse(n, all, v, at + ": sparse gradients " + std::string(v_table->name()));
+  }
+  model::SparseGrad joint;  // [w | V] rows of one exchange
+
+  Status ExchangeSparse(int64_t n, float all, model::SparseGrad* g, const std::string& what) {
+    const int32_t dim = g->dim > 0 ? g->dim : 1;
+    const float fn = static_cast<float>(n);
+    packed.resize(g->grad.size());
+    for (size_t i = 0; i < packed.size(); ++i) packed[i] = g->grad[i] * fn;
+    CTRAIN_RETURN_IF_ERROR(
+        exch->AllgatherRows(g->ids, packed, dim, &gathered_ids, &gathered_rows, &gathered_counts, what));
+    g->dim = dim;
+    g->ids = gathered_ids;
+    std::sort(g->ids.begin(), g->ids.end());
+    g->ids.erase(std::unique(g->ids.begin(), g->ids.end()), g->ids.end());
+    g->grad.assign(g->ids.size() * dim, 0.0f);
+    size_t at = 0;
+    for (int64_t c : gathered_counts) {  // rank order: the same sums on every rank, every run
+      size_t j = 0;
+      for (int64_t i = 0; i < c; ++i, ++at) {
+        while (g->ids[j] != gathered_ids[at]) ++j;
+        const float* src = gathered_rows.data() + at * dim;
+        float* dst = g->grad.data() + j * dim;
+        for (int32_t k = 0; k < dim; ++k) dst[k] += src[k];
+      }
+    }
+    for (float& x : g->grad) x /= all;
+    return Status::OK();
+  }
+
+  // Rank 0's parameters, optimizer slots and position into every rank
+  // (initial values, or the checkpoint rank 0 restored). Each rank keeps its
+  // own train_rows (its shard's size).
+  Status BroadcastState() {
+    CheckpointTensors t = Tensors();
+    for (const auto& r : t.refs)
+      CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<float>(r.data, r.count)),
+                                             "initial parameters: " + r.name));
+    int64_t p[4] = {pos.global_step, pos.epoch, pos.batch_in_epoch, pos.examples};
+    CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<int64_t>(p, 4)), "initial position"));
+    pos.global_step = p[0];
+    pos.epoch = p[1];
+    pos.batch_in_epoch = p[2];
+    pos.examples = p[3];
+    SyncReplicas();
+    return Status::OK();
+  }
+
+  // --check-replicas-every: FNV-1a of every parameter and slot, compared across ranks.
+  Status CheckReplicas() {
+    uint64_t h = 1469598103934665603ULL;
+    CheckpointTensors t = Tensors();
+    for (const auto& r : t.refs) {
+      const auto* b = reinterpret_cast<const unsigned char*>(r.data);
+      for (size_t i = 0; i < r.count * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ULL;
+    }
+    std::vector<uint64_t> all;
+    CTRAIN_RETURN_IF_ERROR(exch->AllgatherU64(h, &all, "step " + std::to_string(pos.global_step) + ": replica hashes"));
+    std::string bad;
+    for (size_t r = 1; r < all.size(); ++r)
+      if (all[r] != all[0]) bad += (bad.empty() ? "" : ", ") + exch->RankName(static_cast<int32_t>(r));
+    if (!bad.empty())
+      return InternalError("step " + std::to_string(pos.global_step) + ": --check-replicas-every: the parameters of " +
+                           bad + " differ from rank 0's (parameter hashes differ): the replicas diverged");
+    return Status::OK();
+  }
+
+  // Distributed: the per-step vote. *go = every rank has a batch; a stop
+  // request on any rank returns Stop() on every rank.
+  Status Vote(bool have, bool* go, int* sig) {
+    *go = have;
+    *sig = 0;
+    if (exch == nullptr) return Status::OK();
+    return exch->AgreeStep(have, StopSignal(), go, sig);
+  }
+  // A rank whose shard still had `n` examples when the shortest one ended the epoch.
+  void ReportLeftOver(int64_t n) {
+    if (n <= 0) return;
+    left_over += n;
+    std::fprintf(stderr, "ctrain: %s: epoch %lld ended at step %lld with another rank's shard: %lld examples of this "
+                 "rank's shard were not used in this epoch\n", exch->RankName(exch->rank()).c_str(),
+                 static_cast<long long>(pos.epoch + 1), static_cast<long long>(pos.global_step),
+                 static_cast<long long>(n));
   }
   model::SparseGrad merged_w, merged_v;
 
@@ -735,6 +908,11 @@ Status Trainer::Impl::RunHogwild(const FetchFn& fetch, Progress* prog, int64_t* 
 
 Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainResult* result) {
   *result = TrainResult();
+  if (exch != nullptr) {
+    if (options.parallel.hogwild > 0)
+      return InvalidArgumentError("--hogwild cannot run under mpirun: distributed training is synchronous");
+    CTRAIN_RETURN_IF_ERROR(BroadcastState());
+  }
   CTRAIN_RETURN_IF_ERROR(CheckData(train, "training"));
   if (valid != nullptr) CTRAIN_RETURN_IF_ERROR(CheckData(*valid, "validation"));
   if (train.empty()) return InvalidArgumentError("training data is empty");
@@ -777,12 +955,25 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
 
   while (!stop && pos.epoch < options.epochs && (options.max_steps == 0 || pos.global_step < options.max_steps)) {
     EpochOrder(N, pos.epoch, &order);
-    while (pos.batch_in_epoch < steps_per_epoch) {
+    bool ended = false;  // distributed: another rank's shard ended the epoch
+    while (pos.batch_in_epoch < steps_per_epoch || (exch != nullptr && !ended)) {
       if (options.max_steps > 0 && pos.global_step >= options.max_steps) {
         stop = true;
         break;
       }
-      if (StopSignal() != 0) return Stop(prog.start_step);
+      if (exch != nullptr) {
+        bool go = false;
+        int sig = 0;
+        CTRAIN_RETURN_IF_ERROR(Vote(pos.batch_in_epoch < steps_per_epoch, &go, &sig));
+        if (sig != 0) return Stop(prog.start_step, sig);
+        if (!go) {
+          ReportLeftOver(std::max<int64_t>(0, N - pos.batch_in_epoch * B));
+          ended = true;
+          break;
+        }
+      } else if (StopSignal() != 0) {
+        return Stop(prog.start_step);
+      }
       const auto t0 = Clock::now();
       if (H > 0) {
         // Run freely until the next sync point (checkpoint, eval, epoch end, max_steps).
@@ -820,7 +1011,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
             },
             &loss));
         ++pos.batch_in_epoch;
-        prog.examples += hi - lo;
+        prog.examples += step_examples;
         prog.loss_sum += loss;
         prog.loss_n += 1;
         epoch_loss_sum += loss;
@@ -835,7 +1026,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
           pos.batch_in_epoch < steps_per_epoch)
         CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
     }
-    if (pos.batch_in_epoch >= steps_per_epoch) {
+    if (pos.batch_in_epoch >= steps_per_epoch || ended) {
       // Epoch complete: the position moves to the start of the next epoch
       // before eval/checkpoint, so a resume starts there.
       const int64_t finished = pos.epoch + 1;
@@ -880,6 +1071,11 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
 
 Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid, TrainResult* result) {
   *result = TrainResult();
+  if (exch != nullptr) {
+    if (options.parallel.hogwild > 0)
+      return InvalidArgumentError("--hogwild cannot run under mpirun: distributed training is synchronous");
+    CTRAIN_RETURN_IF_ERROR(BroadcastState());
+  }
   result->streamed = true;
   if (valid != nullptr) CTRAIN_RETURN_IF_ERROR(CheckData(*valid, "validation"));
   saved_this_run = false;
@@ -974,7 +1170,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
         stop = true;
         break;
       }
-      if (StopSignal() != 0) return Stop(prog.start_step);
+      if (exch == nullptr && StopSignal() != 0) return Stop(prog.start_step);
       if (H > 0) {
         // Run freely until the next sync point (checkpoint, eval, max_steps) or the epoch end.
         int64_t seg = std::numeric_limits<int64_t>::max();
@@ -1015,6 +1211,22 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
         StatusOr<bool> next = src->Next(dst);
         if (!next.ok() && StopSignal() != 0) return Stop(prog.start_step);  // interrupted while waiting for input
         CTRAIN_ASSIGN_OR_RETURN(bool more, std::move(next));
+        if (exch != nullptr) {  // every rank steps, or none: the shortest shard ends the epoch
+          bool go = false;
+          int sig = 0;
+          CTRAIN_RETURN_IF_ERROR(Vote(more, &go, &sig));
+          if (sig != 0) return Stop(prog.start_step, sig);
+          if (more && !go) {
+            int64_t rest = dst->size();
+            for (;;) {  // drain the epoch so the source ends it (and its size counts every record)
+              CTRAIN_ASSIGN_OR_RETURN(bool again, src->Next(dst));
+              if (!again) break;
+              rest += dst->size();
+            }
+            ReportLeftOver(rest);
+            more = false;
+          }
+        }
         const auto t1 = Clock::now();
         prog.wait += Seconds(t0, t1);
         if (!more) {
@@ -1041,7 +1253,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
             &loss));
         prog.compute += Seconds(t1, Clock::now());
         ++pos.batch_in_epoch;
-        prog.examples += n;
+        prog.examples += step_examples;
         prog.loss_sum += loss;
         prog.loss_n += 1;
         epoch_loss_sum += loss;
@@ -1086,9 +1298,10 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
       const double secs = prog.wait + prog.compute;
       char buf[320];
       std::snprintf(buf, sizeof buf,
-                    "%sepoch %lld/%d: step %lld, %lld examples, train loss %.5f, %.0f examples/s, input wait %.1f%%",
+                    "%sepoch %lld/%d: step %lld, %lld examples%s, train loss %.5f, %.0f examples/s, input wait %.1f%%",
                     terminal ? "\r\033[K" : "", static_cast<long long>(finished), options.epochs,
                     static_cast<long long>(pos.global_step), static_cast<long long>(pos.train_rows),
+                    exch != nullptr ? " in rank 0's shard" : "",
                     result->last_loss, secs > 0 ? prog.examples / secs : 0.0,
                     secs > 0 ? 100.0 * prog.wait / secs : 0.0);
       Log(buf);
@@ -1262,6 +1475,8 @@ const TrainOptions& Trainer::options() const { return impl_->options; }
 void Trainer::set_log_sink(std::function<void(const std::string&)> sink) { impl_->sink = std::move(sink); }
 void Trainer::set_stop_flag(const std::atomic<int>* flag) { impl_->stop_flag = flag; }
 void Trainer::set_batch_source_factory(BatchSourceFactory factory) { impl_->source_factory = std::move(factory); }
+void Trainer::set_gradient_exchange(GradientExchange* exchange) { impl_->exch = exchange; }
+int64_t Trainer::examples_left_over() const { return impl_->left_over; }
 void Trainer::set_valid_formats(std::vector<InputFormat> formats) { impl_->valid_formats = std::move(formats); }
 
 StatusOr<model::DeepFMConfig> ReadCheckpointModelConfig(const std::string& model_dir) {

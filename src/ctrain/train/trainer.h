@@ -22,6 +22,8 @@
 // merged by id), then 4-5 run once and the replicas copy the new dense values.
 // With hogwild H > 0, H threads each run 1-5 on their own batches; the tables
 // are updated without locks, dense parameters under one mutex.
+// As one rank of N (set_gradient_exchange; dist/ under mpirun), 3's results
+// are averaged over the ranks before 4-5 (docs/distributed.md).
 //
 // Checkpoints (model_dir): tensors w, V, every dense parameter and BN state,
 // and every optimizer slot; meta JSON with the model/optimizer config, the
@@ -56,6 +58,8 @@
 #include "ctrain/train/train_config.h"
 
 namespace ctrain::train {
+
+class GradientExchange;  // train/gradient_exchange.h
 
 struct EvalResult {
   double auc = 0;           // NaN when the data has one class only
@@ -192,6 +196,23 @@ class Trainer {
   // InputFormatsRead) are then checked with CheckValidMatchesTraining and a
   // mismatch stops the run before its first step (FailedPrecondition).
   void set_valid_formats(std::vector<InputFormat> formats);
+
+  // Distributed training (train/gradient_exchange.h; null = this process
+  // alone, the default). With one set, Train/TrainStream first take rank 0's
+  // parameters, slots and position (Horovod's broadcast of the initial or
+  // restored state); every step starts with a vote (all ranks have a batch,
+  // no stop request), and the step's gradients, BN state, loss and example
+  // count are averaged over all ranks, weighted by their examples, before the
+  // same update is applied everywhere. The epoch ends on every rank when the
+  // shortest shard ends (the others' remaining examples are reported on
+  // stderr and counted in examples_left_over()). Checkpoints and validation
+  // follow options.model_dir and the `valid` argument: the caller gives them
+  // to rank 0 only. Hogwild is refused (InvalidArgument). Dropout masks use
+  // the key step * size + rank. Not owned; must outlive training calls.
+  void set_gradient_exchange(GradientExchange* exchange);
+  // Examples this rank's shard still had when another rank's shard ended an
+  // epoch (summed over the epochs of this Trainer; 0 without an exchange).
+  int64_t examples_left_over() const;
 
  private:
   struct Impl;
