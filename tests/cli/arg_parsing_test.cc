@@ -87,7 +87,8 @@ std::vector<std::string> SubcommandNames() {
 }
 
 TEST(ArgParsingTest, EverySubcommandIsChecked) {
-  EXPECT_EQ(SubcommandNames(), (std::vector<std::string>{"inspect", "convert", "synth", "train", "eval", "predict"}));
+  EXPECT_EQ(SubcommandNames(),
+            (std::vector<std::string>{"inspect", "convert", "synth", "train", "eval", "predict", "data-service"}));
 }
 
 TEST(ArgParsingTest, KnownSwitchesAreFound) {
@@ -210,7 +211,7 @@ TEST(ArgParsingTest, UnknownFlagNamesItselfItsValueAndTheClosestFlag) {
 TEST(ArgParsingTest, UnknownCommandListsTheCommandsAndTheClosest) {
   TestApp app_holder;
   CLI::App& app = app_holder.app;
-  const std::string list = "inspect, convert, synth, train, eval, predict";
+  const std::string list = "inspect, convert, synth, train, eval, predict, data-service";
   EXPECT_EQ(CheckCommandAndFlags(app, {"fit", "--train", "x"}),
             "ctrain: unknown command 'fit'; the commands are " + list + "; did you mean 'train'?");
   EXPECT_EQ(CheckCommandAndFlags(app, {"trian"}),
@@ -276,6 +277,23 @@ TEST(ArgParsingTest, TypoBeforeTheCommandSuggestsVersionOrHelp) {
             "ctrain: unknown flag --hlep; did you mean --help? (ctrain --help describes the commands)");
   EXPECT_EQ(CheckCommandAndFlags(app, {"--version"}), "");
   EXPECT_EQ(CheckCommandAndFlags(app, {"-h"}), "");
+}
+
+TEST(ArgParsingTest, NestedCommandsAreCheckedAtTheirOwnLevel) {
+  TestApp app_holder;
+  CLI::App& app = app_holder.app;
+  EXPECT_EQ(CheckCommandAndFlags(app, {"data-service"}),
+            "ctrain data-service: a command is required: dispatcher, worker, read, status, shutdown");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"data-service", "wroker"}),
+            "ctrain data-service: unknown command 'wroker'; the commands are dispatcher, worker, read, status, "
+            "shutdown; did you mean 'worker'?");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"data-service", "worker", "--dispatcher", "h:1", "--thread", "2"}),
+            "ctrain data-service worker: unknown flag --thread (value '2'); did you mean --threads? (ctrain "
+            "data-service worker --help lists the flags)");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"data-service", "dispatcher", "--port", "0"}), "");
+  EXPECT_EQ(HelpWins(app, {"data-service", "worker", "--bogus", "--help"}),
+            (std::vector<std::string>{"data-service", "worker", "--help"}));
+  EXPECT_EQ(HelpWins(app, {"train", "--help", "--train"}), (std::vector<std::string>{"train", "--help"}));
 }
 
 TEST(ArgParsingTest, HelpWinsOverEverythingElse) {

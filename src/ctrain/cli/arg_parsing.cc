@@ -147,6 +147,18 @@ std::vector<std::string> HelpWins(const std::vector<std::string>& args) {
   return args;
 }
 
+std::vector<std::string> HelpWins(const CLI::App& app, const std::vector<std::string>& args) {
+  std::vector<std::string> out = HelpWins(args);
+  size_t at = SubcommandIndex(args);
+  if (out == args || at == args.size() || out.size() != 2) return out;
+  const size_t top = at;
+  const CLI::App* sub = LeafSubcommand(FindSubcommand(app, args[at]), args, &at);
+  if (sub == nullptr || at == top) return out;
+  out.assign(args.begin() + static_cast<std::ptrdiff_t>(top), args.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  out.push_back("--help");
+  return out;
+}
+
 std::string SubcommandName(const std::vector<std::string>& args) {
   const size_t at = SubcommandIndex(args);
   return at == args.size() ? std::string() : args[at];

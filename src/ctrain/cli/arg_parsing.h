@@ -48,6 +48,8 @@ std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::str
 // the subcommand (if any) and "--help" are kept, so that a missing value or a
 // bad flag next to it never hides the help. Otherwise `args` unchanged.
 std::vector<std::string> HelpWins(const std::vector<std::string>& args);
+// Same, keeping a nested command's name (`data-service worker --help`).
+std::vector<std::string> HelpWins(const CLI::App& app, const std::vector<std::string>& args);
 
 // The subcommand named in `args` (the first argument that is not an option),
 // or "" if there is none.

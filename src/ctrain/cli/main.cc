@@ -38,7 +38,7 @@ int Main(int argc, char** argv) {
   InstallInterruptHandlers();  // interrupts remove in-progress temporary files (base/signals.h)
   CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
   std::vector<Command> commands = BuildApp(app);
-  args = HelpWins(args);
+  args = HelpWins(app, args);
   if (const std::string usage = CheckCommandAndFlags(app, args); !usage.empty()) {
     std::fprintf(stderr, "%s\n", usage.c_str());
     return 2;
