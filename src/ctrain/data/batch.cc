@@ -94,6 +94,12 @@ std::string Batch::Serialize() const {
 }
 
 StatusOr<Batch> Batch::Deserialize(std::string_view bytes) {
+  Batch b;
+  CTRAIN_RETURN_IF_ERROR(DeserializeInto(bytes, &b));
+  return b;
+}
+
+Status Batch::DeserializeInto(std::string_view bytes, Batch* out) {
   auto err = [](size_t off, const std::string& what) {
     return DataLossError("batch wire format: byte offset " + std::to_string(off) + ": " + what);
   };
@@ -120,8 +126,9 @@ StatusOr<Batch> Batch::Deserialize(std::string_view bytes) {
     return err(body, "payload is " + std::to_string(remain) + " bytes, header implies " + std::to_string(need));
   if (!var && static_cast<uint64_t>(nnz) != static_cast<uint64_t>(B) * static_cast<uint64_t>(F))
     return err(20, "nnz != B*F for a fixed-length batch");
-  Batch b;
+  Batch& b = *out;
   b.field_size = F;
+  b.row_splits.clear();
   const char* p = bytes.data() + body;
   b.labels.resize(B);
   std::memcpy(b.labels.data(), p, B * 4);
@@ -138,7 +145,7 @@ StatusOr<Batch> Batch::Deserialize(std::string_view bytes) {
   }
   Status s = b.Validate();
   if (!s.ok()) return DataLossError(std::string("batch wire format: ") + std::string(s.message()));
-  return b;
+  return Status::OK();
 }
 
 }  // namespace ctrain::data

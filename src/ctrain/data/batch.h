@@ -58,6 +58,9 @@ struct Batch {
   // Errors: DataLoss naming the byte offset when the buffer is short, has a bad
   // magic or inconsistent sizes. Never allocates more than the buffer implies.
   static StatusOr<Batch> Deserialize(std::string_view bytes);
+  // Same into *out, reusing its buffers' capacity (a receiver that recycles
+  // batches allocates nothing in the steady state). On error *out is unspecified.
+  static Status DeserializeInto(std::string_view bytes, Batch* out);
 
   bool operator==(const Batch&) const = default;
 };

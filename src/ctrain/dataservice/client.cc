@@ -120,6 +120,9 @@ class DataServiceSource final : public train::BatchSource {
   std::condition_variable cv_;
   std::list<std::unique_ptr<Stream>> streams_;  // in hand-out order
   int64_t buffered_bytes_ = 0;                  // GUARDED_BY(mu_)
+  // Batches the trainer handed back, for the readers to decode into (no
+  // allocation, and no memory freed on another thread, in the steady state).
+  std::vector<data::Batch> spare_;              // GUARDED_BY(mu_)
 
   // Figures.
   Clock::time_point first_next_{}, last_next_end_{};
@@ -298,6 +301,13 @@ void DataServiceSource::ReaderLoop(Stream* s) {
       continue;
     }
     data::Batch b;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (!spare_.empty()) {
+        b = std::move(spare_.back());
+        spare_.pop_back();
+      }
+    }
     Status st = f.seq() > expected ? DataLossError("worker " + s->worker + ": " + SplitName(s->split) + ": batch " +
                                                    std::to_string(f.seq()) + " arrived, " + std::to_string(expected) +
                                                    " was next")
@@ -503,7 +513,8 @@ StatusOr<bool> DataServiceSource::Next(data::Batch* batch) {
     Stream* s = it->get();
     if (!s->error.ok()) return s->error;
     if (!s->ready.empty()) {
-      *batch = std::move(s->ready.front());
+      std::swap(*batch, s->ready.front());  // the trainer's previous batch goes back to the readers
+      if (spare_.size() < 2 * streams_.size() + 2) spare_.push_back(std::move(s->ready.front()));
       s->ready.pop_front();
       buffered_bytes_ -= s->ready_bytes.front();
       s->ready_bytes.pop_front();

@@ -62,12 +62,10 @@ Status DecodeFrame(const proto::BatchFrame& frame, std::string* scratch, data::B
     return DataLossError(where + ": payload holds " + std::to_string(bytes.size()) + " bytes, raw_bytes says " +
                          std::to_string(frame.raw_bytes()));
   }
-  StatusOr<data::Batch> b = data::Batch::Deserialize(bytes);
-  if (!b.ok()) return b.status().WithContext(where);
-  if (b->size() != frame.examples())
-    return DataLossError(where + ": " + std::to_string(b->size()) + " examples, the frame says " +
+  CTRAIN_RETURN_IF_ERROR(data::Batch::DeserializeInto(bytes, batch).WithContext(where));
+  if (batch->size() != frame.examples())
+    return DataLossError(where + ": " + std::to_string(batch->size()) + " examples, the frame says " +
                          std::to_string(frame.examples()));
-  *batch = std::move(*b);
   return Status::OK();
 }
 

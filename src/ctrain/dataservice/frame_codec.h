@@ -38,7 +38,7 @@ class FrameEncoder {
   std::string raw_;
 };
 
-// Decodes a frame's batch into *batch (its buffers are reused). `scratch`
+// Decodes a frame's batch into *batch (its buffers' capacity is reused). `scratch`
 // holds the decompressed bytes. Errors: DataLoss naming the frame's seq for a
 // payload that does not decompress to raw_bytes or does not deserialize, a
 // raw_bytes outside [0, kMaxFrameRawBytes], an examples count that differs

@@ -72,6 +72,9 @@ struct Worker::Impl final : public proto::Worker::Service {
     std::mutex mu;
     std::condition_variable cv;
     std::deque<proto::BatchFrame> queue;
+    // Sent frames come back here for the producer to refill: their payload
+    // capacity is reused instead of being freed on another thread.
+    std::vector<proto::BatchFrame> spare;
     int64_t queued_bytes = 0;
     int64_t credits = open.credits();
     bool produced_all = false, client_gone = false, cancel = false;
@@ -109,6 +112,13 @@ struct Worker::Impl final : public proto::Worker::Service {
           continue;
         }
         proto::BatchFrame f;
+        {
+          std::lock_guard<std::mutex> l(mu);
+          if (!spare.empty()) {
+            f.Swap(&spare.back());
+            spare.pop_back();
+          }
+        }
         st = enc.Encode(batch, seq, &f);
         if (!st.ok()) break;
         if (seq == open.skip_batches()) inputs_to(&f);
@@ -203,6 +213,8 @@ struct Worker::Impl final : public proto::Worker::Service {
       if (end) break;
       ++batches;
       bytes += n;
+      std::lock_guard<std::mutex> l(mu);
+      if (spare.size() < 4) spare.push_back(std::move(f));
     }
     {
       std::lock_guard<std::mutex> l(mu);
