@@ -261,6 +261,9 @@ TEST_F(DispatcherStateTest, ReclaimAndRelease) {
   EXPECT_EQ(s_.ReclaimEvents("j", 0, 0, 0).status().code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(s_.ReclaimEvents("j", 0, 0, 3).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s_.ReclaimEvents("j", 0, 4, 0).status().code(), StatusCode::kInvalidArgument);
+  // A consumer that never joined cannot take a pending unit.
+  EXPECT_EQ(s_.ReclaimEvents("j", 5, 0, 1).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(State("j", 0, 1), UnitState::kPending);
 
   EXPECT_FALSE(s_.all_jobs_finished());
   ApplyAll(&s_, s_.ReleaseEvents("j", 0));

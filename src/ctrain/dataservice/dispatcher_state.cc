@@ -345,6 +345,8 @@ StatusOr<std::vector<json>> DispatcherState::ReclaimEvents(const std::string& na
                                                            int32_t unit) const {
   const JobInfo* j = job(name);
   if (j == nullptr) return NotFoundError("unknown job " + name);
+  if (!j->consumers.count(consumer))
+    return FailedPreconditionError("consumer " + std::to_string(consumer) + " has not joined job " + name);
   auto ep = j->epoch_units.find(epoch);
   if (ep == j->epoch_units.end() || unit < 0 || unit >= static_cast<int32_t>(ep->second.units.size()))
     return InvalidArgumentError("job " + name + " has no unit " + std::to_string(unit) + " in epoch " + std::to_string(epoch));
