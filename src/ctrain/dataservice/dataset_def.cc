@@ -152,6 +152,10 @@ StatusOr<SplitReadPlan> PlanSplitRead(const proto::DatasetDef& def, const proto:
   p.deterministic = true;
   p.num_parallel_calls = std::max(1, parse_threads);
   p.shuffle_buffer_size = def.shuffle_buffer_size();
+  // As the local trainer runs it (train/stream_input.cc): the pipeline's own
+  // pass seed depends on this flag too, so leaving it at its default made
+  // reshuffle_each_iteration = false read in another order than locally.
+  p.reshuffle_each_iteration = def.reshuffle_each_iteration();
   p.shuffle_seed = (def.reshuffle_each_iteration() ? EpochShuffleSeed(def.seed(), split.epoch()) : def.seed()) ^
                    (split.copy() > 0 ? io::Mix64(split.copy()) : 0);
   p.batch_size = def.batch_size();

@@ -373,7 +373,11 @@ StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOptions&
   }
   service::ServerConfig sc = options.server;
   sc.max_receive_message_bytes = std::max<int64_t>(sc.max_receive_message_bytes, 16 << 20);
-  CTRAIN_ASSIGN_OR_RETURN(impl->server, service::StartServer(sc, {impl.get()}));
+  CTRAIN_ASSIGN_OR_RETURN(service::RunningServer running, service::StartServer(sc, {impl.get()}));
+  {  // the handlers run from here on: GetStatus reads server.address under mu
+    std::lock_guard<std::mutex> lock(impl->mu);
+    impl->server = std::move(running);
+  }
   return std::unique_ptr<Dispatcher>(new Dispatcher(std::move(impl)));
 }
 

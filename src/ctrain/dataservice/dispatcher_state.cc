@@ -1,6 +1,8 @@
 #include "ctrain/dataservice/dispatcher_state.h"
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 
 namespace ctrain::dataservice {
 namespace {
@@ -29,6 +31,30 @@ bool Unhex(const std::string& hex, std::string* out) {
     (*out)[i] = static_cast<char>(hi * 16 + lo);
   }
   return true;
+}
+
+// A malformed event member (Apply turns it into InvalidArgument).
+struct BadMember : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// An integer member of an event, range-checked (json's own get<int> casts a
+// float or an out-of-range number without a check).
+template <typename T>
+T Int(const json& v) {
+  if (!v.is_number_integer()) throw BadMember("an integer is required, got " + v.dump().substr(0, 40));
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<T>::max())) throw BadMember("integer out of range");
+    return static_cast<T>(u);
+  }
+  const int64_t i = v.get<int64_t>();
+  if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max()) throw BadMember("integer out of range");
+  return static_cast<T>(i);
+}
+template <typename T>
+T Int(const json& e, const char* key) {
+  return Int<T>(e.at(key));
 }
 
 const char* StateName(UnitState s) {
@@ -131,7 +157,7 @@ json DispatcherState::DatasetEvent(const DatasetInfo& d) {
 
 Status DispatcherState::Apply(const json& e) {
   auto bad = [&e](const std::string& why) {
-    return InvalidArgumentError("dispatcher event " + e.dump().substr(0, 200) + ": " + why);
+    return InvalidArgumentError("dispatcher event " + e.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200) + ": " + why);
   };
   try {
     const std::string type = e.at("type").get<std::string>();
@@ -141,7 +167,8 @@ Status DispatcherState::Apply(const json& e) {
       std::string bytes;
       if (!Unhex(e.at("def").get<std::string>(), &bytes) || !d.def.ParseFromString(bytes))
         return bad("the dataset definition does not decode");
-      d.file_bytes = e.at("file_bytes").get<std::vector<int64_t>>();
+      if (!e.at("file_bytes").is_array()) return bad("file_bytes must be an array");
+      for (const json& b : e.at("file_bytes")) d.file_bytes.push_back(Int<int64_t>(b));
       datasets_[d.id] = std::move(d);
       return Status::OK();
     }
@@ -150,9 +177,11 @@ Status DispatcherState::Apply(const json& e) {
       JobInfo j;
       j.name = name;
       j.dataset_id = e.at("dataset").get<std::string>();
-      CTRAIN_ASSIGN_OR_RETURN(j.mode, ParseProcessingMode(e.at("mode").get<std::string>()));
-      j.num_splits = e.at("num_splits").get<int32_t>();
-      j.epochs = e.at("epochs").get<int64_t>();
+      StatusOr<proto::ProcessingMode> mode = ParseProcessingMode(e.at("mode").get<std::string>());
+      if (!mode.ok()) return bad(std::string(mode.status().message()));
+      j.mode = *mode;
+      j.num_splits = Int<int32_t>(e, "num_splits");
+      j.epochs = Int<int64_t>(e, "epochs");
       if (j.num_splits < 1 || j.epochs < 1) return bad("num_splits and epochs must be >= 1");
       jobs_[name] = std::move(j);
       return Status::OK();
@@ -161,34 +190,41 @@ Status DispatcherState::Apply(const json& e) {
     if (it == jobs_.end()) return bad("unknown job");
     JobInfo& j = it->second;
     if (type == "epoch") {
-      const int64_t epoch = e.at("epoch").get<int64_t>();
-      const int32_t units = e.at("units").get<int32_t>();
+      const int64_t epoch = Int<int64_t>(e, "epoch");
+      const int32_t units = Int<int32_t>(e, "units");
       if (epoch < 0 || units < 1 || units > (1 << 16)) return bad("epoch or units out of range");
       j.epoch_units[epoch].units.assign(units, UnitInfo());
       return Status::OK();
     }
     if (type == "unit") {
-      auto ep = j.epoch_units.find(e.at("epoch").get<int64_t>());
-      const int32_t unit = e.at("unit").get<int32_t>();
+      // Every field is read and checked before the state changes: a refused
+      // event leaves the state as it was.
+      auto ep = j.epoch_units.find(Int<int64_t>(e, "epoch"));
+      const int32_t unit = Int<int32_t>(e, "unit");
       if (ep == j.epoch_units.end() || unit < 0 || unit >= static_cast<int32_t>(ep->second.units.size()))
         return bad("unknown epoch or unit");
-      UnitInfo& u = ep->second.units[unit];
       const std::string st = e.at("state").get<std::string>();
-      u.state = st == "done" ? UnitState::kDone : st == "owned" ? UnitState::kOwned : UnitState::kPending;
       if (st != "done" && st != "owned" && st != "pending") return bad("unknown unit state");
-      u.consumer = e.at("consumer").get<int32_t>();
-      u.batches = e.at("batches").get<int64_t>();
-      u.examples = e.at("examples").get<int64_t>();
+      UnitInfo next;
+      next.state = st == "done" ? UnitState::kDone : st == "owned" ? UnitState::kOwned : UnitState::kPending;
+      next.consumer = Int<int32_t>(e, "consumer");
+      next.batches = Int<int64_t>(e, "batches");
+      next.examples = Int<int64_t>(e, "examples");
+      ep->second.units[unit] = next;
       return Status::OK();
     }
     if (type == "consumer") {
-      ConsumerInfo& c = j.consumers[e.at("consumer").get<int32_t>()];
-      c.epoch = e.at("epoch").get<int64_t>();
-      c.released = e.at("released").get<bool>();
+      const int32_t k = Int<int32_t>(e, "consumer");
+      ConsumerInfo next;
+      next.epoch = Int<int64_t>(e, "epoch");
+      next.released = e.at("released").get<bool>();
+      j.consumers[k] = next;
       return Status::OK();
     }
     return bad("unknown event type");
   } catch (const json::exception& ex) {
+    return bad(ex.what());
+  } catch (const BadMember& ex) {
     return bad(ex.what());
   }
 }
@@ -224,9 +260,12 @@ StatusOr<std::vector<json>> DispatcherState::JoinEvents(const proto::JoinJobRequ
   if (!r.cursor_json().empty()) {
     try {
       const json c = json::parse(r.cursor_json());
-      cursor_epoch = c.at("epoch").get<int64_t>();
-      for (const json& u : c.at("done")) cursor_done.insert(u.get<int32_t>());
+      cursor_epoch = Int<int64_t>(c, "epoch");
+      if (!c.at("done").is_array()) return InvalidArgumentError("cursor: \"done\" must be an array of units");
+      for (const json& u : c.at("done")) cursor_done.insert(Int<int32_t>(u));
     } catch (const json::exception& ex) {
+      return InvalidArgumentError(std::string("cursor: ") + ex.what());
+    } catch (const BadMember& ex) {
       return InvalidArgumentError(std::string("cursor: ") + ex.what());
     }
     if (cursor_epoch < 0) return InvalidArgumentError("cursor: epoch must be >= 0");
@@ -304,6 +343,8 @@ StatusOr<std::vector<json>> DispatcherState::ReclaimEvents(const std::string& na
                                                            int32_t unit) const {
   const JobInfo* j = job(name);
   if (j == nullptr) return NotFoundError("unknown job " + name);
+  if (!j->consumers.count(consumer))
+    return FailedPreconditionError("consumer " + std::to_string(consumer) + " has not joined job " + name);
   auto ep = j->epoch_units.find(epoch);
   if (ep == j->epoch_units.end() || unit < 0 || unit >= static_cast<int32_t>(ep->second.units.size()))
     return InvalidArgumentError("job " + name + " has no unit " + std::to_string(unit) + " in epoch " + std::to_string(epoch));

@@ -102,7 +102,8 @@ class DispatcherState {
                                                        const std::set<int32_t>& active, int32_t live_workers,
                                                        int32_t* unit, bool* found) const;
   // Reclaiming a unit the consumer owns (after a worker failure). Errors:
-  // FailedPrecondition when another consumer owns it or it is done.
+  // FailedPrecondition when another consumer owns it or it is done, or the
+  // consumer has not joined the job.
   StatusOr<std::vector<nlohmann::json>> ReclaimEvents(const std::string& job, int32_t consumer, int64_t epoch,
                                                       int32_t unit) const;
   StatusOr<std::vector<nlohmann::json>> CompleteEvents(const proto::CompleteSplitRequest& request) const;

@@ -11,7 +11,14 @@ StatusOr<FrameCompression> ParseFrameCompression(const std::string& name) {
 }
 
 FrameEncoder::FrameEncoder(FrameCompression compression, int level) : compression_(compression), level_(level) {
-  if (compression_ == FrameCompression::kZstd) cctx_ = ZSTD_createCCtx();
+  if (compression_ == FrameCompression::kZstd) {
+    ZSTD_CCtx* c = ZSTD_createCCtx();
+    ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level_);
+    // A content checksum (XXH64) in every frame: a damaged payload fails to
+    // decompress instead of decoding to other bytes of the same length.
+    ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+    cctx_ = c;
+  }
 }
 
 FrameEncoder::~FrameEncoder() {
@@ -28,12 +35,13 @@ Status FrameEncoder::Encode(const data::Batch& batch, int64_t seq, proto::BatchF
     frame->set_raw_bytes(static_cast<int64_t>(payload->size()));
     return Status::OK();
   }
+  raw_.clear();  // SerializeTo appends
   batch.SerializeTo(&raw_);
   frame->set_raw_bytes(static_cast<int64_t>(raw_.size()));
   std::string* payload = frame->mutable_payload();
   payload->resize(ZSTD_compressBound(raw_.size()));
-  const size_t n = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(cctx_), payload->data(), payload->size(), raw_.data(),
-                                     raw_.size(), level_);
+  const size_t n = ZSTD_compress2(static_cast<ZSTD_CCtx*>(cctx_), payload->data(), payload->size(), raw_.data(),
+                                  raw_.size());
   if (ZSTD_isError(n)) return InternalError(std::string("zstd: ") + ZSTD_getErrorName(n));
   if (n < raw_.size()) {
     payload->resize(n);

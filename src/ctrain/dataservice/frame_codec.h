@@ -1,6 +1,7 @@
 // Batch frames on the worker -> trainer stream (data_service.proto BatchFrame):
 // the batch in its wire format (data/batch.h), optionally zstd-compressed
-// (RFC 8878, Debian's libzstd), plus the checks a receiver runs on every frame.
+// (RFC 8878, Debian's libzstd, with the frame's content checksum), plus the checks a
+// receiver runs on every frame.
 #pragma once
 
 #include <cstdint>
