@@ -256,18 +256,19 @@ TEST_F(RpcTest, MalformedDispatcherRequests) {
   ASSERT_TRUE(dstub_->JoinJob(Ctx().get(), join, &jresp).ok());
   EXPECT_TRUE(jresp.created());
   EXPECT_EQ(jresp.num_splits(), 3);
-  join.set_epochs(2);
+  join.set_num_splits(5);
   s = dstub_->JoinJob(Ctx().get(), join, &jresp);
   EXPECT_EQ(s.error_code(), StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(s.error_message().find("\"job\""), std::string::npos) << s.error_message();
+  join.set_num_splits(3);
 
   proto::GetSplitRequest gs;
   gs.set_job_id("no-such-job");
   proto::GetSplitResponse gresp;
   EXPECT_EQ(dstub_->GetSplit(Ctx().get(), gs, &gresp).error_code(), StatusCode::NOT_FOUND);
   gs.set_job_id("job");
-  gs.set_epoch(5);
-  EXPECT_EQ(dstub_->GetSplit(Ctx().get(), gs, &gresp).error_code(), StatusCode::FAILED_PRECONDITION);
+  gs.set_epoch(-5);
+  EXPECT_EQ(dstub_->GetSplit(Ctx().get(), gs, &gresp).error_code(), StatusCode::INVALID_ARGUMENT);
   gs.set_epoch(0);
   gs.mutable_reclaim()->set_num_splits(3);
   gs.mutable_reclaim()->set_split_index(3);
