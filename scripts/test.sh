@@ -13,10 +13,12 @@ if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
   # Long training acceptance tests are labelled 'slow' and run only in the Release suite.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE slow)
-  echo "== ThreadSanitizer: the threaded input pipeline =="
-  # (The trainer's kernels use OpenMP; libgomp is not TSan-instrumented, so only
-  # the std::thread-based pipeline runs under TSan.)
+  echo "== ThreadSanitizer: the threaded input pipeline and the dispatcher journal =="
+  # (The trainer's kernels use OpenMP and the services use Debian's gRPC; neither
+  # libgomp nor libgrpc is TSan-instrumented, so only our std::thread code runs
+  # under TSan: the input pipeline and the journal's concurrent appends.)
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTRAIN_TSAN=ON -DCTRAIN_BUILD_BENCH=OFF >/dev/null
-  cmake --build build-tsan -j "$(nproc)" --target data_pipeline_test
+  cmake --build build-tsan -j "$(nproc)" --target data_pipeline_test service_journal_test
   TSAN_OPTIONS=halt_on_error=1 ./build-tsan/data_pipeline_test
+  TSAN_OPTIONS=halt_on_error=1 ./build-tsan/service_journal_test
 fi

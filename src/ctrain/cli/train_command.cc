@@ -427,7 +427,7 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
     }
     if (remote) {
       CTRAIN_ASSIGN_OR_RETURN(dataservice::DataServiceClientOptions dso,
-                              fl.data_service.Options(si.pipeline.deterministic, AbsolutePath(fl.data.feature_map)));
+                              fl.data_service.Options(/*ordered=*/true, AbsolutePath(fl.data.feature_map)));
       data_service_factory = dataservice::MakeDataServiceSourceFactory(dso);
       std::fprintf(stderr, "ctrain: training data from the data service at %s (%s, job %s)\n", dso.dispatcher.c_str(),
                    fl.data_service.processing_mode.c_str(), dso.job_name.empty() ? "by dataset" : dso.job_name.c_str());

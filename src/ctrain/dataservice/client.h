@@ -25,7 +25,7 @@
 // (plus one frame per stream: a stream with nothing ready may always have
 // one batch on the way, so an ordered read never starves).
 //
-// Order: with `ordered` (the default; --deterministic), batches are taken
+// Order: with `ordered` (the default; the CLI always), batches are taken
 // split by split in the order the dispatcher handed the splits out, so one
 // worker gives the same sequence every run (bit-identical to local training
 // with --num-splits 1 or parallel_epochs); otherwise the first ready stream
