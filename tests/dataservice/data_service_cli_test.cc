@@ -159,6 +159,35 @@ TEST_F(DataServiceCliTest, ShutdownStopsTheWorkersAndTheDispatcher) {
   EXPECT_EQ(c.dispatcher().Wait(15s), 0) << c.Logs();
 }
 
+TEST_F(DataServiceCliTest, TwoLiveTrainersCannotShareAConsumerIndex) {
+  const std::string file = dir_ + "/s.tfrecord";
+  ASSERT_EQ(RunCtrainBounded("synth --rows 4000 -o '" + file + "'").exit_code, 0);
+  DataServiceCluster c(dir_);
+  ASSERT_NE(c.StartDispatcher(), "");
+  ASSERT_NE(c.StartWorker(), "");
+  const std::vector<std::string> read = {"data-service", "read", "--data-service", c.address(), "--train", file,
+                                         "--batch-size", "100", "--job-name", "shared", "--pace-us", "20000",
+                                         "--discard"};
+  ChildProcess* first = c.StartClient(read, "first");
+  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(first->running()) << first->Err();
+  RunResult second = RunCtrainBounded("data-service read --data-service " + c.address() + " --train '" + file +
+                                      "' --batch-size 100 --job-name shared --discard");
+  EXPECT_EQ(second.exit_code, 0) << second.out;
+  EXPECT_EQ(first->Wait(60s), 1) << first->Err();
+  EXPECT_NE(first->Err().find("taken over by a newer trainer"), std::string::npos) << first->Err();
+}
+
+TEST_F(DataServiceCliTest, ReadRefusesToOverwriteItsInput) {
+  const std::string file = dir_ + "/s.libsvm";
+  ASSERT_EQ(RunCtrainBounded("synth --rows 100 --format libsvm -o '" + file + "'").exit_code, 0);
+  const std::string before = Slurp(file);
+  RunResult r = RunCtrainBounded("data-service read --data-service 127.0.0.1:1 --train '" + file + "' -o '" + file + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("--output"), std::string::npos) << r.out;
+  EXPECT_EQ(Slurp(file), before);
+}
+
 TEST_F(DataServiceCliTest, ReadErrorsNameTheFileAndLine) {
   std::ofstream(dir_ + "/bad.libsvm") << "1 0:1 1:1\n0 0:1 x:1\n";
   DataServiceCluster c(dir_);

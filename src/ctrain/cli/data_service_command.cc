@@ -1,6 +1,9 @@
 // `ctrain data-service dispatcher | worker | read | status | shutdown`
 // (docs/data-service.md). The processes live in the library
 // (dataservice/dispatcher.h, worker.h, client.h, admin.h); this file parses flags.
+#include <malloc.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -14,6 +17,8 @@
 #include "ctrain/dataservice/admin.h"
 #include "ctrain/dataservice/dispatcher.h"
 #include "ctrain/dataservice/worker.h"
+#include "ctrain/io/file.h"
+#include "ctrain/train/threads.h"
 
 namespace ctrain::cli {
 namespace {
@@ -65,6 +70,12 @@ Status RunWorker(const WorkerFlags& fl) {
   if (fl.heartbeat_ms < 10) return InvalidArgumentError("--heartbeat-ms must be >= 10");
   o.heartbeat = std::chrono::milliseconds(fl.heartbeat_ms);
   o.exit_when_idle = fl.exit_when_idle;
+  // glibc gives every thread that frees memory allocated elsewhere its own
+  // arena (8 per core by default); gRPC's send buffers and the split pipelines
+  // do that all the time, and the arenas keep the memory (+75 MiB measured,
+  // docs/performance.md#6-data-service-issue-8). One arena per core keeps the
+  // worker's RSS near its byte limits at no measured cost.
+  mallopt(M_ARENA_MAX, std::max(2, train::AvailableCpus()));
   InterruptDeferral defer;
   CTRAIN_ASSIGN_OR_RETURN(auto w, dataservice::Worker::Start(o));
   Announce("data-service worker", w->address(), o.server);
@@ -89,6 +100,14 @@ struct ReadFlags {
 Status RunRead(ReadFlags& fl) {
   if (fl.output.empty() == !fl.discard) return InvalidArgumentError("give exactly one of --output FILE and --discard");
   if (fl.pace_us < 0) return InvalidArgumentError("--pace-us must be >= 0");
+  {  // the output must not replace an input, before any work
+    std::vector<io::FlagPath> in, out;
+    for (const std::string& p : fl.train) in.push_back({"--train", p});
+    in.push_back({"--feature-map", fl.data.feature_map});
+    out.push_back({"--output", fl.output});
+    CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, out, {}));
+    if (!fl.output.empty()) CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--output", fl.output));
+  }
   train::StreamInput in;
   in.files = fl.train;
   CTRAIN_ASSIGN_OR_RETURN(in.reader, fl.data.ReaderOptions());
@@ -96,6 +115,7 @@ Status RunRead(ReadFlags& fl) {
   in.pipeline.num_parallel_reads = fl.num_parallel_reads;
   in.pipeline.drop_remainder = fl.drop_remainder;
   CTRAIN_ASSIGN_OR_RETURN(dataservice::DataServiceClientOptions o, fl.client.Options(true, fl.data.feature_map));
+  mallopt(M_ARENA_MAX, std::max(2, train::AvailableCpus()));  // as the worker (RunWorker)
   CTRAIN_ASSIGN_OR_RETURN(dataservice::ReadResult r,
                           dataservice::ReadThroughService(o, in, fl.batch_size, fl.seed, fl.shuffle_buffer_size > 0,
                                                           fl.epochs, fl.discard ? "" : fl.output, fl.pace_us));

@@ -1,5 +1,7 @@
 #include "ctrain/cli/service_flags.h"
 
+#include <cstdlib>
+
 #include "ctrain/base/signals.h"
 #include "ctrain/dataservice/dispatcher_state.h"
 #include "ctrain/service/auth.h"
@@ -59,8 +61,10 @@ void DataServiceClientFlags::Register(CLI::App* app, bool required) {
                   "Data-service job to join or create (default: job-<dataset fingerprint>-<mode>); trainers sharing it "
                   "split each epoch, a restarted trainer resumes it");
   app->add_option("--num-splits,--num_splits", num_splits, "distributed_epoch: splits per epoch")->capture_default_str();
-  app->add_option("--consumer-index,--consumer_index", consumer_index, "This trainer's index within the job")
-      ->capture_default_str();
+  consumer_index_opt =
+      app->add_option("--consumer-index,--consumer_index", consumer_index,
+                      "This trainer's index within the job (default: the MPI rank under mpirun, else 0)")
+          ->capture_default_str();
   app->add_option("--data-service-compression,--data_service_compression", compression,
                   "Batch compression on the wire: none, zstd, or auto (zstd unless the worker is on loopback)")
       ->capture_default_str();
@@ -83,6 +87,10 @@ StatusOr<dataservice::DataServiceClientOptions> DataServiceClientFlags::Options(
   o.job_name = job_name;
   o.num_splits = num_splits;
   o.consumer_index = consumer_index;
+  // Under mpirun every rank is one trainer of the job: by default its rank is its index.
+  if (consumer_index_opt != nullptr && consumer_index_opt->count() == 0)
+    if (const char* rank = std::getenv("OMPI_COMM_WORLD_RANK"); rank != nullptr && *rank != '\0')
+      o.consumer_index = std::atoi(rank);
   if (compression != "auto" && compression != "none" && compression != "zstd")
     return InvalidArgumentError("--data-service-compression must be none, zstd or auto, got \"" + compression + "\"");
   o.compression = compression;

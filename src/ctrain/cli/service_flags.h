@@ -39,6 +39,7 @@ struct DataServiceClientFlags {
   std::string job_name;
   int32_t num_splits = 8;
   int32_t consumer_index = 0;
+  CLI::Option* consumer_index_opt = nullptr;  // given explicitly? (mpirun: the rank otherwise)
   std::string compression = "auto";
   int64_t buffer_bytes = int64_t{256} << 20;
   int32_t max_open_splits = 4;

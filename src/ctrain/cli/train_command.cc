@@ -1,6 +1,7 @@
 // `ctrain train`, `ctrain eval`, `ctrain predict`: the DeepFM training job
 // (train/trainer.h). Flags and config files: docs/training.md.
 #include <fcntl.h>
+#include <malloc.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -429,6 +430,10 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
       CTRAIN_ASSIGN_OR_RETURN(dataservice::DataServiceClientOptions dso,
                               fl.data_service.Options(/*ordered=*/true, AbsolutePath(fl.data.feature_map)));
       data_service_factory = dataservice::MakeDataServiceSourceFactory(dso);
+      // Received batches are decoded on the stream threads and freed on the
+      // trainer's: one malloc arena per core keeps RSS near the byte limits
+      // (docs/data-service.md#memory).
+      mallopt(M_ARENA_MAX, std::max(2, train::AvailableCpus()));
       std::fprintf(stderr, "ctrain: training data from the data service at %s (%s, job %s)\n", dso.dispatcher.c_str(),
                    fl.data_service.processing_mode.c_str(), dso.job_name.empty() ? "by dataset" : dso.job_name.c_str());
     } else

@@ -106,6 +106,7 @@ class DataServiceSource final : public train::BatchSource {
   json inputs_;
   std::string job_;
   int32_t num_splits_ = 1;
+  uint64_t session_ = 0;  // JoinJob's: sent on every later call
   FrameCompression compression_ = FrameCompression::kNone;
 
   // Epoch state.
@@ -186,6 +187,7 @@ Status DataServiceSource::Init() {
   proto::JoinJobResponse jresp;
   CTRAIN_RETURN_IF_ERROR(CallDispatcher("join the job", jreq, &jresp, &proto::Dispatcher::Stub::JoinJob));
   num_splits_ = jresp.num_splits();
+  session_ = jresp.session();
   Log(std::string(jresp.created() ? "created" : "joined") + " job " + job_ + " at " + opt_.dispatcher + " (" +
       ProcessingModeName(opt_.processing_mode) + ", dataset " + rresp.dataset_id() + ", " +
       std::to_string(def_.files_size()) + " file(s))");
@@ -400,6 +402,7 @@ Status DataServiceSource::OpenMoreStreams() {
     req.set_job_id(job_);
     req.set_consumer_index(opt_.consumer_index);
     req.set_epoch(epoch_);
+    req.set_session(session_);
     for (int32_t u : active) req.add_active(u);
     *req.mutable_stats() = ConsumerStatsNow();
     proto::GetSplitResponse resp;
@@ -451,6 +454,7 @@ Status DataServiceSource::Reopen(std::list<std::unique_ptr<Stream>>::iterator it
     req.set_job_id(job_);
     req.set_consumer_index(opt_.consumer_index);
     req.set_epoch(split.epoch());
+    req.set_session(session_);
     *req.mutable_reclaim() = split;
     req.add_failed_workers(dead);
     *req.mutable_stats() = ConsumerStatsNow();
@@ -548,6 +552,7 @@ StatusOr<bool> DataServiceSource::Next(data::Batch* batch) {
     proto::CompleteSplitRequest creq;
     creq.set_job_id(job_);
     creq.set_consumer_index(opt_.consumer_index);
+    creq.set_session(session_);
     *creq.mutable_split() = split;
     creq.set_batches(split_batches);
     creq.set_examples(split_examples);
@@ -574,6 +579,7 @@ Status DataServiceSource::Finish() {
   proto::ReleaseJobRequest req;
   req.set_job_id(job_);
   req.set_consumer_index(opt_.consumer_index);
+  req.set_session(session_);
   proto::ReleaseJobResponse resp;
   CTRAIN_RETURN_IF_ERROR(CallDispatcher("finish the job", req, &resp, &proto::Dispatcher::Stub::ReleaseJob));
   Log("finished job " + job_ + (resp.job_finished() ? " (every trainer of the job is done)" : ""));

@@ -34,6 +34,7 @@ struct WorkerRecord {
 
 struct ConsumerRecord {
   Clock::time_point last_seen;
+  uint64_t session = 0;  // the latest join's (0: none since this dispatcher started)
   proto::ConsumerStats stats;
   int32_t workers = 0;  // workers it was sent to recently (for the advice)
   std::set<std::string> worker_addresses;
@@ -75,6 +76,24 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
   }
 
   bool Alive(const WorkerRecord& w, Clock::time_point now) const { return now - w.last_seen < options.worker_timeout; }
+
+  // A call from consumer k of `job` with `session`: refused when a later join
+  // took the index over; adopted when this dispatcher has not seen a join
+  // for it (it restarted). REQUIRES: mu held.
+  grpc::Status CheckSession(const std::string& job, int32_t k, uint64_t session) {
+    ConsumerRecord& cr = consumers[{job, k}];
+    if (cr.session == 0 || session == 0) {
+      if (cr.session == 0) cr.session = session;
+      return grpc::Status::OK;
+    }
+    if (cr.session != session)
+      return service::ToGrpcStatus(FailedPreconditionError(
+          "consumer index " + std::to_string(k) + " of job " + job +
+          " was taken over by a newer trainer that joined with the same index; two live trainers must not share "
+          "an index: give each its own --consumer-index"));
+    return grpc::Status::OK;
+  }
+  uint64_t next_session = 0;  // GUARDED_BY(mu)
 
   std::vector<std::string> LiveWorkers(Clock::time_point now) const {
     std::vector<std::string> live;
@@ -131,6 +150,13 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
     resp->set_job_id(j->name);
     resp->set_num_splits(j->num_splits);
     resp->set_created(!existed);
+    if (next_session == 0)  // distinct across dispatcher restarts too
+      next_session = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) << 8;
+    const uint64_t session = ++next_session;
+    ConsumerRecord& cr = consumers[{j->name, req->consumer_index()}];
+    cr.session = session;
+    cr.last_seen = Clock::now();
+    resp->set_session(session);
     Log(std::string(existed ? "trainer " : "job " + j->name + " created (" + ProcessingModeName(j->mode) + ", " +
                                                std::to_string(j->num_splits) + " split(s)/epoch, " +
                                                std::to_string(j->epochs) + " epoch(s)); trainer ") +
@@ -146,6 +172,10 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
     std::lock_guard<std::mutex> lock(mu);
     const JobInfo* j = state.job(req->job_id());
     if (j == nullptr) return service::ToGrpcStatus(NotFoundError("unknown job \"" + req->job_id() + "\""));
+    if (!j->consumers.count(req->consumer_index()))
+      return service::ToGrpcStatus(FailedPreconditionError("consumer " + std::to_string(req->consumer_index()) +
+                                                           " has not joined job " + j->name));
+    if (grpc::Status ss = CheckSession(j->name, req->consumer_index(), req->session()); !ss.ok()) return ss;
     ConsumerRecord& cr = consumers[{req->job_id(), req->consumer_index()}];
     cr.last_seen = now;
     cr.stats = req->stats();
@@ -210,6 +240,8 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
                              proto::CompleteSplitResponse*) override {
     if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu);
+    if (state.job(req->job_id()) != nullptr && state.job(req->job_id())->consumers.count(req->consumer_index()))
+      if (grpc::Status ss = CheckSession(req->job_id(), req->consumer_index(), req->session()); !ss.ok()) return ss;
     StatusOr<std::vector<json>> events = state.CompleteEvents(*req);
     if (!events.ok()) return service::ToGrpcStatus(events.status());
     return service::ToGrpcStatus(Commit(*events));
@@ -219,6 +251,8 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
                           proto::ReleaseJobResponse* resp) override {
     if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu);
+    if (state.job(req->job_id()) != nullptr && state.job(req->job_id())->consumers.count(req->consumer_index()))
+      if (grpc::Status ss = CheckSession(req->job_id(), req->consumer_index(), req->session()); !ss.ok()) return ss;
     StatusOr<std::vector<json>> events = state.ReleaseEvents(req->job_id(), req->consumer_index());
     if (!events.ok()) return service::ToGrpcStatus(events.status());
     if (Status s = Commit(*events); !s.ok()) return service::ToGrpcStatus(s);
@@ -286,10 +320,10 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
                     {"threads", w.threads},
                     {"batches", w.stats.batches()},
                     {"bytes", w.stats.bytes()},
-                    {"batches_per_sec", w.stats.batches_per_sec()},
-                    {"bytes_per_sec", w.stats.bytes_per_sec()},
-                    {"active_streams", w.stats.active_streams()},
-                    {"queue_fill", w.stats.queue_fill()},
+                    {"batches_per_sec", alive ? w.stats.batches_per_sec() : 0.0},
+                    {"bytes_per_sec", alive ? w.stats.bytes_per_sec() : 0.0},
+                    {"active_streams", alive ? w.stats.active_streams() : 0},
+                    {"queue_fill", alive ? w.stats.queue_fill() : 0.0},
                     {"buffered_bytes", w.stats.buffered_bytes()},
                     {"rss_bytes", w.stats.rss_bytes()}});
       if (alive) fill_sum += w.stats.queue_fill(), ++live;
@@ -318,7 +352,8 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
           cj["batches_per_sec"] = st.batches_per_sec();
           cj["bytes_per_sec"] = st.bytes_per_sec();
           cj["batches"] = st.batches();
-          if (!c.released) {
+          cj["last_seen_ms"] = std::chrono::duration_cast<std::chrono::milliseconds>(now - it->second.last_seen).count();
+          if (!c.released && now - it->second.last_seen < std::chrono::seconds(30)) {  // a live trainer
             AdviceInputs in;
             in.trainer = "trainer " + std::to_string(k) + " of job " + name;
             in.input_wait_fraction = st.input_wait_fraction();
