@@ -318,6 +318,7 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
   o.model.feature_size = fl.data.feature_size;
   o.optimizer.name = fl.optimizer;
   o.optimizer.learning_rate = fl.learning_rate;
+  bool report = true;  // this process prints the run's lines (under mpirun: rank 0 only)
 #if CTRAIN_HAVE_MPI
   std::string job_line;
   if (mpi != nullptr) {  // one rank of `mpirun -np N ctrain train` (dist/job_setup.h)
@@ -342,6 +343,7 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
       fl.metrics_json.clear();
       fl.valid.clear();
       fl.progress = "none";
+      report = false;
     }
   }
 #else
@@ -434,9 +436,11 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
       // trainer's: one malloc arena per core keeps RSS near the byte limits
       // (docs/data-service.md#memory).
       mallopt(M_ARENA_MAX, std::max(2, train::AvailableCpus()));
-      std::fprintf(stderr, "ctrain: training data from the data service at %s (%s, job %s)\n", dso.dispatcher.c_str(),
-                   fl.data_service.processing_mode.c_str(), dso.job_name.empty() ? "by dataset" : dso.job_name.c_str());
-    } else
+      if (report)
+        std::fprintf(stderr, "ctrain: training data from the data service at %s (%s, job %s)\n",
+                     dso.dispatcher.c_str(), fl.data_service.processing_mode.c_str(),
+                     dso.job_name.empty() ? "by dataset" : dso.job_name.c_str());
+    } else if (report)
     std::fprintf(stderr,
                  "ctrain: streaming training data from %zu input(s): reads=%d calls=%d shuffle_buffer=%lld "
                  "prefetch=%d cache=%s shard %d/%d\n",
@@ -539,6 +543,7 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
   const int32_t replicas = o.parallel.replicas();
   const int32_t intra = o.parallel.intra_op_threads > 0 ? o.parallel.intra_op_threads
                                                         : std::max(1, train::AvailableCpus() / replicas);
+  if (report)
   std::fprintf(stderr,
                "ctrain: DeepFM F=%d K=%d deep=%s dropout=%g%s l2=%g gemm=%s | %s lr=%g batch=%lld epochs=%d | "
                "threads: intra_op=%d towers=%d hogwild=%d%s\n",
@@ -580,7 +585,9 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
     else
       CTRAIN_RETURN_IF_ERROR(trainer->Train(tr, have_valid ? &va : nullptr, &r));
   }
-  if (r.steps_this_run == 0) {
+  if (!report) {
+    // The other ranks' lines would repeat rank 0's (docs/distributed.md).
+  } else if (r.steps_this_run == 0) {
     std::fprintf(stderr, "ctrain: nothing to do: already at step %lld (%lld examples, %.2f epochs)",
                  static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs);
   } else if (!r.epoch_size_known) {
@@ -593,15 +600,17 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
     std::fprintf(stderr, "ctrain: done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
                  static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
   }
-  if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
-  if (r.streamed && r.steps_this_run > 0 && remote)
-    std::fprintf(stderr, ", input wait %.1f%% (data service)", 100.0 * r.input_wait_fraction);
-  else if (r.streamed && r.steps_this_run > 0)
-    std::fprintf(stderr, ", input wait %.1f%%, pipeline %.0f records/s", 100.0 * r.input_wait_fraction,
-                 r.pipeline.records_per_second);
-  std::fprintf(stderr, "\n");
-  if (r.streamed && r.input_wait_fraction > 0.1 && !r.input_suggestion.empty())
-    std::fprintf(stderr, "ctrain: %s\n", r.input_suggestion.c_str());
+  if (report) {
+    if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
+    if (r.streamed && r.steps_this_run > 0 && remote)
+      std::fprintf(stderr, ", input wait %.1f%% (data service)", 100.0 * r.input_wait_fraction);
+    else if (r.streamed && r.steps_this_run > 0)
+      std::fprintf(stderr, ", input wait %.1f%%, pipeline %.0f records/s", 100.0 * r.input_wait_fraction,
+                   r.pipeline.records_per_second);
+    std::fprintf(stderr, "\n");
+    if (r.streamed && r.input_wait_fraction > 0.1 && !r.input_suggestion.empty())
+      std::fprintf(stderr, "ctrain: %s\n", r.input_suggestion.c_str());
+  }
   nlohmann::json mpi_json;
 #if CTRAIN_HAVE_MPI
   if (mpi != nullptr && r.steps_this_run > 0) {  // traffic per step of this rank (docs/distributed.md#traffic)
@@ -622,7 +631,8 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
     if (mpi->is_chief())
       std::fprintf(stderr,
                    "ctrain: mpirun: rank 0 per step: %.1f collectives, payload %.0f dense + %.0f sparse + %.0f control "
-                   "bytes, %.0f bytes written (/proc/self/io; includes the initial broadcast of %lld bytes)\n",
+                   "bytes; %.0f bytes written to sockets (/proc/self/io, counting the initial broadcast of %lld "
+                   "bytes spread over the steps; ~0 when Open MPI moves the data through shared memory)\n",
                    mpi_json["collectives_per_step"].get<double>(), mpi_json["dense_bytes_per_step"].get<double>(),
                    mpi_json["sparse_bytes_per_step"].get<double>(), mpi_json["control_bytes_per_step"].get<double>(),
                    mpi_json["written_bytes_per_step"].get<double>(),
