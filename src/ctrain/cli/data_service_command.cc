@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -146,7 +147,7 @@ Command AddDataServiceCommand(CLI::App& app) {
   group->require_subcommand(1);
   std::vector<std::pair<CLI::App*, std::function<Status()>>> subs;
 
-  auto* dfl = new DispatcherFlags();  // lives for the process (CLI11 keeps pointers into it)
+  auto dfl = std::make_shared<DispatcherFlags>();  // owned by the run functions below (CLI11 points into it)
   CLI::App* d = group->add_subcommand("dispatcher", "Run the dispatcher: datasets, jobs, splits, worker registry");
   dfl->server.Register(d, 0);
   d->add_option("--work-dir,--work_dir", dfl->work_dir,
@@ -156,7 +157,7 @@ Command AddDataServiceCommand(CLI::App& app) {
       ->capture_default_str();
   subs.push_back({d, [dfl] { return RunDispatcher(*dfl); }});
 
-  auto* wfl = new WorkerFlags();
+  auto wfl = std::make_shared<WorkerFlags>();  // owned by the run functions below (CLI11 points into it)
   CLI::App* w = group->add_subcommand("worker", "Run a worker: read, parse, shuffle and batch splits for trainers");
   w->add_option("--dispatcher", wfl->dispatcher, "The dispatcher's HOST:PORT")->required();
   wfl->server.Register(w, 0);
@@ -170,7 +171,7 @@ Command AddDataServiceCommand(CLI::App& app) {
               "Exit 0 once every job has finished and no stream is open");
   subs.push_back({w, [wfl] { return RunWorker(*wfl); }});
 
-  auto* rfl = new ReadFlags();
+  auto rfl = std::make_shared<ReadFlags>();  // owned by the run functions below (CLI11 points into it)
   CLI::App* r = group->add_subcommand("read", "Read a dataset through the service (debugging, benchmarks, tests)");
   rfl->client.Register(r, true);
   r->add_option("--train", rfl->train, "Files, globs or directories (as the dispatcher's host sees them)")
@@ -192,7 +193,7 @@ Command AddDataServiceCommand(CLI::App& app) {
                 "Sleep this long after each batch, standing in for a trainer's step (tests, benchmarks)");
   subs.push_back({r, [rfl] { return RunRead(*rfl); }});
 
-  auto* sfl = new AdminFlags();
+  auto sfl = std::make_shared<AdminFlags>();  // owned by the run functions below (CLI11 points into it)
   CLI::App* s = group->add_subcommand("status", "Show workers, jobs, splits, throughput and input advice");
   s->add_option("address", sfl->address, "The dispatcher's HOST:PORT")->required();
   sfl->security.Register(s);
@@ -204,7 +205,7 @@ Command AddDataServiceCommand(CLI::App& app) {
                     return Status::OK();
                   }});
 
-  auto* xfl = new AdminFlags();
+  auto xfl = std::make_shared<AdminFlags>();  // owned by the run functions below (CLI11 points into it)
   CLI::App* x = group->add_subcommand("shutdown", "Stop the service: workers exit, then the dispatcher");
   x->add_option("address", xfl->address, "The dispatcher's HOST:PORT")->required();
   xfl->security.Register(x);
