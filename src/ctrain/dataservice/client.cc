@@ -90,6 +90,14 @@ class DataServiceSource final : public train::BatchSource {
       return service::FromGrpcStatus((stub_.get()->*fn)(&ctx, req, resp), std::string("dispatcher ") + opt_.dispatcher + ": " + what);
     });
   }
+  // 200 ms between two asks for a worker, cut short by a stop request (Cancelled).
+  Status PauseBeforeRetry() const {
+    for (int i = 0; i < 10; ++i) {
+      if (opt_.stop != nullptr && opt_.stop->load() != 0) return CancelledError("stopped while waiting for a worker");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return Status::OK();
+  }
   Status OpenMoreStreams();
   Status OpenStream(const proto::SplitId& split, const std::string& worker);
   Status Reopen(std::list<std::unique_ptr<Stream>>::iterator it);
@@ -425,10 +433,7 @@ Status DataServiceSource::OpenMoreStreams() {
       Log("waiting for a worker: " + resp.message());
       last_notice = Clock::now();
     }
-    for (int i = 0; i < 10; ++i) {
-      if (opt_.stop != nullptr && opt_.stop->load() != 0) return CancelledError("stopped while waiting for a worker");
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    CTRAIN_RETURN_IF_ERROR(PauseBeforeRetry());
   }
 }
 
@@ -472,10 +477,7 @@ Status DataServiceSource::Reopen(std::list<std::unique_ptr<Stream>>::iterator it
       Log("waiting for a live worker other than " + dead + " for " + SplitName(split) + ": " + resp.message());
       last_notice = Clock::now();
     }
-    for (int i = 0; i < 10; ++i) {
-      if (opt_.stop != nullptr && opt_.stop->load() != 0) return CancelledError("stopped while waiting for a worker");
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    CTRAIN_RETURN_IF_ERROR(PauseBeforeRetry());
   }
 }
 
