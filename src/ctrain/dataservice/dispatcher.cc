@@ -157,10 +157,10 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
     cr.session = session;
     cr.last_seen = Clock::now();
     resp->set_session(session);
-    Log(std::string(existed ? "trainer " : "job " + j->name + " created (" + ProcessingModeName(j->mode) + ", " +
-                                               std::to_string(j->num_splits) + " split(s)/epoch, " +
-                                               std::to_string(j->epochs) + " epoch(s)); trainer ") +
-        std::to_string(req->consumer_index()) + " joined job " + j->name +
+    if (!existed)
+      Log("job " + j->name + " created (" + ProcessingModeName(j->mode) + ", " + std::to_string(j->num_splits) +
+          " split(s)/epoch, " + std::to_string(j->epochs) + " epoch(s))");
+    Log("trainer " + std::to_string(req->consumer_index()) + " joined job " + j->name +
         (req->cursor_json().empty() ? "" : " from its checkpoint cursor " + req->cursor_json()));
     return grpc::Status::OK;
   }
