@@ -14,6 +14,7 @@ PKGS=(
   libprotobuf-dev protobuf-compiler  # service/ messages; interop tests check our tf.train.Example bytes with it
   libgrpc++-dev protobuf-compiler-grpc  # service/: data service and parameter servers (gRPC C++)
   libzstd-dev          # per-batch zstd on the data-service stream
+  openssl              # tests: a self-signed certificate for the services' TLS
   libopenmpi-dev openmpi-bin  # dist/: multi-host allreduce under mpirun
   clang libclang-rt-14-dev libomp-14-dev llvm  # libFuzzer targets (clang needs its OpenMP runtime)
 )

@@ -8,20 +8,27 @@
 
 namespace ctrain::cli {
 
-void SecurityFlags::Register(CLI::App* app) {
+void SecurityFlags::Register(CLI::App* app, bool server) {
   app->add_option("--token-file,--token_file", token_file,
                   "File holding the service token (default: $CTRAIN_SERVICE_TOKEN; none = no authentication)");
-  app->add_option("--tls-cert,--tls_cert", tls_cert, "TLS certificate chain (PEM)");
-  app->add_option("--tls-key,--tls_key", tls_key, "TLS private key (PEM)");
-  app->add_option("--tls-ca,--tls_ca", tls_ca, "TLS CA certificates (PEM): servers to trust / clients to require");
+  app->add_option("--tls-cert,--tls_cert", tls_cert,
+                  server ? "TLS: this server's certificate chain (PEM); also sent to the dispatcher when it asks"
+                         : "TLS: this client's certificate chain (PEM), for servers that require one");
+  app->add_option("--tls-key,--tls_key", tls_key, "TLS: the private key of --tls-cert (PEM)");
+  app->add_option("--tls-ca,--tls_ca", tls_ca, "TLS: CA certificates (PEM) to verify the servers this process calls");
+  if (server)
+    app->add_option("--tls-client-ca,--tls_client_ca", tls_client_ca,
+                    "TLS: require client certificates signed by these CAs (PEM; mutual TLS)");
 }
 
 StatusOr<service::ChannelConfig> SecurityFlags::Channel() const {
   service::ChannelConfig c;
   CTRAIN_ASSIGN_OR_RETURN(c.token, service::LoadToken(token_file));
   c.tls_ca = tls_ca;
-  c.tls_cert = tls_cert;
-  c.tls_key = tls_key;
+  if (!tls_ca.empty()) {  // a client certificate only goes with TLS to the server
+    c.tls_cert = tls_cert;
+    c.tls_key = tls_key;
+  }
   return c;
 }
 
@@ -29,7 +36,7 @@ Status SecurityFlags::ApplyTo(service::ServerConfig* server) const {
   CTRAIN_ASSIGN_OR_RETURN(server->token, service::LoadToken(token_file));
   server->tls_cert = tls_cert;
   server->tls_key = tls_key;
-  server->tls_ca = tls_ca;
+  server->tls_ca = tls_client_ca;
   return Status::OK();
 }
 
@@ -38,7 +45,7 @@ void ServerFlags::Register(CLI::App* app, int default_port) {
   app->add_option("--bind", bind, "Address to listen on (loopback by default; set a token beyond it)")
       ->capture_default_str();
   app->add_option("--port", port, "Port to listen on (0 = a free one, printed at start)")->capture_default_str();
-  security.Register(app);
+  security.Register(app, /*server=*/true);
 }
 
 StatusOr<service::ServerConfig> ServerFlags::Config() const {

@@ -18,7 +18,10 @@ namespace ctrain::cli {
 struct SecurityFlags {
   std::string token_file;
   std::string tls_cert, tls_key, tls_ca;
-  void Register(CLI::App* app);
+  std::string tls_client_ca;  // servers: require client certificates signed by this CA (mutual TLS)
+  // `server`: the process also serves (adds --tls-client-ca; --tls-cert/--tls-key are then its
+  // server certificate, and also its client certificate towards the dispatcher).
+  void Register(CLI::App* app, bool server = false);
   // The token (file, else CTRAIN_SERVICE_TOKEN) and TLS files.
   StatusOr<service::ChannelConfig> Channel() const;
   Status ApplyTo(service::ServerConfig* server) const;
