@@ -14,6 +14,7 @@ PKGS=(
   libprotobuf-dev protobuf-compiler  # service/ messages; interop tests check our tf.train.Example bytes with it
   libgrpc++-dev protobuf-compiler-grpc  # service/: data service and parameter servers (gRPC C++)
   libzstd-dev          # per-batch zstd on the data-service stream
+  libonnx-dev          # export/: ONNX graphs (onnx_proto + checker, ONNX 1.12)
   openssl              # tests: a self-signed certificate for the services' TLS
   libopenmpi-dev openmpi-bin  # dist/: multi-host allreduce under mpirun
   clang libclang-rt-14-dev libomp-14-dev llvm  # libFuzzer targets (clang needs its OpenMP runtime)
@@ -24,11 +25,13 @@ for p in "${PKGS[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "install-deps: installed ${missing[*]}"
 fi
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "install-deps: installed ${missing[*]}"
+# Python packages the tests use (python3 on PATH).
+python3 -m pip install -q onnxruntime numpy  # tests/export: run the exported ONNX graph, read the .npy files

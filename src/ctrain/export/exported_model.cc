@@ -1,0 +1,88 @@
+#include "ctrain/export/exported_model.h"
+
+#include <optional>
+#include <utility>
+
+#include "ctrain/train/train_config.h"
+#include "ctrain/train/trainer_state.h"
+
+namespace ctrain::exporter {
+
+namespace {
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+int64_t ExportTensor::num_elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+const ExportTensor* ExportedModel::Find(std::string_view name) const {
+  for (const ExportTensor& t : tensors)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir) {
+  CTRAIN_ASSIGN_OR_RETURN(std::optional<train::LoadedCheckpoint> ck, train::ReadTrainerCheckpoint(model_dir));
+  if (!ck.has_value()) return NotFoundError(model_dir + ": no checkpoint");
+  ExportedModel m;
+  m.checkpoint_path = ck->path;
+  m.step = ck->step;
+  {
+    StatusOr<model::DeepFMConfig> c = train::ModelConfigFromJson(ck->meta.value("model", nlohmann::json()));
+    if (!c.ok()) return c.status().WithContext(ck->path + ": meta \"model\"");
+    m.config = std::move(c).value();
+  }
+  CTRAIN_RETURN_IF_ERROR(m.config.Validate().WithContext(ck->path));
+  m.data_source = ck->meta.contains("data") ? ck->meta["data"] : nlohmann::json();
+
+  // The tensors the config implies, named and shaped as the trainer saves them.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> want;
+  const int64_t N = m.config.feature_size, K = m.config.embedding_size;
+  if (m.config.use_first_order) want.push_back({"embeddings/w", {N}});
+  if (m.config.use_fm || m.config.use_deep) want.push_back({"embeddings/V", {N, K}});
+  {
+    model::DeepFM shape_only(m.config);  // its parameter list is the single source of names and shapes
+    CTRAIN_RETURN_IF_ERROR(shape_only.status());
+    for (const model::DenseParam& p : shape_only.dense_params()) want.push_back({p.name, p.shape});
+    for (const model::DenseParam& p : shape_only.state()) want.push_back({p.name, p.shape});
+  }
+  for (auto& [name, shape] : want) {
+    train::NamedTensor* t = nullptr;
+    for (train::NamedTensor& x : ck->ckpt.tensors)
+      if (x.name == name) t = &x;
+    if (t == nullptr) return DataLossError(ck->path + ": tensor '" + name + "' is missing (the model config needs it)");
+    if (t->dtype != train::DType::kF32)
+      return DataLossError(ck->path + ": tensor '" + name + "' is not f32");
+    // The trainer stores w 1-D; accept [N, 1] too (same bytes).
+    const bool same = t->shape == shape || (name == "embeddings/w" && t->shape == std::vector<int64_t>{N, 1});
+    if (!same || static_cast<int64_t>(t->f32.size()) != t->num_elements())
+      return DataLossError(ck->path + ": tensor '" + name + "' has shape " + ShapeText(t->shape) +
+                           ", the model config implies " + ShapeText(shape));
+    m.tensors.push_back({name, shape, std::move(t->f32)});
+  }
+  return m;
+}
+
+std::string DescribeModel(const ExportedModel& m) {
+  const model::DeepFMConfig& c = m.config;
+  std::string terms;
+  if (c.use_first_order) terms += "first_order ";
+  if (c.use_fm) terms += "fm ";
+  if (c.use_deep) terms += "deep ";
+  if (!terms.empty()) terms.pop_back();
+  return "DeepFM step " + std::to_string(m.step) + ": feature_size " + std::to_string(c.feature_size) +
+         ", field_size " + std::to_string(c.field_size) + ", K " + std::to_string(c.embedding_size) + ", terms " +
+         terms + ", deep_layers " + (c.deep_layers.empty() ? "none" : train::FormatLayerList(c.deep_layers)) +
+         ", batch_norm " + (c.batch_norm ? "on" : "off") + ", gemm " + model::DataTypeName(c.gemm_dtype);
+}
+
+}  // namespace ctrain::exporter
