@@ -45,11 +45,6 @@ Status RunExport(const ExportFlags& fl) {
   CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, out));
 
   CTRAIN_ASSIGN_OR_RETURN(exporter::ExportedModel m, exporter::LoadModelForExport(fl.model_dir));
-  if (m.config.gemm_dtype != model::DataType::kF32)
-    std::fprintf(stderr,
-                 "ctrain export: note: the model was trained with %s GEMMs (mixed precision); its f32 master "
-                 "weights are exported and the exported MLP runs in f32\n",
-                 model::DataTypeName(m.config.gemm_dtype));
   if (fl.format == "npy") {
     CTRAIN_ASSIGN_OR_RETURN(nlohmann::json index, exporter::ExportNpy(m, fl.output));
     std::fprintf(stderr, "ctrain export: wrote %zu .npy files and index.json to %s (%s)\n", index["tensors"].size(),

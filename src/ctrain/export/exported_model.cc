@@ -81,8 +81,10 @@ std::string DescribeModel(const ExportedModel& m) {
   if (!terms.empty()) terms.pop_back();
   return "DeepFM step " + std::to_string(m.step) + ": feature_size " + std::to_string(c.feature_size) +
          ", field_size " + std::to_string(c.field_size) + ", K " + std::to_string(c.embedding_size) + ", terms " +
-         terms + ", deep_layers " + (c.deep_layers.empty() ? "none" : train::FormatLayerList(c.deep_layers)) +
-         ", batch_norm " + (c.batch_norm ? "on" : "off") + ", gemm " + model::DataTypeName(c.gemm_dtype);
+         terms +
+         (c.use_deep ? ", deep_layers " + (c.deep_layers.empty() ? std::string("none") : train::FormatLayerList(c.deep_layers)) +
+                           ", batch_norm " + (c.batch_norm ? "on" : "off")
+                     : std::string());
 }
 
 }  // namespace ctrain::exporter

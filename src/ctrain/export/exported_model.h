@@ -5,10 +5,9 @@
 // optimizer slots and the training position are dropped.
 //
 // Precision: every tensor is f32. A model trained with --mixed-precision bf16
-// keeps f32 master weights in its checkpoint (docs/model.md "Mixed
-// precision"), and those are what is exported; the exported forward pass
-// therefore runs the MLP in f32, while `ctrain predict` on such a model
-// rounds the GEMM operands to bf16 (predictions differ by the bf16 rounding).
+// keeps f32 master weights (docs/model.md "Mixed precision"); its checkpoint
+// holds those and does not record the GEMM precision, so `ctrain predict` and
+// the export both run the model in f32.
 //
 // Thread safety: plain values and functions.
 #pragma once
@@ -62,8 +61,9 @@ struct ExportedModel {
 // implies is missing, is not f32, or has a different shape.
 StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir);
 
-// A line for logs and the ONNX doc string: "DeepFM step 1234: feature_size 117581,
-// field_size 39, K 8, deep 400,400,400, batch_norm off, gemm f32".
+// A line for logs and the ONNX doc string: "DeepFM step 40: feature_size 117581,
+// field_size 39, K 32, terms first_order fm deep, deep_layers 400,400,400, batch_norm off"
+// (deep_layers and batch_norm only with the deep term).
 std::string DescribeModel(const ExportedModel& m);
 
 }  // namespace ctrain::exporter
