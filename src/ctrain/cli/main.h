@@ -1,5 +1,5 @@
 // Entry point of the `ctrain` command line: subcommands inspect, convert, synth,
-// train, eval, predict. Each subcommand lives in its own file (cli/*_command.cc)
+// train, eval, predict, data-service, export. Each subcommand lives in its own file (cli/*_command.cc)
 // and registers itself through the Add*Command functions in commands.h.
 #pragma once
 
