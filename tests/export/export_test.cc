@@ -279,6 +279,9 @@ TEST_F(ExportErrorTest, CommandLineRefusesBadFlagsAndOverwritingTheModel) {
   r = RunCtrain("export --model-dir " + P("model") + " --external-data sometimes -o " + P("m.onnx"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--external-data"), std::string::npos) << r.out;
+  r = RunCtrain("export --model-dir " + P("model") + " -o -");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--output: '-' (stdout) is not supported"), std::string::npos) << r.out;
   r = RunCtrain("export --model-dir " + P("model") + " -o " + P("model/ckpt-3.bin"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--output"), std::string::npos) << r.out;

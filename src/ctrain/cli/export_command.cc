@@ -27,6 +27,8 @@ struct ExportFlags {
 Status RunExport(const ExportFlags& fl) {
   if (fl.format != "onnx" && fl.format != "npy")
     return InvalidArgumentError("--format must be onnx or npy, got '" + fl.format + "'");
+  if (fl.output == "-")
+    return InvalidArgumentError("--output: '-' (stdout) is not supported by export: give a file (onnx) or a directory (npy)");
   exporter::OnnxExportOptions oo;
   {
     StatusOr<exporter::ExternalData> e = exporter::ParseExternalData(fl.external_data);
