@@ -1,6 +1,6 @@
 // `ctrain export --format onnx`: the DeepFM forward pass (model/deepfm.h, in
-// inference mode) as an ONNX graph that any ONNX runtime can serve
-// (onnxruntime, TensorRT, OpenVINO, Triton's ONNX backend). The proto is
+// inference mode) as an ONNX graph for ONNX runtimes (standard opset-13
+// operators only; tests/export runs it with onnxruntime). The proto is
 // Debian's libonnx-dev (ONNX 1.12): IR version 8, default-domain opset 13.
 //
 // Graph (docs/export.md draws it):
