@@ -269,6 +269,29 @@ TEST_F(ExportErrorTest, MissingAndMisshapenTensorsAreNamed) {
   EXPECT_FALSE(ParseExternalData("sometimes").ok());
 }
 
+TEST_F(ExportErrorTest, UnknownModelOptionIsRefusedNotIgnored) {
+  model::DeepFMConfig c;
+  c.feature_size = 4;
+  c.field_size = 2;
+  c.embedding_size = 2;
+  c.use_deep = false;
+  nlohmann::json model = train::ModelConfigToJson(c);
+  model["pooling"] = "attention";  // an option of some later model: the graph would not compute it
+  const std::vector<float> w(4, 0.5f), V(8, 0.5f), bias(1, 0.0f);
+  ASSERT_TRUE(train::SaveCheckpoint(P("model"), 3,
+                                    std::vector<train::TensorRef>{train::TensorRef::F32("embeddings/w", {4}, w.data()),
+                                                                  train::TensorRef::F32("embeddings/V", {4, 2}, V.data()),
+                                                                  train::TensorRef::F32("fm_bias", {1}, bias.data())},
+                                    {{"model", model}})
+                  .ok());
+  StatusOr<ExportedModel> m = LoadModelForExport(P("model"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(m.status().message().find("model option 'pooling' = \"attention\" is not supported by ctrain export"),
+            std::string::npos)
+      << m.status().ToString();
+}
+
 TEST_F(ExportErrorTest, CommandLineRefusesBadFlagsAndOverwritingTheModel) {
   const std::vector<float> w(4, 0.5f), V(8, 0.5f), bias(1, 0.0f);
   Save({train::TensorRef::F32("embeddings/w", {4}, w.data()), train::TensorRef::F32("embeddings/V", {4, 2}, V.data()),

@@ -16,6 +16,28 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// The model options the exporters build graphs for. A checkpoint from a ctrain
+// with more options (e.g. a new pooling or layer kind) that sets one of them
+// to a non-default value is refused, never exported as a different model.
+constexpr const char* kUnderstoodModelKeys[] = {
+    "feature_size", "field_size", "embedding_size", "deep_layers", "dropout", "batch_norm", "batch_norm_momentum",
+    "batch_norm_epsilon", "l2_reg", "use_first_order", "use_fm", "use_deep", "seed"};
+
+Status CheckModelKeysUnderstood(const std::string& path, const nlohmann::json& model) {
+  if (!model.is_object()) return Status::OK();  // ModelConfigFromJson reports it
+  const nlohmann::json defaults = train::ModelConfigToJson(model::DeepFMConfig{});
+  for (auto it = model.begin(); it != model.end(); ++it) {
+    bool known = false;
+    for (const char* k : kUnderstoodModelKeys) known = known || it.key() == k;
+    if (known) continue;
+    auto d = defaults.find(it.key());
+    if (d != defaults.end() && *d == it.value()) continue;  // a newer option left at its default
+    return UnimplementedError(path + ": model option '" + it.key() + "' = " + it.value().dump() +
+                              " is not supported by ctrain export (the exported graph would compute a different model)");
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 int64_t ExportTensor::num_elements() const {
@@ -36,6 +58,7 @@ StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir) {
   ExportedModel m;
   m.checkpoint_path = ck->path;
   m.step = ck->step;
+  CTRAIN_RETURN_IF_ERROR(CheckModelKeysUnderstood(ck->path, ck->meta.value("model", nlohmann::json())));
   {
     StatusOr<model::DeepFMConfig> c = train::ModelConfigFromJson(ck->meta.value("model", nlohmann::json()));
     if (!c.ok()) return c.status().WithContext(ck->path + ": meta \"model\"");

@@ -57,6 +57,8 @@ struct ExportedModel {
 // verified) and keeps the inference tensors listed above.
 // Errors: NotFound "<model_dir>: no checkpoint"; the checkpoint reader's
 // DataLoss; InvalidArgument from the recorded model config (names the key);
+// Unimplemented "<file>: model option '<key>' = <value> is not supported ..."
+// for a model option this exporter does not know set to a non-default value;
 // DataLoss "<file>: tensor '<name>' ..." when a tensor the model config
 // implies is missing, is not f32, or has a different shape.
 StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir);
