@@ -73,6 +73,17 @@ std::vector<double> RunChecker(const std::string& mode, const std::string& model
   return ReadPredictions(out);
 }
 
+// Mode padded: a --multi-hot graph on the input's one-hot rows spread over three
+// entries per field (returned), and on random multi-hot rows against the numpy
+// forward pass over `npy_dir` (checked by the script: exit 0 only within 1e-5).
+std::vector<double> RunPaddedChecker(const std::string& model, const std::string& npy_dir, const std::string& input,
+                                     const std::string& out) {
+  const auto r = Shell("python3 '" + kChecker + "' padded '" + model + "' '" + npy_dir + "' '" + input + "' '" + out + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("multi-hot rows: max |onnxruntime - numpy|"), std::string::npos) << r.out;
+  return ReadPredictions(out);
+}
+
 // ---- .npy headers ---------------------------------------------------------
 
 TEST(NpyHeaderTest, DictAndPaddingAsNumpyWritesThem) {
@@ -201,6 +212,10 @@ TEST_P(ExportModelTest, OnnxAndNpyPredictAsDeepFM) {
   ASSERT_TRUE(index_json.ok()) << index_json.status().ToString();
   EXPECT_EQ((*index_json)["tensors"].size(), em->tensors.size());
   ExpectClose(want, RunChecker("npy", P("npy"), P("in.libsvm"), P("npy.txt")), "npy");
+  OnnxExportOptions multi_hot;
+  multi_hot.multi_hot = true;
+  ASSERT_TRUE(ExportOnnx(*em, P("multi_hot.onnx"), multi_hot).ok());
+  ExpectClose(want, RunPaddedChecker(P("multi_hot.onnx"), P("npy"), P("in.libsvm"), P("padded.txt")), "multi-hot onnx");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -302,6 +317,9 @@ TEST_F(ExportErrorTest, CommandLineRefusesBadFlagsAndOverwritingTheModel) {
   r = RunCtrain("export --model-dir " + P("model") + " --external-data sometimes -o " + P("m.onnx"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--external-data"), std::string::npos) << r.out;
+  r = RunCtrain("export --model-dir " + P("model") + " --format npy --multi-hot -o " + P("npy"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--multi-hot applies to --format onnx only"), std::string::npos) << r.out;
   r = RunCtrain("export --model-dir " + P("model") + " -o -");
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--output: '-' (stdout) is not supported"), std::string::npos) << r.out;
@@ -355,6 +373,10 @@ TEST_F(ExportCriteoTest, OnnxAndNpyMatchPredictAfterOneEpoch) {
   EXPECT_EQ(index["tensors"].size(), 17u);  // w, V, fm_bias, 2 x (mlp W, b, bn gamma, beta, mean, var), out W, b
   EXPECT_EQ(index["data"]["format"], "libsvm");
   ExpectClose(want, RunChecker("npy", P("npy"), data, P("npy.txt")), "npy");
+
+  r = RunCtrain("export --model-dir " + P("m") + " --multi-hot -o " + P("multi_hot.onnx"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ExpectClose(want, RunPaddedChecker(P("multi_hot.onnx"), P("npy"), data, P("padded.txt")), "multi-hot onnx");
 }
 
 }  // namespace

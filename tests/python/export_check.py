@@ -3,6 +3,11 @@
 
   export_check.py onnx MODEL.onnx INPUT.libsvm OUT.txt   # onnxruntime on the ONNX graph
   export_check.py npy  DIR        INPUT.libsvm OUT.txt   # a numpy DeepFM forward pass on the .npy files
+  export_check.py padded MODEL.onnx NPY_DIR INPUT.libsvm OUT.txt
+      # a graph exported with --multi-hot: (1) the input's one-hot rows as 3 entries per field (the
+      # value split 1/4 + 3/4 on the same id, and a random id with value 0 as padding) -> OUT.txt;
+      # (2) random multi-hot rows (0..3 of the input's ids per field, random weights), onnxruntime against the numpy
+      # forward pass on NPY_DIR; exit 2 when they differ by 1e-5 or more
 
 Writes one click probability per input line to OUT.txt ("%.9g"). Ids are built the way the
 model's training data was read: LibSVM "label id:value ..." with exactly F pairs per line,
@@ -45,72 +50,131 @@ def read_libsvm(path, data, field_size):
     return np.asarray(ids, dtype=np.int64), np.asarray(values, dtype=np.float32)
 
 
-def onnx_predict(model_path, input_path):
-    import onnxruntime as ort
+class OnnxModel:
+    def __init__(self, model_path, rank):
+        import onnxruntime as ort
 
-    sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
-    meta = sess.get_modelmeta().custom_metadata_map
-    model = json.loads(meta["ctrain.model"])
-    data = json.loads(meta["ctrain.data"])
-    ins = {i.name: i for i in sess.get_inputs()}
-    outs = [o.name for o in sess.get_outputs()]
-    if sorted(ins) != ["ids", "values"] or outs != ["prediction"]:
-        fail("graph inputs %s / outputs %s, expected ids, values / prediction" % (sorted(ins), outs))
-    if ins["ids"].type != "tensor(int64)" or ins["values"].type != "tensor(float)":
-        fail("input types %s %s" % (ins["ids"].type, ins["values"].type))
-    ids, values = read_libsvm(input_path, data, model["field_size"])
-    (pred,) = sess.run(["prediction"], {"ids": ids, "values": values})
-    if pred.dtype != np.float32 or pred.shape != (ids.shape[0],):
-        fail("prediction has dtype %s shape %s, expected float32 [%d]" % (pred.dtype, pred.shape, ids.shape[0]))
-    return pred
+        self.sess = ort.InferenceSession(model_path, providers=["CPUExecutionProvider"])
+        meta = self.sess.get_modelmeta().custom_metadata_map
+        self.model = json.loads(meta["ctrain.model"])
+        self.data = json.loads(meta["ctrain.data"])
+        ins = {i.name: i for i in self.sess.get_inputs()}
+        outs = [o.name for o in self.sess.get_outputs()]
+        if sorted(ins) != ["ids", "values"] or outs != ["prediction"]:
+            fail("graph inputs %s / outputs %s, expected ids, values / prediction" % (sorted(ins), outs))
+        if ins["ids"].type != "tensor(int64)" or ins["values"].type != "tensor(float)":
+            fail("input types %s %s" % (ins["ids"].type, ins["values"].type))
+        if len(ins["ids"].shape) != rank or ins["ids"].shape[1] != self.model["field_size"]:
+            fail("ids has shape %s, expected rank %d with F = %d" % (ins["ids"].shape, rank, self.model["field_size"]))
+
+    def run(self, ids, values):
+        (pred,) = self.sess.run(["prediction"], {"ids": ids, "values": values})
+        if pred.dtype != np.float32 or pred.shape != (ids.shape[0],):
+            fail("prediction has dtype %s shape %s, expected float32 [%d]" % (pred.dtype, pred.shape, ids.shape[0]))
+        return pred
+
+
+def onnx_predict(model_path, input_path):
+    m = OnnxModel(model_path, 2)
+    ids, values = read_libsvm(input_path, m.data, m.model["field_size"])
+    return m.run(ids, values)
+
+
+class NpyModel:
+    def __init__(self, out_dir):
+        with open(os.path.join(out_dir, "index.json")) as f:
+            index = json.load(f)
+        if index.get("format") != "ctrain-npy-export-v1":
+            fail("index.json format %r" % index.get("format"))
+        self.cfg, self.data = index["model"], index["data"]
+        self.t = {}
+        for e in index["tensors"]:
+            a = np.load(os.path.join(out_dir, e["file"]), allow_pickle=False)
+            if a.dtype != np.float32 or list(a.shape) != e["shape"] or e["dtype"] != "float32":
+                fail("%s: dtype %s shape %s, index says %s %s" % (e["file"], a.dtype, a.shape, e["dtype"], e["shape"]))
+            self.t[e["name"]] = a.astype(np.float64)  # the reference runs in double
+
+    def predict(self, ids, values):
+        """ids, values: [B, F] (one-hot) or [B, F, M] (multi-hot: sum of M weighted rows per field)."""
+        cfg, t = self.cfg, self.t
+        F, K, N = cfg["field_size"], cfg["embedding_size"], cfg["feature_size"]
+        if ids.ndim == 2:
+            ids, values = ids[:, :, None], values[:, :, None]
+        if ids.min() < 0 or ids.max() >= N:
+            fail("ids outside [0, %d)" % N)
+        x = values.astype(np.float64)
+        logit = np.full(ids.shape[0], t["fm_bias"][0])
+        if cfg["use_first_order"]:
+            if t["embeddings/w"].shape != (N,):
+                fail("embeddings/w shape %s" % (t["embeddings/w"].shape,))
+            logit += (t["embeddings/w"][ids] * x).sum(axis=(1, 2))
+        if cfg["use_fm"] or cfg["use_deep"]:
+            if t["embeddings/V"].shape != (N, K):
+                fail("embeddings/V shape %s" % (t["embeddings/V"].shape,))
+            e = (t["embeddings/V"][ids] * x[..., None]).sum(axis=2)  # [B, F, K]
+        return self._rest(ids.shape[0], logit, e if (cfg["use_fm"] or cfg["use_deep"]) else None)
+
+    def _rest(self, B, logit, e):
+        cfg, t = self.cfg, self.t
+        F, K = cfg["field_size"], cfg["embedding_size"]
+        if cfg["use_fm"]:
+            s = e.sum(axis=1)
+            logit += 0.5 * (s * s - (e * e).sum(axis=1)).sum(axis=1)
+        if cfg["use_deep"]:
+            h = e.reshape(B, F * K)
+            for i in range(len(cfg["deep_layers"])):
+                h = np.maximum(h @ t["mlp%d/weights" % i] + t["mlp%d/biases" % i], 0.0)
+                if cfg["batch_norm"]:
+                    bn = "bn_%d/" % i
+                    scale = t[bn + "gamma"] / np.sqrt(t[bn + "moving_variance"] + cfg["batch_norm_epsilon"])
+                    h = (h - t[bn + "moving_mean"]) * scale + t[bn + "beta"]
+            logit += (h @ t["deep_out/weights"] + t["deep_out/biases"])[:, 0]
+        return 1.0 / (1.0 + np.exp(-logit))
 
 
 def npy_predict(out_dir, input_path):
-    with open(os.path.join(out_dir, "index.json")) as f:
-        index = json.load(f)
-    if index.get("format") != "ctrain-npy-export-v1":
-        fail("index.json format %r" % index.get("format"))
-    cfg = index["model"]
-    t = {}
-    for e in index["tensors"]:
-        a = np.load(os.path.join(out_dir, e["file"]), allow_pickle=False)
-        if a.dtype != np.float32 or list(a.shape) != e["shape"] or e["dtype"] != "float32":
-            fail("%s: dtype %s shape %s, index says %s %s" % (e["file"], a.dtype, a.shape, e["dtype"], e["shape"]))
-        t[e["name"]] = a.astype(np.float64)  # the reference runs in double
-    F, K, N = cfg["field_size"], cfg["embedding_size"], cfg["feature_size"]
-    ids, values = read_libsvm(input_path, index["data"], F)
-    if ids.min() < 0 or ids.max() >= N:
-        fail("ids outside [0, %d)" % N)
-    x = values.astype(np.float64)
-    logit = np.full(ids.shape[0], t["fm_bias"][0])
-    if cfg["use_first_order"]:
-        if t["embeddings/w"].shape != (N,):
-            fail("embeddings/w shape %s" % (t["embeddings/w"].shape,))
-        logit += (t["embeddings/w"][ids] * x).sum(axis=1)
-    if cfg["use_fm"] or cfg["use_deep"]:
-        if t["embeddings/V"].shape != (N, K):
-            fail("embeddings/V shape %s" % (t["embeddings/V"].shape,))
-        e = t["embeddings/V"][ids] * x[:, :, None]  # [B, F, K]
-    if cfg["use_fm"]:
-        s = e.sum(axis=1)
-        logit += 0.5 * (s * s - (e * e).sum(axis=1)).sum(axis=1)
-    if cfg["use_deep"]:
-        h = e.reshape(ids.shape[0], F * K)
-        for i in range(len(cfg["deep_layers"])):
-            h = np.maximum(h @ t["mlp%d/weights" % i] + t["mlp%d/biases" % i], 0.0)
-            if cfg["batch_norm"]:
-                bn = "bn_%d/" % i
-                scale = t[bn + "gamma"] / np.sqrt(t[bn + "moving_variance"] + cfg["batch_norm_epsilon"])
-                h = (h - t[bn + "moving_mean"]) * scale + t[bn + "beta"]
-        logit += (h @ t["deep_out/weights"] + t["deep_out/biases"])[:, 0]
-    return 1.0 / (1.0 + np.exp(-logit))
+    m = NpyModel(out_dir)
+    ids, values = read_libsvm(input_path, m.data, m.cfg["field_size"])
+    return m.predict(ids, values)
+
+
+def padded_predict(model_path, npy_dir, input_path):
+    m = OnnxModel(model_path, 3)
+    ref = NpyModel(npy_dir)
+    N = m.model["feature_size"]
+    rng = np.random.default_rng(7)
+    # (1) one-hot rows as three entries per field: the same prediction as the one-hot model.
+    ids, values = read_libsvm(input_path, m.data, m.model["field_size"])
+    pad = rng.integers(0, N, size=ids.shape)
+    ids3 = np.stack([ids, ids, pad], axis=2)
+    values3 = np.stack([values * 0.25, values * 0.75, np.zeros_like(values)], axis=2).astype(np.float32)
+    pred = m.run(ids3, values3)
+    # (2) genuinely multi-hot rows against the numpy forward pass: field f draws its ids from the
+    # input's field f (ids the model was trained on, so predictions vary).
+    B, F, M = 300, m.model["field_size"], 3
+    mids = ids[rng.integers(0, ids.shape[0], size=(B, F, M)), np.arange(F)[None, :, None]]
+    lengths = rng.integers(0, M + 1, size=(B, F))
+    mvalues = (rng.random((B, F, M)) * (np.arange(M)[None, None, :] < lengths[:, :, None])).astype(np.float32)
+    got, want = m.run(mids, mvalues), ref.predict(mids, mvalues)
+    worst = float(np.abs(got - want).max())
+    print("export_check: multi-hot rows: max |onnxruntime - numpy| = %.3g, predictions in [%.3f, %.3f]"
+          % (worst, want.min(), want.max()), file=sys.stderr)
+    if not worst < 1e-5:
+        fail("multi-hot rows: onnxruntime and numpy differ by %g" % worst)
+    if want.max() - want.min() < 0.05:
+        fail("multi-hot rows: predictions barely vary (%g..%g): the check says little" % (want.min(), want.max()))
+    return pred
 
 
 def main(argv):
-    if len(argv) != 5 or argv[1] not in ("onnx", "npy"):
-        fail("usage: export_check.py onnx|npy MODEL INPUT OUT")
-    mode, model, inp, out = argv[1:]
-    pred = onnx_predict(model, inp) if mode == "onnx" else npy_predict(model, inp)
+    if len(argv) == 6 and argv[1] == "padded":
+        pred = padded_predict(argv[2], argv[3], argv[4])
+        out = argv[5]
+    elif len(argv) == 5 and argv[1] in ("onnx", "npy"):
+        mode, model, inp, out = argv[1:]
+        pred = onnx_predict(model, inp) if mode == "onnx" else npy_predict(model, inp)
+    else:
+        fail("usage: export_check.py onnx|npy MODEL INPUT OUT | padded MODEL.onnx NPY_DIR INPUT OUT")
     with open(out, "w") as f:
         f.write("".join("%.9g\n" % p for p in pred))
 

@@ -22,6 +22,7 @@ struct ExportFlags {
   std::string format = "onnx";
   std::string output;
   std::string external_data = "auto";
+  bool multi_hot = false;
 };
 
 Status RunExport(const ExportFlags& fl) {
@@ -35,6 +36,8 @@ Status RunExport(const ExportFlags& fl) {
     if (!e.ok()) return e.status().WithContext("--external-data");
     oo.external_data = *e;
   }
+  oo.multi_hot = fl.multi_hot;
+  if (fl.multi_hot && fl.format != "onnx") return InvalidArgumentError("--multi-hot applies to --format onnx only");
   if (fl.format == "onnx") CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--output", fl.output));
   std::vector<io::FlagPath> in;
   std::error_code ec;
@@ -78,6 +81,10 @@ Command AddExportCommand(CLI::App& app) {
   sub->add_option("--external-data,--external_data", fl->external_data,
                   "onnx: store the weights in <output>.data beside the graph: auto (when over 1 GiB), always, "
                   "never")
+      ->capture_default_str();
+  sub->add_option("--multi-hot,--multi_hot", fl->multi_hot,
+                  "onnx: inputs ids/values [batch, F, ids_per_field], each field the values-weighted sum of its "
+                  "ids' embeddings (pad with value 0), for models of multi-hot fields")
       ->capture_default_str();
   return {sub, [fl]() {
             Status s = RunExport(*fl);

@@ -23,7 +23,8 @@ constexpr int64_t kIrVersion = 8;   // ONNX 1.12's IR_VERSION
 constexpr int64_t kOpsetVersion = 13;
 constexpr int64_t kProtobufLimitBytes = (int64_t{1} << 31) - 1;
 constexpr int64_t kExternalAlign = 4096;  // offsets of external tensors (page aligned for mmap)
-constexpr const char* kBatchDim = "batch";
+constexpr const char* kBatchDim = "batch";              // dims given as -1
+constexpr const char* kIdsPerFieldDim = "ids_per_field";  // dims given as -2 (multi-hot inputs)
 
 // Builds the graph: names values, adds nodes and initializers.
 class GraphBuilder {
@@ -108,14 +109,14 @@ class GraphBuilder {
   int64_t external_bytes() const { return external_bytes_; }
 
  private:
-  // dims: -1 = the symbolic batch dimension.
+  // dims: -1 = the symbolic batch dimension, -2 = ids per field.
   static void Value(onnx::ValueInfoProto* v, const std::string& name, int32_t elem_type, const std::vector<int64_t>& dims) {
     v->set_name(name);
     onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
     t->set_elem_type(elem_type);
     for (int64_t d : dims) {
       onnx::TensorShapeProto_Dimension* dim = t->mutable_shape()->add_dim();
-      if (d < 0) dim->set_dim_param(kBatchDim);
+      if (d < 0) dim->set_dim_param(d == -1 ? kBatchDim : kIdsPerFieldDim);
       else dim->set_dim_value(d);
     }
   }
@@ -180,10 +181,14 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
   model.set_producer_name("ctrain");
   model.set_domain("ai.ctrain");
   model.set_model_version(m.step);
-  model.set_doc_string("ctrain " + DescribeModel(m) +
-                       ". Inputs: ids int64[batch, F] (model ids in [0, feature_size), built as metadata "
-                       "ctrain.data describes), values float32[batch, F]. Output: prediction float32[batch] = "
-                       "sigmoid(logit), the click probability.");
+  const std::string shape = options.multi_hot ? "[batch, F, ids_per_field]" : "[batch, F]";
+  model.set_doc_string("ctrain " + DescribeModel(m) + ". Inputs: ids int64" + shape +
+                       " (model ids in [0, feature_size), built as metadata ctrain.data describes), values float32" +
+                       shape +
+                       (options.multi_hot ? " (a field's embedding is the values-weighted sum of its ids' rows; "
+                                            "pad with any valid id and value 0)"
+                                          : "") +
+                       ". Output: prediction float32[batch] = sigmoid(logit), the click probability.");
   onnx::OperatorSetIdProto* opset = model.add_opset_import();
   opset->set_domain("");
   opset->set_version(kOpsetVersion);
@@ -200,8 +205,9 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name("deepfm");
   GraphBuilder b(g, external, data_name);
-  b.Input("ids", onnx::TensorProto::INT64, {-1, F});
-  b.Input("values", onnx::TensorProto::FLOAT, {-1, F});
+  const std::vector<int64_t> in_dims = options.multi_hot ? std::vector<int64_t>{-1, F, -2} : std::vector<int64_t>{-1, F};
+  b.Input("ids", onnx::TensorProto::INT64, in_dims);
+  b.Input("values", onnx::TensorProto::FLOAT, in_dims);
 
   std::vector<std::string> terms;  // summed into the logit, after fm_bias
   const std::string axis1 = b.Int64s("axes_1", {1});
@@ -210,15 +216,24 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
     b.Float(w->name, {c.feature_size}, w->value.data());
     b.Node("Gather", {"embeddings/w", "ids"}, "first_order/w_rows");
     b.Node("Mul", {"first_order/w_rows", "values"}, "first_order/wx");
-    GraphBuilder::IntAttr(b.Node("ReduceSum", {"first_order/wx", axis1}, "y_first"), "keepdims", 0);
+    const std::string axes = options.multi_hot ? b.Int64s("axes_1_2", {1, 2}) : axis1;
+    GraphBuilder::IntAttr(b.Node("ReduceSum", {"first_order/wx", axes}, "y_first"), "keepdims", 0);
     terms.push_back("y_first");
   }
   if (c.use_fm || c.use_deep) {
     const ExportTensor* v = m.Find("embeddings/V");
     b.Float(v->name, {c.feature_size, K}, v->value.data());
-    b.Node("Gather", {"embeddings/V", "ids"}, "embedding/v_rows");  // [batch, F, K]
-    b.Node("Unsqueeze", {"values", b.Int64s("axes_2", {2})}, "embedding/values3");
-    b.Node("Mul", {"embedding/v_rows", "embedding/values3"}, "embedding/e");
+    if (!options.multi_hot) {
+      b.Node("Gather", {"embeddings/V", "ids"}, "embedding/v_rows");  // [batch, F, K]
+      b.Node("Unsqueeze", {"values", b.Int64s("axes_2", {2})}, "embedding/values3");
+      b.Node("Mul", {"embedding/v_rows", "embedding/values3"}, "embedding/e");
+    } else {  // sum pooling (model/layers/pooled_embedding.h)
+      b.Node("Gather", {"embeddings/V", "ids"}, "embedding/v_rows");  // [batch, F, ids_per_field, K]
+      b.Node("Unsqueeze", {"values", b.Int64s("axes_3", {3})}, "embedding/values4");
+      b.Node("Mul", {"embedding/v_rows", "embedding/values4"}, "embedding/weighted");
+      GraphBuilder::IntAttr(b.Node("ReduceSum", {"embedding/weighted", b.Int64s("axes_2", {2})}, "embedding/e"),
+                            "keepdims", 0);  // [batch, F, K]
+    }
   }
   if (c.use_fm) {
     GraphBuilder::IntAttr(b.Node("ReduceSum", {"embedding/e", axis1}, "fm/sum"), "keepdims", 0);  // [batch, K]

@@ -5,6 +5,8 @@
 //
 // Graph (docs/export.md draws it):
 //   inputs   ids     int64  [batch, F]   model ids in [0, feature_size): the
+//                                        ([batch, F, ids_per_field] with
+//                                        OnnxExportOptions::multi_hot)
 //                                        batch layout of data/batch.h, i.e.
 //                                        after id base / hashing / vocabulary
 //                                        as the checkpoint's "data" records
@@ -59,6 +61,15 @@ StatusOr<ExternalData> ParseExternalData(const std::string& text);
 
 struct OnnxExportOptions {
   ExternalData external_data = ExternalData::kAuto;
+  // Multi-hot inputs (fields holding several ids: tags, histories): ids and
+  // values become [batch, F, ids_per_field] and field f's embedding is
+  // sum_j V[ids[b,f,j]] * values[b,f,j] (the first-order term sums
+  // w[id] * value over every id), which is how DeepFM pools multi-hot fields
+  // (sum pooling; mean pooling is weights 1/n in the values, as ctrain's
+  // feature spec writes them). Pad short fields with any valid id and value 0;
+  // an all-padding field is a zero embedding. With one id per field this is
+  // the one-hot graph.
+  bool multi_hot = false;
   // Run onnx::checker::check_model on the written file (structure, opset,
   // node inputs; cheap next to writing the tables).
   bool check = true;
