@@ -3,7 +3,7 @@
 // average_precision_score (sample_weight=w) in float64 from these float32
 // inputs; NE = log_loss(y, p) / log_loss(y, ctr), GAUC = the weighted mean of
 // roc_auc_score per group. Downsampled: negatives' weights divided by the
-// rate (the script is in the commit message that added this test).
+// rate. tests/train/ctr_metrics_reference.py prints the inputs and the values.
 #include "ctrain/train/ctr_metrics.h"
 
 #include <gtest/gtest.h>
