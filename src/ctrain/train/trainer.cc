@@ -18,8 +18,10 @@
 
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/random.h"
+#include "ctrain/optim/lr_schedule.h"
 #include "ctrain/optim/optimizer.h"
 #include "ctrain/train/checkpoint.h"
+#include "ctrain/train/ctr_metrics.h"
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/gradient_exchange.h"
 #include "ctrain/train/input_checks.h"
@@ -225,6 +227,7 @@ struct Trainer::Impl {
                   terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
                   result->eval.logloss, static_cast<long long>(result->eval.examples));
     Log(buf);
+    CTRAIN_RETURN_IF_ERROR(TrackBest(result));
     if (!saturation_warned) {
       const std::string w =
           SaturationWarning(result->eval.saturated_fraction, result->eval.examples, pos.global_step);
@@ -234,6 +237,57 @@ struct Trainer::Impl {
       }
     }
     return Status::OK();
+  }
+
+  // ---- early stopping and the best checkpoint (TrainOptions::early_stopping_metric, keep_best) ----
+  bool tracking_best() const { return !options.early_stopping_metric.empty() || options.keep_best; }
+  double best_value = std::numeric_limits<double>::quiet_NaN();  // NaN: no evaluation yet
+  int64_t best_step = 0;
+  int32_t evals_since_best = 0;
+  bool early_stopped = false;  // set by TrackBest; kept in checkpoints
+  static constexpr char kBestDir[] = "best";
+
+  // After an evaluation at pos.global_step: updates the best value, saves the
+  // best checkpoint (keep_best) and decides on early stopping.
+  Status TrackBest(TrainResult* result) {
+    if (!tracking_best()) return Status::OK();
+    const std::string metric = options.best_metric();
+    const double v = result->eval.Metric(metric);
+    const bool higher = metric == "auc" || metric == "gauc" || metric == "pr_auc";
+    const double d = options.early_stopping_min_delta;
+    const bool improved = !std::isnan(v) && (std::isnan(best_value) || (higher ? v > best_value + d : v < best_value - d));
+    if (improved) {
+      best_value = v;
+      best_step = pos.global_step;
+      evals_since_best = 0;
+      if (options.keep_best && (exch == nullptr || exch->is_chief())) {
+        if (!hog_master.empty()) SyncReplicas();
+        const std::string dir = BestDir();
+        CTRAIN_RETURN_IF_ERROR(WriteTrainerCheckpoint(dir, pos.global_step, Tensors(), Meta(), 1));
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "%sbest %s %.6f at step %lld: saved to %s", terminal ? "\r\033[K" : "",
+                      metric.c_str(), v, static_cast<long long>(pos.global_step), dir.c_str());
+        Log(buf);
+      }
+    } else {
+      ++evals_since_best;
+      if (options.early_stopping_patience > 0 && evals_since_best >= options.early_stopping_patience) {
+        early_stopped = true;
+        char buf[320];
+        std::snprintf(buf, sizeof buf,
+                      "%searly stopping at step %lld: %s has not improved on %.6f (step %lld) for %d evaluation(s)",
+                      terminal ? "\r\033[K" : "", static_cast<long long>(pos.global_step), metric.c_str(),
+                      best_value, static_cast<long long>(best_step), evals_since_best);
+        Log(buf);
+      }
+    }
+    result->early_stopped = early_stopped;
+    result->best_metric = best_value;
+    result->best_step = best_step;
+    return Status::OK();
+  }
+  std::string BestDir() const {
+    return options.model_dir + (options.model_dir.back() == '/' ? "" : "/") + kBestDir;
   }
 
   // ---- setup ----
@@ -269,6 +323,7 @@ struct Trainer::Impl {
       for (size_t i = 0; i < dense.size(); ++i) hog_master[i] = dense[i].value;
     }
     pool = std::make_unique<WorkerPool>(R, intra, par.affinity);
+    eval_metric_options.negative_downsampling_rate = options.negative_downsampling_rate;
     switch (options.progress) {
       case ProgressMode::kAuto: terminal = isatty(STDERR_FILENO) != 0; break;
       case ProgressMode::kTerminal: terminal = true; break;
@@ -375,6 +430,13 @@ struct Trainer::Impl {
     m["examples"] = pos.examples;
     m["train_rows"] = pos.train_rows;
     if (options.data.recorded()) m["data"] = DataSourceToJson(options.data, options.model.field_size);
+    if (options.negative_downsampling_rate != 1.0) m["negative_downsampling_rate"] = options.negative_downsampling_rate;
+    if (tracking_best())
+      m["early_stopping"] = {{"metric", options.best_metric()},
+                             {"best", std::isnan(best_value) ? nlohmann::json(nullptr) : nlohmann::json(best_value)},
+                             {"best_step", best_step},
+                             {"evals_since_best", evals_since_best},
+                             {"stopped", early_stopped}};
     if (!train_inputs.is_null()) m["train_inputs"] = train_inputs;
     if (stream_src != nullptr) {
       nlohmann::json cursor = stream_src->Cursor();
@@ -493,7 +555,7 @@ struct Trainer::Impl {
   // ---- a synchronous step over a batch of B rows ----
   Status SyncStep(int64_t B, const FillFn& fill, double* loss_out) {
     const int64_t step = pos.global_step + 1;
-    if (options.lr_warmup_steps > 0) SetWarmupRate(step);
+    if (options.has_lr_schedule()) SetScheduledRate(step);
     const int32_t T = static_cast<int32_t>(replicas.size());
     // Distributed: distinct dropout streams per rank (step, rank) -> step * N + rank.
     const int64_t key = exch != nullptr ? step * exch->size() + exch->rank() : step;
@@ -576,12 +638,10 @@ struct Trainer::Impl {
   }
   int64_t step_examples = 0;  // examples of the last SyncStep over all ranks
 
-  // TrainOptions::lr_warmup_steps: the rate of `step` on all three optimizers.
-  void SetWarmupRate(int64_t step) {
-    const float to = options.optimizer.learning_rate;
-    const float from = options.lr_warmup_from > 0 ? options.lr_warmup_from : to;
-    const double f = std::min(1.0, static_cast<double>(step) / static_cast<double>(options.lr_warmup_steps));
-    const float lr = static_cast<float>(from + (static_cast<double>(to) - from) * f);
+  // TrainOptions::lr_schedule(): the rate of `step` on all three optimizers.
+  void SetScheduledRate(int64_t step) {
+    const float lr =
+        static_cast<float>(optim::ScheduledLearningRate(options.lr_schedule(), options.optimizer.learning_rate, step));
     optimizer->set_learning_rate(lr);
     w_table->mutable_optimizer().set_learning_rate(lr);
     v_table->mutable_optimizer().set_learning_rate(lr);
@@ -780,9 +840,11 @@ struct Trainer::Impl {
     if (!hog_master.empty()) SyncReplicas();
     pool->ConfigureThread(0);
     Replica& rep = replicas[0];
-    MetricAccumulator acc;
     double saturated = 0;  // count of saturated predictions
-    std::vector<float> probs;
+    std::vector<float> probs, all_probs, all_labels;
+    std::vector<int64_t> groups;
+    const int32_t gf = options.group_field;
+    const double rate = options.negative_downsampling_rate;
     constexpr int64_t kChunk = 8192;
     for (int64_t b = 0; b < data.size(); b += kChunk) {
       const int64_t e = std::min(data.size(), b + kChunk);
@@ -794,20 +856,37 @@ struct Trainer::Impl {
           rep.model->Predict(rep.batch, rep.unique_ids, rep.index, rep.w_rows.data(), rep.v_rows.data(), probs.data()));
       for (int64_t i = 0; i < e - b; ++i)
         if (!std::isfinite(probs[i])) return NonFinitePrediction(data, rep.batch, i, b + i);
-      CTRAIN_RETURN_IF_ERROR(acc.Add(probs, rep.batch.labels));
       saturated += SaturatedFraction(probs.data(), e - b) * static_cast<double>(e - b);
+      if (rate < 1.0)  // the model learned the downsampled CTR (ctr_metrics.h)
+        for (float& p : probs) p = static_cast<float>(CorrectDownsampledProbability(p, rate));
+      all_probs.insert(all_probs.end(), probs.begin(), probs.end());
+      all_labels.insert(all_labels.end(), rep.batch.labels.begin(), rep.batch.labels.end());
+      if (gf >= 0)
+        for (int64_t i = 0; i < e - b; ++i) groups.push_back(rep.batch.ids[i * rep.batch.field_size + gf]);
       if (predictions != nullptr) predictions->insert(predictions->end(), probs.begin(), probs.end());
     }
     EvalResult r;
-    r.auc = acc.auc();
-    r.logloss = acc.logloss();
-    r.examples = acc.count();
-    r.label_mean = acc.label_mean();
-    r.prediction_mean = acc.prediction_mean();
+    if (predictions != nullptr && all_labels.empty()) return r;  // predict: no labels to measure
+    CTRAIN_ASSIGN_OR_RETURN(CtrMetrics m, ComputeCtrMetrics(all_probs, all_labels, {}, groups, eval_metric_options));
+    r.auc = m.auc;
+    r.logloss = m.logloss;
+    r.examples = m.examples;
+    r.label_mean = m.label_mean;
+    r.prediction_mean = m.prediction_mean;
+    r.normalized_entropy = m.normalized_entropy;
+    r.calibration = m.calibration;
+    r.pr_auc = m.pr_auc;
+    r.gauc = m.gauc;
+    r.gauc_groups = m.gauc_groups;
+    r.gauc_skipped_groups = m.gauc_skipped_groups;
     r.saturated_fraction = data.size() > 0 ? saturated / static_cast<double>(data.size()) : 0;
     return r;
   }
   std::vector<float>* predictions = nullptr;
+  // How Evaluate weighs the evaluated data (its negatives' downsampling rate):
+  // Init sets options.negative_downsampling_rate (--valid is sampled like
+  // --train); a model loaded for eval/predict starts at 1.
+  MetricOptions eval_metric_options;
 
   Status CheckData(const Dataset& data, const char* what) const {
     if (data.field_size() != options.model.field_size)
@@ -932,6 +1011,9 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
     WarnInputs(st, result, st.examples());  // storage order = file order: the rows looked at come first
   }
   result->restored = pos.global_step > 0;
+  result->early_stopped = early_stopped;
+  result->best_metric = best_value;
+  result->best_step = best_step;
   pool->ConfigureThread(0);
   const int64_t N = train.size();
   const int64_t B = options.batch_size;
@@ -949,7 +1031,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   std::vector<int64_t> order;
   double epoch_loss_sum = 0;
   int64_t epoch_loss_n = 0;
-  bool stop = false;
+  bool stop = early_stopped;  // a resumed run that stopped early has nothing left to do
   int64_t eval_step = -1;  // evaluated at this global step already (no second identical evaluation)
   auto do_eval = [&](const char* when) { return EvaluateAndLog(valid, when, &eval_step, result); };
 
@@ -1025,6 +1107,10 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
       if (options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0 &&
           pos.batch_in_epoch < steps_per_epoch)
         CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
+      if (early_stopped) {
+        stop = true;
+        break;
+      }
     }
     if (pos.batch_in_epoch >= steps_per_epoch || ended) {
       // Epoch complete: the position moves to the start of the next epoch
@@ -1048,8 +1134,9 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
       epoch_loss_sum = 0;
       epoch_loss_n = 0;
       CTRAIN_RETURN_IF_ERROR(do_eval("epoch end"));
+      if (early_stopped) stop = true;
       // Every epoch end is checkpointed (the last one by the final save below).
-      if (pos.epoch < options.epochs && !(options.max_steps > 0 && pos.global_step >= options.max_steps))
+      if (!stop && pos.epoch < options.epochs && !(options.max_steps > 0 && pos.global_step >= options.max_steps))
         CTRAIN_RETURN_IF_ERROR(Save());
     }
   }
@@ -1122,6 +1209,9 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   CTRAIN_RETURN_IF_ERROR(CheckNoEmptyFiles(inputs));
   train_inputs = std::move(inputs);
   result->restored = pos.global_step > 0;
+  result->early_stopped = early_stopped;
+  result->best_metric = best_value;
+  result->best_step = best_step;
   stream_src = src.get();
   struct ClearSource {
     const BatchSource** p;
@@ -1154,7 +1244,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   const int64_t start_examples = pos.examples;
   double epoch_loss_sum = 0;
   int64_t epoch_loss_n = 0;
-  bool stop = false;
+  bool stop = early_stopped;  // a resumed run that stopped early has nothing left to do
   data::Batch staging;  // towers: the whole batch, sliced into the replicas
   std::mutex fetch_mu;  // hogwild: Pipeline::Next is called by one thread at a time
   int64_t eval_step = -1;  // evaluated at this global step already (no second identical evaluation)
@@ -1267,6 +1357,10 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
         CTRAIN_RETURN_IF_ERROR(Save());
       if (options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0)
         CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
+      if (early_stopped) {
+        stop = true;
+        break;
+      }
     }
     if (epoch_done) {
       // An empty pass (empty input, stdin or FIFO that gave 0 bytes, every
@@ -1308,8 +1402,9 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
       epoch_loss_sum = 0;
       epoch_loss_n = 0;
       CTRAIN_RETURN_IF_ERROR(do_eval("epoch end"));
+      if (early_stopped) stop = true;
       // Every epoch end is checkpointed (the last one by the final save below).
-      if (pos.epoch < options.epochs && !max_reached()) CTRAIN_RETURN_IF_ERROR(Save());
+      if (!stop && pos.epoch < options.epochs && !max_reached()) CTRAIN_RETURN_IF_ERROR(Save());
     }
   }
   if (terminal) PrintProgress(prog, true), Log("");
@@ -1342,6 +1437,15 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   return Status::OK();
 }
 // ---------------------------------------------------------------------------
+
+double EvalResult::Metric(const std::string& name) const {
+  if (name == "auc") return auc;
+  if (name == "gauc") return gauc;
+  if (name == "pr_auc") return pr_auc;
+  if (name == "logloss") return logloss;
+  if (name == "normalized_entropy") return normalized_entropy;
+  return std::numeric_limits<double>::quiet_NaN();
+}
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Trainer::~Trainer() = default;
@@ -1410,6 +1514,14 @@ Status Trainer::Restore(bool* restored) {
   m.pos.batch_in_epoch = meta.value("batch_in_epoch", int64_t{0});
   m.pos.examples = meta.value("examples", int64_t{0});
   m.pos.train_rows = meta.value("train_rows", int64_t{0});
+  if (const auto es = meta.find("early_stopping"); es != meta.end() && es->is_object() &&
+                                                     es->value("metric", "") == m.options.best_metric()) {
+    const nlohmann::json& b = (*es)["best"];
+    m.best_value = b.is_number() ? b.get<double>() : std::numeric_limits<double>::quiet_NaN();
+    m.best_step = es->value("best_step", int64_t{0});
+    m.evals_since_best = es->value("evals_since_best", 0);
+    m.early_stopped = es->value("stopped", false) && m.options.early_stopping_patience > 0;
+  }
   if (meta.value("batch_size", int64_t{0}) != m.options.batch_size && m.pos.batch_in_epoch != 0)
     return FailedPreconditionError(ck->path + ": checkpoint stopped mid-epoch with batch_size " +
                                    std::to_string(meta.value("batch_size", int64_t{0})) +
@@ -1477,6 +1589,11 @@ void Trainer::set_stop_flag(const std::atomic<int>* flag) { impl_->stop_flag = f
 void Trainer::set_batch_source_factory(BatchSourceFactory factory) { impl_->source_factory = std::move(factory); }
 void Trainer::set_gradient_exchange(GradientExchange* exchange) { impl_->exch = exchange; }
 int64_t Trainer::examples_left_over() const { return impl_->left_over; }
+Status Trainer::set_eval_negative_downsampling(double rate) {
+  CTRAIN_RETURN_IF_ERROR(ValidateDownsamplingRate(rate));
+  impl_->eval_metric_options.negative_downsampling_rate = rate;
+  return Status::OK();
+}
 void Trainer::set_valid_formats(std::vector<InputFormat> formats) { impl_->valid_formats = std::move(formats); }
 
 StatusOr<model::DeepFMConfig> ReadCheckpointModelConfig(const std::string& model_dir) {
@@ -1497,6 +1614,7 @@ StatusOr<std::unique_ptr<Trainer>> LoadTrainerFromCheckpoint(const std::string& 
   if (ck->meta.contains("data")) {
     CTRAIN_ASSIGN_OR_RETURN(o.data, DataSourceFromJson(ck->meta["data"]));
   }
+  o.negative_downsampling_rate = ck->meta.value("negative_downsampling_rate", 1.0);
   o.model_dir = model_dir;
   o.parallel = parallel;
   o.parallel.towers = 1;
@@ -1505,6 +1623,7 @@ StatusOr<std::unique_ptr<Trainer>> LoadTrainerFromCheckpoint(const std::string& 
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> t, Trainer::Create(o));
   bool restored = false;
   CTRAIN_RETURN_IF_ERROR(t->Restore(&restored));
+  CTRAIN_RETURN_IF_ERROR(t->set_eval_negative_downsampling(1.0));  // eval data: not downsampled unless told
   return t;
 }
 

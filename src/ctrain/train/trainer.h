@@ -68,6 +68,14 @@ struct EvalResult {
   double label_mean = 0;    // observed CTR
   double prediction_mean = 0;
   double saturated_fraction = 0;  // predictions < 0.001 or > 0.999 (train/input_checks.h)
+  // train/ctr_metrics.h (NaN where undefined; gauc NaN without group_field).
+  double normalized_entropy = 0;
+  double calibration = 0;         // prediction_mean / label_mean
+  double pr_auc = 0;
+  double gauc = 0;
+  int64_t gauc_groups = 0, gauc_skipped_groups = 0;
+  // The metric named `name` (auc, gauc, pr_auc, logloss, normalized_entropy); NaN otherwise.
+  double Metric(const std::string& name) const;
 };
 
 // The input-bound advice needs a steady state to speak about.
@@ -89,6 +97,13 @@ struct TrainResult {
   bool evaluated = false;       // `eval` holds a final validation result
   EvalResult eval;
   bool restored = false;        // started from a checkpoint
+  // Early stopping / keep_best (TrainOptions::early_stopping_metric): training
+  // stopped because the metric did not improve for early_stopping_patience
+  // evaluations; the best value and the global step it was reached at
+  // (best_step 0: no evaluation yet).
+  bool early_stopped = false;
+  double best_metric = 0;
+  int64_t best_step = 0;
 
   // Input measurement over this call's steps (docs/training.md#input-modes).
   // Stream mode: wait = time blocked in the pipeline's Next(), compute = the
@@ -169,6 +184,14 @@ class Trainer {
   // Predictions (inference mode) and metrics over `data`.
   Status Predict(const Dataset& data, std::vector<float>* probs);
   StatusOr<EvalResult> Evaluate(const Dataset& data);
+
+  // The rate at which the data given to Evaluate (and the validation data of
+  // Train/TrainStream) had its negatives kept: each negative counts 1 / rate
+  // in the metrics (train/ctr_metrics.h). Default: options.negative_downsampling_rate
+  // (validation sampled like training); LoadTrainerFromCheckpoint sets 1.
+  // Predictions are corrected for the model's own rate regardless.
+  // Errors: InvalidArgument unless rate is in (0, 1].
+  Status set_eval_negative_downsampling(double rate);
 
   // Writes a checkpoint of the current state to options.model_dir now.
   Status SaveCheckpoint();
