@@ -14,6 +14,7 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <filesystem>
 #include <random>
 
 #include "ctrain/model/deepfm.h"
@@ -142,6 +143,13 @@ struct Trainer::Impl {
   std::unique_ptr<WorkerPool> pool;
   int32_t intra = 1;
   TrainPosition pos;  // global step, epoch, batches done in the epoch, examples
+  // Warm start (TrainOptions::warm_start_from): the global step continues from
+  // the source checkpoint's step S = warm_start_step; the schedule counts the
+  // run's steps (step - S); the optimizer counts from S too unless its slots
+  // were carried over (opt_step_base = 0 then). Saved in meta "warm_start".
+  int64_t warm_start_step = 0, opt_step_base = 0;
+  nlohmann::json warm_start_meta;  // null: not a warm-started run
+  bool finished = false;           // this run completed (meta "finished"): a later warm start may start from it
   // Stream mode: DescribeStreamInputs of the run (null in memory mode); saved
   // as meta "train_inputs". restored_inputs: the checkpoint's (null if none).
   nlohmann::json train_inputs, restored_inputs;
@@ -431,6 +439,8 @@ struct Trainer::Impl {
     m["train_rows"] = pos.train_rows;
     if (options.data.recorded()) m["data"] = DataSourceToJson(options.data, options.model.field_size);
     if (options.negative_downsampling_rate != 1.0) m["negative_downsampling_rate"] = options.negative_downsampling_rate;
+    if (!warm_start_meta.is_null()) m["warm_start"] = warm_start_meta;
+    m["finished"] = finished;
     if (tracking_best())
       m["early_stopping"] = {{"metric", options.best_metric()},
                              {"best", std::isnan(best_value) ? nlohmann::json(nullptr) : nlohmann::json(best_value)},
@@ -555,7 +565,8 @@ struct Trainer::Impl {
   // ---- a synchronous step over a batch of B rows ----
   Status SyncStep(int64_t B, const FillFn& fill, double* loss_out) {
     const int64_t step = pos.global_step + 1;
-    if (options.has_lr_schedule()) SetScheduledRate(step);
+    if (options.has_lr_schedule()) SetScheduledRate(step - warm_start_step);
+    const int64_t ostep = step - opt_step_base;  // the optimizer's own count (Adam's bias correction)
     const int32_t T = static_cast<int32_t>(replicas.size());
     // Distributed: distinct dropout streams per rank (step, rank) -> step * N + rank.
     const int64_t key = exch != nullptr ? step * exch->size() + exch->rank() : step;
@@ -569,8 +580,8 @@ struct Trainer::Impl {
       if (exch != nullptr)
         CTRAIN_RETURN_IF_ERROR(ExchangeStep(step, B, &rep.w_grad, &rep.v_grad, rep.model->dense_params(),
                                             rep.model->state(), &loss, &examples));
-      CTRAIN_RETURN_IF_ERROR(PushRows(rep.w_grad, rep.v_grad, step));
-      ApplyDense(step, rep.model->dense_params());
+      CTRAIN_RETURN_IF_ERROR(PushRows(rep.w_grad, rep.v_grad, ostep));
+      ApplyDense(ostep, rep.model->dense_params());
       *loss_out = loss;
     } else {
       // Slices [B*t/T, B*(t+1)/T); a tower with an empty slice sits out.
@@ -624,8 +635,8 @@ struct Trainer::Impl {
         }
       if (exch != nullptr)
         CTRAIN_RETURN_IF_ERROR(ExchangeStep(step, B, &merged_w, &merged_v, d0, s0, &loss, &examples));
-      CTRAIN_RETURN_IF_ERROR(PushRows(merged_w, merged_v, step));
-      ApplyDense(step, d0);
+      CTRAIN_RETURN_IF_ERROR(PushRows(merged_w, merged_v, ostep));
+      ApplyDense(ostep, d0);
       SyncReplicas();
       *loss_out = loss;
     }
@@ -951,7 +962,7 @@ Status Trainer::Impl::RunHogwild(const FetchFn& fetch, Progress* prog, int64_t* 
       }
       Compute(rep, step);
       Status st = StepStatus(rep, step);
-      if (st.ok()) st = PushRows(rep.w_grad, rep.v_grad, step);  // lock-free (Hogwild!)
+      if (st.ok()) st = PushRows(rep.w_grad, rep.v_grad, step - opt_step_base);  // lock-free (Hogwild!)
       if (!st.ok()) {
         errors[r] = st;
         failed = true;
@@ -959,7 +970,7 @@ Status Trainer::Impl::RunHogwild(const FetchFn& fetch, Progress* prog, int64_t* 
       }
       {
         std::lock_guard<std::mutex> lock(dense_mu);
-        ApplyDense(step, dense);
+        ApplyDense(step - opt_step_base, dense);
       }
       examples += rep.batch.size();
       done += 1;
@@ -1144,6 +1155,8 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
   // A final evaluation when training stopped mid-epoch (max_steps).
   if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
+  if (!finished) saved_this_run = false;  // the final checkpoint records that the run finished
+  finished = true;
   CTRAIN_RETURN_IF_ERROR(SaveFinal());
   result->steps = pos.global_step;
   result->steps_this_run = pos.global_step - prog.start_step;
@@ -1411,6 +1424,8 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   if (in_stats.examples() > 0) WarnInputs(in_stats, result, kStreamLocateExamples);  // a run shorter than the check
   if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
   if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
+  if (!finished) saved_this_run = false;  // the final checkpoint records that the run finished
+  finished = true;
   CTRAIN_RETURN_IF_ERROR(SaveFinal());
   result->steps = pos.global_step;
   result->steps_this_run = pos.global_step - prog.start_step;
@@ -1457,11 +1472,139 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) 
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
 
+namespace {
+
+std::string CanonicalDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(dir, ec), ec);
+  std::string s = ec ? dir : p.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// The model config keys that fix the parameters' shapes: a warm start needs
+// them equal (feature_size may grow; dropout, l2 and the like may change).
+constexpr const char* kShapeKeys[] = {"field_size", "embedding_size", "deep_layers", "batch_norm",
+                                      "use_first_order", "use_fm", "use_deep"};
+
+}  // namespace
+
+Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
+  Impl& m = *impl_;
+  CTRAIN_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> ck, ReadTrainerCheckpoint(from_dir));
+  if (!ck.has_value()) return NotFoundError("--warm-start-from " + from_dir + ": no checkpoint");
+  const nlohmann::json& meta = ck->meta;
+  CTRAIN_ASSIGN_OR_RETURN(model::DeepFMConfig mc, ModelConfigFromJson(meta.value("model", nlohmann::json())));
+  const nlohmann::json want = ModelConfigToJson(m.options.model);
+  const nlohmann::json have = ModelConfigToJson(mc);
+  for (const char* key : kShapeKeys)
+    if (have[key] != want[key])
+      return FailedPreconditionError(ck->path + ": warm start: the checkpoint's model has " + key + " = " +
+                                     have[key].dump() + ", this run asks for " + want[key].dump() +
+                                     " (the parameters' shapes must match; only --feature-size may grow)");
+  const int64_t old_rows = mc.feature_size, rows = m.options.model.feature_size;
+  if (rows < old_rows)
+    return FailedPreconditionError(ck->path + ": warm start: the checkpoint's model has feature_size " +
+                                   std::to_string(old_rows) + ", this run asks for " + std::to_string(rows) +
+                                   " (a smaller --feature-size would drop trained rows; it may only grow)");
+  const std::string opt = meta.value("optimizer", nlohmann::json::object()).value("name", "");
+  if (optimizer_slots && opt != m.options.optimizer.name)
+    return FailedPreconditionError(ck->path + ": warm start: --warm-start-optimizer needs the same optimizer, the "
+                                   "checkpoint's is '" + opt + "', this run asks for '" + m.options.optimizer.name +
+                                   "' (drop --warm-start-optimizer to start the optimizer afresh)");
+  if (meta.contains("data") && m.options.data.recorded()) {  // the same ids must mean the same features
+    CTRAIN_ASSIGN_OR_RETURN(DataSourceOptions d, DataSourceFromJson(meta["data"]));
+    if (rows != old_rows && (d.hash_buckets > 0 || m.options.data.hash_buckets > 0))
+      return FailedPreconditionError(ck->path + ": warm start: the checkpoint hashed categories into " +
+                                     std::to_string(d.hash_buckets) + " buckets; a different --feature-size (" +
+                                     std::to_string(rows) + ") moves every hashed id (keep --feature-size " +
+                                     std::to_string(old_rows) + ", or use a --feature-map vocabulary)");
+    d.feature_size = rows;
+    d.hash_buckets = m.options.data.hash_buckets;
+    std::vector<std::string> notes;
+    CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(d, from_dir, m.options.data, "this run's --train", &notes)
+                               .WithContext(ck->path + ": warm start"));
+  }
+  // Every tensor of this model, from the checkpoint: the tables' first
+  // old_rows rows (the rest keep their initialisation), the dense parameters
+  // and BN state whole; optimizer slots only with optimizer_slots.
+  const CheckpointTensors t = m.Tensors();
+  int64_t copied = 0;
+  for (const auto& ref : t.refs) {
+    const bool table = ref.name.starts_with("embeddings/");
+    const bool slot = table ? std::count(ref.name.begin(), ref.name.end(), '/') > 1
+                            : ref.name.find('/') != std::string::npos &&
+                                  ck->ckpt.Find(ref.name.substr(0, ref.name.rfind('/'))) != nullptr &&
+                                  [&] {
+                                    for (int k = 0; k < m.optimizer->num_slots(); ++k)
+                                      if (ref.name.ends_with("/" + std::string(m.optimizer->SlotName(k)))) return true;
+                                    return false;
+                                  }();
+    if (slot && !optimizer_slots) continue;
+    const NamedTensor* x = ck->ckpt.Find(ref.name);
+    if (x == nullptr) return NotFoundError(ck->path + ": warm start: no tensor '" + ref.name + "'");
+    std::vector<int64_t> expect = ref.shape;
+    if (table) expect[0] = old_rows;
+    if (x->dtype != DType::kF32 || x->shape != expect)
+      return InvalidArgumentError(ck->path + ": warm start: tensor '" + ref.name + "' has " +
+                                  std::to_string(x->f32.size()) + " float values, expected " +
+                                  std::to_string(table ? ref.count / rows * old_rows : ref.count));
+    std::memcpy(ref.data, x->f32.data(), x->f32.size() * sizeof(float));
+    ++copied;
+  }
+  const int64_t step = meta.value("global_step", int64_t{0});
+  m.pos = TrainPosition();
+  m.pos.global_step = step;
+  m.warm_start_step = step;
+  m.opt_step_base = optimizer_slots ? 0 : step;
+  m.warm_start_meta = {{"from", CanonicalDir(from_dir)}, {"checkpoint", ck->path}, {"step", step},
+                       {"optimizer", optimizer_slots}, {"rows", old_rows}};
+  m.restored_inputs = nullptr;
+  m.restored_cursor = nullptr;
+  m.train_inputs = nullptr;
+  m.restored_path = ck->path;
+  m.SyncReplicas();
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "ctrain: warm start from %s (step %lld): %lld tensors; embedding rows [0, %lld) from the checkpoint%s; "
+                "optimizer slots %s",
+                ck->path.c_str(), static_cast<long long>(step), static_cast<long long>(copied),
+                static_cast<long long>(old_rows),
+                rows > old_rows ? (", rows [" + std::to_string(old_rows) + ", " + std::to_string(rows) +
+                                   ") newly initialised").c_str()
+                                : "",
+                optimizer_slots ? "carried over" : "start afresh");
+  m.Log(buf);
+  warm_started_ = true;
+  return Status::OK();
+}
+
 Status Trainer::Restore(bool* restored) {
   *restored = false;
   Impl& m = *impl_;
-  if (m.options.model_dir.empty()) return Status::OK();
-  CTRAIN_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> ck, ReadTrainerCheckpoint(m.options.model_dir));
+  std::optional<LoadedCheckpoint> ck;
+  if (!m.options.model_dir.empty()) {
+    CTRAIN_ASSIGN_OR_RETURN(ck, ReadTrainerCheckpoint(m.options.model_dir));
+  }
+  if (!m.options.warm_start_from.empty()) {
+    // Resume (the same run, exact) or warm start (a new run): docs/training.md#warm-start.
+    const std::string from = CanonicalDir(m.options.warm_start_from);
+    const bool same_dir = !m.options.model_dir.empty() && CanonicalDir(m.options.model_dir) == from;
+    if (!ck.has_value()) return WarmStart(m.options.warm_start_from, m.options.warm_start_optimizer);
+    const nlohmann::json& ws = ck->meta.contains("warm_start") ? ck->meta["warm_start"] : nlohmann::json();
+    const bool own_run = ws.is_object() && ws.value("from", "") == from;  // warm-started from this source
+    const bool finished = ck->meta.value("finished", false);
+    if (same_dir && !(own_run && !finished))
+      return WarmStart(m.options.warm_start_from, m.options.warm_start_optimizer);
+    if (!same_dir && !own_run)
+      return FailedPreconditionError(
+          "--model-dir " + m.options.model_dir + " already holds " + ck->path +
+          (ws.is_object() ? ", warm-started from " + ws.value("from", "?") : std::string(", another run")) +
+          ": a warm start from " + m.options.warm_start_from +
+          " needs a new --model-dir, or --model-dir equal to --warm-start-from (continue that model in place); "
+          "without --warm-start-from the run in --model-dir is resumed");
+    // This warm-started run's own checkpoint: resume it (below), exactly.
+  }
   if (!ck.has_value()) return Status::OK();
   const nlohmann::json& meta = ck->meta;
   CTRAIN_ASSIGN_OR_RETURN(model::DeepFMConfig mc, ModelConfigFromJson(meta.value("model", nlohmann::json())));
@@ -1514,6 +1657,11 @@ Status Trainer::Restore(bool* restored) {
   m.pos.batch_in_epoch = meta.value("batch_in_epoch", int64_t{0});
   m.pos.examples = meta.value("examples", int64_t{0});
   m.pos.train_rows = meta.value("train_rows", int64_t{0});
+  if (const auto ws = meta.find("warm_start"); ws != meta.end() && ws->is_object()) {
+    m.warm_start_meta = *ws;
+    m.warm_start_step = ws->value("step", int64_t{0});
+    m.opt_step_base = ws->value("optimizer", false) ? 0 : m.warm_start_step;
+  }
   if (const auto es = meta.find("early_stopping"); es != meta.end() && es->is_object() &&
                                                      es->value("metric", "") == m.options.best_metric()) {
     const nlohmann::json& b = (*es)["best"];
@@ -1560,6 +1708,7 @@ StatusOr<double> Trainer::MeasureThroughput(const Dataset& train, int64_t steps)
     st = m.Train(train, nullptr, &r);
   }
   m.options = saved;
+  m.finished = false;
   m.terminal = false;
   m.input_warned = warned;
   CTRAIN_RETURN_IF_ERROR(st);

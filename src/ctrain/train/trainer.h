@@ -136,6 +136,12 @@ class Trainer {
 
   // If options.model_dir holds a checkpoint, loads it (tables, dense params,
   // optimizer slots, step, epoch position) and sets *restored = true.
+  // With options.warm_start_from set (docs/training.md#warm-start): when
+  // model_dir has no checkpoint, or it is the warm_start_from dir itself and
+  // its latest checkpoint is not an unfinished run warm-started from it,
+  // WarmStart() instead (*restored stays false, warm_started() is true); a
+  // model_dir holding the unfinished (or finished) run warm-started from that
+  // source is resumed; any other checkpoint in model_dir is FailedPrecondition.
   // Errors: FailedPrecondition when the checkpoint's model config or optimizer
   // differs from the options (the message names the field), or its recorded
   // data options (meta "data": id_base, feature_map, or the encoding as
@@ -144,6 +150,21 @@ class Trainer {
   // DataLoss/NotFound errors.
   // When options.data is not recorded it is taken from the checkpoint.
   Status Restore(bool* restored);
+
+  // Warm start (TrainOptions::warm_start_from, called by Restore): loads the
+  // parameters of the latest checkpoint in `from_dir` into this new run (and
+  // the optimizer slots with `optimizer_slots`); the global step continues
+  // from the checkpoint's, the epoch position starts at 0 and any training
+  // data is accepted. The tables' first rows come from the checkpoint; rows
+  // beyond its feature_size keep this trainer's initialisation.
+  // Errors: NotFound (no checkpoint); FailedPrecondition when a parameter
+  // shape key (field_size, embedding_size, deep_layers, batch_norm, use_*)
+  // differs, feature_size shrinks, or grows with hashed ids, the optimizer
+  // differs with optimizer_slots, or the data encoding differs
+  // (CheckInputMatchesModel); the checkpoint's DataLoss.
+  Status WarmStart(const std::string& from_dir, bool optimizer_slots);
+  // True after a warm start (Restore or WarmStart).
+  bool warm_started() const { return warm_started_; }
 
   // Trains until options.epochs epochs are complete or the global step reaches
   // options.max_steps, evaluating on `valid` (may be null) at each epoch end
@@ -241,6 +262,7 @@ class Trainer {
   struct Impl;
   explicit Trainer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  bool warm_started_ = false;
 };
 
 // Opens the latest checkpoint in `model_dir` for eval/predict: the model
