@@ -877,7 +877,7 @@ struct Trainer::Impl {
       if (predictions != nullptr) predictions->insert(predictions->end(), probs.begin(), probs.end());
     }
     EvalResult r;
-    if (predictions != nullptr && all_labels.empty()) return r;  // predict: no labels to measure
+    if (predictions != nullptr) return r;  // predict: the labels may be absent (NaN), nothing to measure
     CTRAIN_ASSIGN_OR_RETURN(CtrMetrics m, ComputeCtrMetrics(all_probs, all_labels, {}, groups, eval_metric_options));
     r.auc = m.auc;
     r.logloss = m.logloss;
