@@ -1743,6 +1743,13 @@ Status Trainer::set_eval_negative_downsampling(double rate) {
   impl_->eval_metric_options.negative_downsampling_rate = rate;
   return Status::OK();
 }
+Status Trainer::set_group_field(int32_t field) {
+  if (field < -1 || field >= impl_->options.model.field_size)
+    return InvalidArgumentError("--gauc-field must be a field index in [0, " +
+                                std::to_string(impl_->options.model.field_size) + "), got " + std::to_string(field));
+  impl_->options.group_field = field;
+  return Status::OK();
+}
 void Trainer::set_valid_formats(std::vector<InputFormat> formats) { impl_->valid_formats = std::move(formats); }
 
 StatusOr<model::DeepFMConfig> ReadCheckpointModelConfig(const std::string& model_dir) {

@@ -213,6 +213,9 @@ class Trainer {
   // Predictions are corrected for the model's own rate regardless.
   // Errors: InvalidArgument unless rate is in (0, 1].
   Status set_eval_negative_downsampling(double rate);
+  // GAUC groups (TrainOptions::group_field) for Evaluate: the field whose id
+  // groups examples, -1 = no GAUC. InvalidArgument outside [-1, field_size).
+  Status set_group_field(int32_t field);
 
   // Writes a checkpoint of the current state to options.model_dir now.
   Status SaveCheckpoint();
