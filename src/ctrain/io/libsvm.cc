@@ -134,8 +134,8 @@ Status ParseLibSvmLine(std::string_view line, const LibSvmOptions& options, floa
 
   // Label.
   const char* te = TokenEnd(p, end);
-  const bool labelled = options.labels == LabelMode::kRequired ||
-                        (options.labels == LabelMode::kAuto && std::memchr(p, ':', static_cast<size_t>(te - p)) == nullptr);
+  const bool pair = std::memchr(p, ':', static_cast<size_t>(te - p)) != nullptr;  // a label never holds ':'
+  const bool labelled = options.labels == LabelMode::kRequired || (options.labels == LabelMode::kAuto && !pair);
   if (!labelled) {
     *label = std::numeric_limits<float>::quiet_NaN();
   } else if (!ParseBinaryLabel(p, te, label)) {

@@ -14,7 +14,8 @@ Status ValidateLrSchedule(const LrSchedule& s) {
     return InvalidArgumentError("lr_warmup_from must be a finite rate >= 0, got " + std::to_string(s.warmup_from));
   if (s.decay == LrDecay::kNone) return Status::OK();
   if (s.decay_steps < 1)
-    return InvalidArgumentError(std::string("--lr-decay ") + LrDecayName(s.decay) + " needs --lr-decay-steps >= 1, got " +
+    return InvalidArgumentError(std::string("--lr-decay ") + LrDecayName(s.decay) +
+                                " needs --lr-decay-steps >= 1, got " +
                                 std::to_string(s.decay_steps));
   if (s.decay == LrDecay::kExponential && !(s.decay_rate > 0 && s.decay_rate <= 1))
     return InvalidArgumentError("--lr-decay-rate must be in (0, 1], got " + std::to_string(s.decay_rate));

@@ -53,7 +53,8 @@ Status TrainOptions::Validate() const {
                                   " needs --early-stopping-patience >= 1 (evaluations without improvement)");
   }
   if (early_stopping_patience < 0)
-    return InvalidArgumentError("--early-stopping-patience must be >= 0, got " + std::to_string(early_stopping_patience));
+    return InvalidArgumentError("--early-stopping-patience must be >= 0, got " +
+                                std::to_string(early_stopping_patience));
   if (early_stopping_patience > 0 && early_stopping_metric.empty())
     return InvalidArgumentError("--early-stopping-patience needs --early-stopping-metric (e.g. auc)");
   if (!(early_stopping_min_delta >= 0))

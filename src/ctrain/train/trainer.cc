@@ -263,7 +263,8 @@ struct Trainer::Impl {
     const double v = result->eval.Metric(metric);
     const bool higher = metric == "auc" || metric == "gauc" || metric == "pr_auc";
     const double d = options.early_stopping_min_delta;
-    const bool improved = !std::isnan(v) && (std::isnan(best_value) || (higher ? v > best_value + d : v < best_value - d));
+    const bool improved =
+        !std::isnan(v) && (std::isnan(best_value) || (higher ? v > best_value + d : v < best_value - d));
     if (improved) {
       best_value = v;
       best_step = pos.global_step;
@@ -1010,7 +1011,8 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
     return FailedPreconditionError("checkpoint in " + options.model_dir + " was trained on " +
                                    std::to_string(pos.train_rows) + " rows, this run has " +
                                    std::to_string(train.size()) +
-                                   ": resuming needs the same training data (use a new --model-dir)");
+                                   ": resuming needs the same training data (to train this model on new data, add "
+                                   "--warm-start-from <its model dir>; or use a new --model-dir)");
   pos.train_rows = train.size();
   train_inputs = nullptr;  // memory mode: the rows, not the files, are known (train_rows)
   saved_this_run = false;
