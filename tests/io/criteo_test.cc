@@ -98,8 +98,8 @@ TEST(CriteoLine, B15WrongCellCountIsLocatedError) {
   std::string no_label = Line("1", {}, {});
   no_label.erase(0, 2);  // drop "1\t": 39 cells
   EXPECT_EQ(ParseError(no_label, '\t'),
-            "c.tsv:3: expected 40 cells, got 39 (39 cells is the layout of Criteo's unlabelled test.txt; ctrain "
-            "needs the label column first)");
+            "c.tsv:3: expected 40 cells, got 39 (39 cells is the layout of Criteo's unlabelled test.txt: `ctrain "
+            "predict` reads it, training and eval need the label column first)");
   EXPECT_EQ(ParseError(Line("0", {}, {}) + "\tx", '\t'), "c.tsv:3: expected 40 cells, got 41");
   EXPECT_EQ(ParseError(Line("0", {}, {}, ',') + ",", ','), "c.tsv:3: expected 40 cells, got 41");
   // The count uses the file's separator: a TSV row read as CSV is one cell.

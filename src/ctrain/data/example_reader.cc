@@ -457,11 +457,15 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       lo.field_size = options.field_size;
       lo.id_base = options.id_base;
       lo.max_line_bytes = options.max_line_bytes;
+      lo.labels = options.labels;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibSvmReader::Open(std::move(o.stream), lo));
       return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression, options.id_limit, options.id_base,
                                                                      options.id_limit_is_model));
     }
     case RecordFormat::kTFRecord: {
+      if (options.labels == io::LabelMode::kAbsent)
+        return InvalidArgumentError(path + ": --no-label reads LibSVM and Criteo text without the label column; a "
+                                    "TFRecord example is read with its '" + options.schema.label_key + "' feature");
       io::TFRecordReaderOptions to;
       to.compression = io::Compression::kNone;  // the stream is already decompressed
       to.skip_corrupt_records = options.skip_corrupt_records;
@@ -483,6 +487,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       io::CriteoReaderOptions co;
       co.format = o.format == RecordFormat::kCriteoTsv ? io::CriteoFormat::kTsv : io::CriteoFormat::kCsv;
       co.max_line_bytes = options.max_line_bytes;
+      co.labels = options.labels;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(o.stream), co));
       return std::unique_ptr<ExampleReader>(new CriteoExampleReader(std::move(r), o.compression, o.format, options));
     }

@@ -62,6 +62,11 @@ struct ExampleReaderOptions {
   // no newline within this many bytes, is InvalidArgument "<file>:<line>: line
   // longer than N bytes ...". Bounds the memory a text input can take.
   size_t max_line_bytes = io::kDefaultMaxLineBytes;
+  // LibSVM and Criteo text: whether records start with a label (io/label_mode.h;
+  // `ctrain predict` reads with kAuto, --no-label = kAbsent). An unlabelled
+  // record's label is NaN. TFRecord always reads the label key (kAbsent is
+  // InvalidArgument there).
+  io::LabelMode labels = io::LabelMode::kRequired;
 };
 
 // The id-range rule of ExampleReaderOptions::id_limit for one example.

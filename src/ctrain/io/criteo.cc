@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <unordered_set>
 #include <utility>
 
@@ -24,8 +25,10 @@ std::string NumericName(int i) { return FieldName('I', i); }
 std::string CategoricalName(int j) { return FieldName('C', j); }
 
 // "<file>:<line>: expected 40 cells, got N" (N counts every cell of the line).
-Status CellCountError(const TextLocation& where, std::string_view line, char separator) {
+Status CellCountError(const TextLocation& where, std::string_view line, char separator, bool has_label) {
   const size_t cells = static_cast<size_t>(std::count(line.begin(), line.end(), separator)) + 1;
+  if (!has_label)
+    return TextError(where, 0, "expected 39 cells (I1..I13 C1..C26, no label), got " + std::to_string(cells));
   std::string what = "expected 40 cells, got " + std::to_string(cells);
   const char other = separator == '\t' ? ',' : '\t';
   if (cells == 1 && std::count(line.begin(), line.end(), other) >= kCriteoColumns - 1)
@@ -33,7 +36,8 @@ Status CellCountError(const TextLocation& where, std::string_view line, char sep
             (separator == '\t' ? "commas" : "tabs") + ": pass --format " +
             (separator == '\t' ? "criteo-csv" : "criteo-tsv") + ")";
   else if (cells == kCriteoColumns - 1)
-    what += " (39 cells is the layout of Criteo's unlabelled test.txt; ctrain needs the label column first)";
+    what += " (39 cells is the layout of Criteo's unlabelled test.txt: `ctrain predict` reads it, training and "
+            "eval need the label column first)";
   else if (cells < kCriteoColumns)
     what += " (a cut or short row; a missing value is an empty cell, the separators stay)";
   return TextError(where, 0, what);
@@ -43,7 +47,8 @@ Status CellCountError(const TextLocation& where, std::string_view line, char sep
 
 // ------------------------------------------------------------------ parsing
 
-Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, const TextLocation& where) {
+Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, const TextLocation& where,
+                       bool has_label) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const char* const begin = line.data();
   const char* const end = begin + line.size();
@@ -51,9 +56,11 @@ Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, co
   row->categorical_present = 0;
   // The cell count first: a 39-cell row (no label) would otherwise fail later
   // with a misleading "I13: expected a number, found '68fd1e64'".
-  if (std::count(begin, end, separator) != kCriteoColumns - 1) return CellCountError(where, line, separator);
+  if (std::count(begin, end, separator) != kCriteoColumns - (has_label ? 1 : 2))
+    return CellCountError(where, line, separator, has_label);
   const char* p = begin;
-  int cell = 0;
+  int cell = has_label ? 0 : 1;  // the cell numbering of a labelled row
+  if (!has_label) row->label = std::numeric_limits<float>::quiet_NaN();
   for (;;) {
     const char* e = static_cast<const char*>(std::memchr(p, separator, static_cast<size_t>(end - p)));
     if (e == nullptr) e = end;
@@ -115,7 +122,8 @@ Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, co
 CriteoReader::CriteoReader(std::unique_ptr<SequentialFile> file, const CriteoReaderOptions& options)
     : file_(std::move(file)),
       lines_(file_.get(), options.read_buffer_size < 1 ? 1 : options.read_buffer_size, options.max_line_bytes),
-      format_(options.format) {}
+      format_(options.format),
+      labels_(options.labels) {}
 
 StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(const std::string& path,
                                                            const CriteoReaderOptions& options) {
@@ -154,13 +162,24 @@ StatusOr<bool> CriteoReader::Next(CriteoRow* row) {
       const char sep = format_ == CriteoFormat::kCsv ? ',' : '\t';
       std::string_view first = line.substr(0, line.find(sep));
       if (!first.empty() && first.back() == '\r') first.remove_suffix(1);
-      if (first == "label") {
+      if (first == "label" || (labels_ != LabelMode::kRequired && first == "I1")) {
         ++counters_.header_lines;
         continue;
       }
     }
     const char sep = format_ == CriteoFormat::kCsv ? ',' : '\t';
-    Status s = ParseCriteoLine(line, sep, row, TextLocation{file_->name(), lines_.line_number()});
+    if (labels_ == LabelMode::kAuto) {  // the first data row decides: 39 cells = no label
+      labels_ = std::count(line.begin(), line.end(), sep) == kCriteoColumns - 2 ? LabelMode::kAbsent
+                                                                                : LabelMode::kRequired;
+      labels_decided_at_ = lines_.line_number();
+    }
+    Status s = ParseCriteoLine(line, sep, row, TextLocation{file_->name(), lines_.line_number()},
+                               labels_ != LabelMode::kAbsent);
+    if (!s.ok() && labels_decided_at_ > 0 && labels_decided_at_ != lines_.line_number())
+      s = InvalidArgumentError(std::string(s.message()) + " (the first data row, line " +
+                               std::to_string(labels_decided_at_) + ", has " +
+                               (labels_ == LabelMode::kAbsent ? "39 cells and no label" : "the label column") +
+                               ", so every row must)");
     if (!s.ok() && lines_.last_line_unterminated()) {
       s = InvalidArgumentError(std::string(s.message()) +
                                "; it is the last line and has no final newline: the file looks cut (a torn tail)");

@@ -36,6 +36,7 @@
 
 #include "ctrain/base/status.h"
 #include "ctrain/io/file.h"
+#include "ctrain/io/label_mode.h"
 #include "ctrain/io/text_location.h"
 
 namespace ctrain::io {
@@ -65,8 +66,10 @@ struct CriteoRow {
 //   "I3: value '1e-400' is out of double range: it underflows (...)"  (or "overflows", io/text_number.h)
 //   "C2: control byte '\x00' in category 'ab\x00c'"
 //   "<file>:<line>: expected 40 cells, got 39 (...)" (no column)
+// has_label = false: the row has 39 cells "I1..I13 C1..C26" (Kaggle's
+// test.txt) and row->label is set to NaN; the cell count error then expects 39.
 Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row,
-                       const TextLocation& where = {});
+                       const TextLocation& where = {}, bool has_label = true);
 
 enum class CriteoFormat {
   kAuto,  // TSV if the first non-blank line contains '\t', else CSV if it contains ',', else TSV
@@ -80,6 +83,10 @@ struct CriteoReaderOptions {
   size_t read_buffer_size = 1 << 20;
   // Longest line accepted (file.h's LineReader): a longer one is an error.
   size_t max_line_bytes = kDefaultMaxLineBytes;
+  // Whether rows start with the label (label_mode.h); kAuto: the first data
+  // row decides, 39 cells = unlabelled, and every later row must agree.
+  // A header whose first cell is "I1" (an unlabelled CSV) is skipped like "label".
+  LabelMode labels = LabelMode::kRequired;
 };
 
 class CriteoReader {
@@ -102,6 +109,8 @@ class CriteoReader {
 
   // kTsv or kCsv once the first non-blank line was read (kAuto before).
   CriteoFormat format() const { return format_; }
+  // kRequired or kAbsent once a data row was read with LabelMode::kAuto.
+  LabelMode labels() const { return labels_; }
   uint64_t line_number() const { return lines_.line_number(); }
   uint64_t line_offset() const { return lines_.line_offset(); }
   const Counters& counters() const { return counters_; }
@@ -113,6 +122,8 @@ class CriteoReader {
   LineReader lines_;
   CriteoFormat format_;
   bool first_line_ = true;
+  LabelMode labels_;
+  uint64_t labels_decided_at_ = 0;  // the line that fixed a kAuto label mode
   Counters counters_;
   Status status_;
 };

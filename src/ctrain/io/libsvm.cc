@@ -2,6 +2,7 @@
 
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -133,10 +134,15 @@ Status ParseLibSvmLine(std::string_view line, const LibSvmOptions& options, floa
 
   // Label.
   const char* te = TokenEnd(p, end);
-  if (!ParseBinaryLabel(p, te, label)) {
+  const bool pair = std::memchr(p, ':', static_cast<size_t>(te - p)) != nullptr;  // a label never holds ':'
+  const bool labelled = options.labels == LabelMode::kRequired || (options.labels == LabelMode::kAuto && !pair);
+  if (!labelled) {
+    *label = std::numeric_limits<float>::quiet_NaN();
+  } else if (!ParseBinaryLabel(p, te, label)) {
     return TextError(where, col(p), "bad label " + QuoteToken(View(p, te)) + ": expected 0, 1 or -1");
+  } else {
+    p = te;
   }
-  p = te;
 
   const int32_t limit = options.field_size;
   const int64_t id_base = options.id_base;
@@ -250,9 +256,19 @@ StatusOr<bool> LibSvmReader::Next(float* label, int64_t* ids, float* values, int
       s = InvalidArgumentError(std::string(s.message()) +
                                "; it is the last line and has no final newline: the file looks cut (a torn tail)");
     }
+    if (!s.ok() && labels_decided_at_ > 0) {
+      s = InvalidArgumentError(std::string(s.message()) + " (the first data line, line " +
+                               std::to_string(labels_decided_at_) + ", " +
+                               (options_.labels == LabelMode::kAbsent ? "has no label" : "starts with a label") +
+                               ", so every line must)");
+    }
     if (!s.ok()) {
       status_ = std::move(s);
       return status_;
+    }
+    if (info.kind == LineKind::kData && options_.labels == LabelMode::kAuto) {  // the first data line decides
+      options_.labels = std::isnan(*label) ? LabelMode::kAbsent : LabelMode::kRequired;
+      labels_decided_at_ = lines_.line_number();
     }
     switch (info.kind) {
       case LineKind::kBlank:

@@ -37,6 +37,7 @@
 
 #include "ctrain/base/status.h"
 #include "ctrain/io/file.h"
+#include "ctrain/io/label_mode.h"
 #include "ctrain/io/text_location.h"
 
 namespace ctrain::io {
@@ -54,6 +55,10 @@ struct LibSvmOptions {
   int32_t id_base = 0;
   // Longest line accepted (file.h's LineReader): a longer one is an error.
   size_t max_line_bytes = kDefaultMaxLineBytes;
+  // Whether lines start with a label (label_mode.h). ParseLibSvmLine with
+  // kAuto decides per line (first token without ':' = a label); LibSvmReader
+  // fixes the mode at the first data line. Unlabelled lines give label NaN.
+  LabelMode labels = LabelMode::kRequired;
 };
 
 enum class LineKind {
@@ -123,13 +128,16 @@ class LibSvmReader {
   const Counters& counters() const { return counters_; }
   const std::string& name() const { return file_->name(); }
   const LibSvmOptions& options() const { return options_; }
+  // kRequired or kAbsent once a data line was read with LabelMode::kAuto.
+  LabelMode labels() const { return options_.labels; }
 
  private:
   LibSvmReader(std::unique_ptr<SequentialFile> file, const LibSvmOptions& options, size_t read_buffer_size);
 
   std::unique_ptr<SequentialFile> file_;
   LineReader lines_;
-  LibSvmOptions options_;
+  LibSvmOptions options_;  // labels: kAuto until the first data line fixes it
+  uint64_t labels_decided_at_ = 0;  // the line that fixed a kAuto label mode (0 = not auto)
   Counters counters_;
   Status status_;
 };

@@ -1,5 +1,6 @@
 #include "ctrain/train/prediction_output.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace ctrain::train {
@@ -16,10 +17,10 @@ StatusOr<std::vector<PredictColumn>> ParsePredictColumns(std::string_view spec) 
     PredictColumn c;
     if (name == "prediction") c = PredictColumn::kPrediction;
     else if (name == "label") c = PredictColumn::kLabel;
-    else if (name == "index") c = PredictColumn::kIndex;
+    else if (name == "index" || name == "id") c = PredictColumn::kIndex;
     else
       return InvalidArgumentError("--output-columns '" + std::string(spec) + "': unknown column '" +
-                                  std::string(name) + "' (expected prediction, label or index, comma-separated)");
+                                  std::string(name) + "' (expected prediction, label, index or id, comma-separated)");
     for (PredictColumn have : out)
       if (have == c)
         return InvalidArgumentError("--output-columns '" + std::string(spec) + "': column '" + std::string(name) +
@@ -28,6 +29,21 @@ StatusOr<std::vector<PredictColumn>> ParsePredictColumns(std::string_view spec) 
     i = j + 1;
   }
   return out;
+}
+
+Status CheckPredictColumns(const std::vector<PredictColumn>& columns, const Dataset& data) {
+  for (PredictColumn c : columns)
+    if (c == PredictColumn::kLabel && !HasLabels(data))
+      return InvalidArgumentError(
+          "--output-columns asks for the label, but the input has no label column (read as unlabelled: a LibSVM "
+          "line starting with an id:value pair, a Criteo row of 39 cells, or --no-label)");
+  return Status::OK();
+}
+
+bool HasLabels(const Dataset& data) {
+  for (float l : data.label_span())
+    if (std::isnan(l)) return false;
+  return true;
 }
 
 namespace {

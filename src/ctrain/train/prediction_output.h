@@ -5,7 +5,8 @@
 //   prediction  click probability, %.9g
 //   label       the record's label as read (0 or 1)
 //   index       0-based record index over all inputs in order, counting
-//               dropped records
+//               dropped records (also spelled "id": the inputs carry no id
+//               column of their own, the index identifies the record)
 // A record dropped on purpose (TFRecord --skip-corrupt-records) still gets
 // its line: "nan" in the prediction and label columns, its index in the
 // index column. A dropped region whose record count is unknown (a corrupt
@@ -29,6 +30,12 @@ enum class PredictColumn { kPrediction, kLabel, kIndex };
 // "prediction", "label,prediction", "index,label,prediction", ... Each name at
 // most once. InvalidArgument naming the bad name.
 StatusOr<std::vector<PredictColumn>> ParsePredictColumns(std::string_view spec);
+
+// InvalidArgument when `columns` asks for the label of unlabelled input
+// (io/label_mode.h: the labels were read as NaN).
+Status CheckPredictColumns(const std::vector<PredictColumn>& columns, const Dataset& data);
+// False when any example was read without a label (NaN).
+bool HasLabels(const Dataset& data);
 
 // One line per dropped region for the log: "<file>: record <i> at offset <o>
 // (<bytes> bytes) dropped as corrupt", with `output_lines` followed by

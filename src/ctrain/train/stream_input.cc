@@ -84,7 +84,8 @@ Status CheckSameStreamInputs(const nlohmann::json& have, const nlohmann::json& w
            std::to_string(have.value("num_shards", 1));
   }
   return FailedPreconditionError(checkpoint + ": this run's training inputs differ from the checkpoint's: " + what +
-                                 "; resuming needs the same training data (use a new --model-dir)");
+                                 "; resuming needs the same training data (to train this model on new data, add "
+                                 "--warm-start-from <its model dir>; or use a new --model-dir)");
 }
 
 Status CheckNoEmptyFiles(const nlohmann::json& inputs) {

@@ -1,6 +1,8 @@
 #include "ctrain/train/train_config.h"
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <string>
 
 namespace ctrain::train {
@@ -37,16 +39,53 @@ Status TrainOptions::Validate() const {
     return InvalidArgumentError("save_checkpoints_steps must be >= 0, got " + std::to_string(save_checkpoints_steps));
   if (keep_checkpoints < 1)
     return InvalidArgumentError("keep_checkpoints must be >= 1, got " + std::to_string(keep_checkpoints));
-  if (lr_warmup_steps < 0)
-    return InvalidArgumentError("--lr-warmup-steps must be >= 0, got " + std::to_string(lr_warmup_steps));
-  if (lr_warmup_steps > 0 && parallel.hogwild > 0)
-    return InvalidArgumentError("--lr-warmup-steps needs synchronous training (not --hogwild)");
-  if (!(lr_warmup_from >= 0))
-    return InvalidArgumentError("lr_warmup_from must be >= 0, got " + std::to_string(lr_warmup_from));
+  CTRAIN_RETURN_IF_ERROR(optim::ValidateLrSchedule(lr_schedule()));
+  if (has_lr_schedule() && parallel.hogwild > 0)
+    return InvalidArgumentError(std::string(lr_warmup_steps > 0 ? "--lr-warmup-steps" : "--lr-decay") +
+                                " needs synchronous training (not --hogwild)");
+  if (!early_stopping_metric.empty()) {
+    static const char* kMetrics[] = {"auc", "gauc", "pr_auc", "logloss", "normalized_entropy"};
+    if (std::find(std::begin(kMetrics), std::end(kMetrics), early_stopping_metric) == std::end(kMetrics))
+      return InvalidArgumentError("--early-stopping-metric must be auc, gauc, pr_auc, logloss or normalized_entropy, "
+                                  "got '" + early_stopping_metric + "'");
+    if (early_stopping_patience < 1 && !keep_best)
+      return InvalidArgumentError("--early-stopping-metric " + early_stopping_metric +
+                                  " needs --early-stopping-patience >= 1 (evaluations without improvement)");
+  }
+  if (early_stopping_patience < 0)
+    return InvalidArgumentError("--early-stopping-patience must be >= 0, got " +
+                                std::to_string(early_stopping_patience));
+  if (early_stopping_patience > 0 && early_stopping_metric.empty())
+    return InvalidArgumentError("--early-stopping-patience needs --early-stopping-metric (e.g. auc)");
+  if (!(early_stopping_min_delta >= 0))
+    return InvalidArgumentError("--early-stopping-min-delta must be >= 0");
+  if (keep_best && model_dir.empty()) return InvalidArgumentError("--keep-best needs --model-dir");
+  if ((best_metric() == "gauc" && (early_stopping_patience > 0 || keep_best)) && group_field < 0)
+    return InvalidArgumentError("--early-stopping-metric gauc needs --gauc-field (the field whose id groups examples)");
+  if (group_field < -1 || group_field >= model.field_size)
+    return InvalidArgumentError("--gauc-field must be a field index in [0, " + std::to_string(model.field_size) +
+                                "), got " + std::to_string(group_field));
+  if (!(negative_downsampling_rate > 0 && negative_downsampling_rate <= 1))
+    return InvalidArgumentError("--negative-downsampling: the rate at which negatives were kept must be in (0, 1], "
+                                "got " + std::to_string(negative_downsampling_rate));
+  if (warm_start_optimizer && warm_start_from.empty())
+    return InvalidArgumentError("--warm-start-optimizer needs --warm-start-from DIR");
   if (parallel.towers > batch_size)
     return InvalidArgumentError("towers (" + std::to_string(parallel.towers) + ") must not exceed batch_size (" +
                                 std::to_string(batch_size) + ")");
   return Status::OK();
+}
+
+optim::LrSchedule TrainOptions::lr_schedule() const {
+  optim::LrSchedule s;
+  s.warmup_steps = lr_warmup_steps;
+  s.warmup_from = lr_warmup_from;
+  s.decay = lr_decay;
+  s.decay_steps = lr_decay_steps;
+  s.decay_rate = lr_decay_rate;
+  s.staircase = lr_decay_staircase;
+  s.alpha = lr_decay_alpha;
+  return s;
 }
 
 nlohmann::json ModelConfigToJson(const model::DeepFMConfig& c) {

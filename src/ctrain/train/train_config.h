@@ -14,6 +14,7 @@
 
 #include "ctrain/base/status.h"
 #include "ctrain/model/deepfm.h"
+#include "ctrain/optim/lr_schedule.h"
 #include "ctrain/optim/optimizer.h"
 
 namespace ctrain::train {
@@ -104,12 +105,59 @@ struct TrainOptions {
   ParallelOptions parallel;
   DataSourceOptions data;         // recorded in checkpoints; does not change training
   ProgressMode progress = ProgressMode::kAuto;
-  // Learning-rate warmup (Horovod's LearningRateWarmupCallback, in steps):
-  // the rate ramps linearly from lr_warmup_from at step 1 to
-  // optimizer.learning_rate at step lr_warmup_steps, then stays there.
-  // 0 steps = no warmup. lr_warmup_from: > 0 (0 = optimizer.learning_rate).
+  // Learning-rate schedule (optim/lr_schedule.h, docs/training.md#learning-rate-schedules):
+  // a linear warm-up over lr_warmup_steps steps from lr_warmup_from to
+  // optimizer.learning_rate (0 steps = none; lr_warmup_from >= 0, 0 = from
+  // zero; under mpirun the job sets lr / N, Horovod's LearningRateWarmupCallback),
+  // then lr_decay over lr_decay_steps (exponential: x lr_decay_rate per
+  // lr_decay_steps, lr_decay_staircase for whole periods; cosine: down to
+  // lr_decay_alpha * lr). Synchronous training only (not hogwild).
   int64_t lr_warmup_steps = 0;
   float lr_warmup_from = 0;
+  optim::LrDecay lr_decay = optim::LrDecay::kNone;
+  int64_t lr_decay_steps = 0;
+  float lr_decay_rate = 0.96f;
+  bool lr_decay_staircase = false;
+  float lr_decay_alpha = 0.0f;
+  optim::LrSchedule lr_schedule() const;
+  bool has_lr_schedule() const { return lr_warmup_steps > 0 || lr_decay != optim::LrDecay::kNone; }
+
+  // Early stopping (tf.estimator.experimental.stop_if_no_increase_hook,
+  // Keras EarlyStopping): after each validation, training stops once
+  // early_stopping_patience evaluations in a row did not improve
+  // early_stopping_metric by more than early_stopping_min_delta. Metrics:
+  // auc, gauc, pr_auc (higher is better), logloss, normalized_entropy (lower).
+  // "" = never stop. Needs validation data. The best value and the count
+  // are kept in checkpoints, so a resumed run counts on.
+  std::string early_stopping_metric;
+  int32_t early_stopping_patience = 0;  // evaluations without improvement; >= 1 with a metric
+  double early_stopping_min_delta = 0;  // >= 0
+  // keep_best: after an evaluation that improves the metric (early_stopping_metric,
+  // default auc), also save that checkpoint to model_dir/best/ (a model dir of
+  // its own: `ctrain eval/predict --model-dir DIR/best`). Needs model_dir.
+  bool keep_best = false;
+  // The metric keep_best and early stopping compare ("auc" when none is set).
+  std::string best_metric() const { return early_stopping_metric.empty() ? "auc" : early_stopping_metric; }
+
+  // Validation metrics (train/ctr_metrics.h): GAUC groups examples by the id
+  // in field group_field (0-based; -1 = no GAUC), e.g. the user-id field.
+  int32_t group_field = -1;
+  // The training (and validation) data's negatives were kept at this rate,
+  // in (0, 1]; 1 = not downsampled. Recorded in checkpoints: evaluation and
+  // prediction correct the model's probabilities q to q / (q + (1 - q) / rate),
+  // and validation weighs each negative 1 / rate.
+  double negative_downsampling_rate = 1.0;
+
+  // Warm start (tf.estimator.WarmStartSettings; docs/training.md#warm-start):
+  // a new run that starts from the parameters of the latest checkpoint in
+  // warm_start_from (another model dir, or model_dir itself), not from the
+  // seed's initialisation, and trains on any data. With warm_start_optimizer
+  // the optimizer slots (Adam m/v, Adagrad accumulators, ...) come along too.
+  // A larger feature_size keeps the checkpoint's rows and initialises the new
+  // ones. See Trainer::Restore for when a checkpoint in model_dir is resumed
+  // instead. "" = off.
+  std::string warm_start_from;
+  bool warm_start_optimizer = false;
 
   // InvalidArgument naming the field (also validates model, optimizer, parallel).
   Status Validate() const;

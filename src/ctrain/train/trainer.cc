@@ -14,12 +14,15 @@
 #include <limits>
 #include <mutex>
 #include <numeric>
+#include <filesystem>
 #include <random>
 
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/random.h"
+#include "ctrain/optim/lr_schedule.h"
 #include "ctrain/optim/optimizer.h"
 #include "ctrain/train/checkpoint.h"
+#include "ctrain/train/ctr_metrics.h"
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/gradient_exchange.h"
 #include "ctrain/train/input_checks.h"
@@ -140,6 +143,13 @@ struct Trainer::Impl {
   std::unique_ptr<WorkerPool> pool;
   int32_t intra = 1;
   TrainPosition pos;  // global step, epoch, batches done in the epoch, examples
+  // Warm start (TrainOptions::warm_start_from): the global step continues from
+  // the source checkpoint's step S = warm_start_step; the schedule counts the
+  // run's steps (step - S); the optimizer counts from S too unless its slots
+  // were carried over (opt_step_base = 0 then). Saved in meta "warm_start".
+  int64_t warm_start_step = 0, opt_step_base = 0;
+  nlohmann::json warm_start_meta;  // null: not a warm-started run
+  bool finished = false;           // this run completed (meta "finished"): a later warm start may start from it
   // Stream mode: DescribeStreamInputs of the run (null in memory mode); saved
   // as meta "train_inputs". restored_inputs: the checkpoint's (null if none).
   nlohmann::json train_inputs, restored_inputs;
@@ -225,6 +235,7 @@ struct Trainer::Impl {
                   terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
                   result->eval.logloss, static_cast<long long>(result->eval.examples));
     Log(buf);
+    CTRAIN_RETURN_IF_ERROR(TrackBest(result));
     if (!saturation_warned) {
       const std::string w =
           SaturationWarning(result->eval.saturated_fraction, result->eval.examples, pos.global_step);
@@ -234,6 +245,58 @@ struct Trainer::Impl {
       }
     }
     return Status::OK();
+  }
+
+  // ---- early stopping and the best checkpoint (TrainOptions::early_stopping_metric, keep_best) ----
+  bool tracking_best() const { return !options.early_stopping_metric.empty() || options.keep_best; }
+  double best_value = std::numeric_limits<double>::quiet_NaN();  // NaN: no evaluation yet
+  int64_t best_step = 0;
+  int32_t evals_since_best = 0;
+  bool early_stopped = false;  // set by TrackBest; kept in checkpoints
+  static constexpr char kBestDir[] = "best";
+
+  // After an evaluation at pos.global_step: updates the best value, saves the
+  // best checkpoint (keep_best) and decides on early stopping.
+  Status TrackBest(TrainResult* result) {
+    if (!tracking_best()) return Status::OK();
+    const std::string metric = options.best_metric();
+    const double v = result->eval.Metric(metric);
+    const bool higher = metric == "auc" || metric == "gauc" || metric == "pr_auc";
+    const double d = options.early_stopping_min_delta;
+    const bool improved =
+        !std::isnan(v) && (std::isnan(best_value) || (higher ? v > best_value + d : v < best_value - d));
+    if (improved) {
+      best_value = v;
+      best_step = pos.global_step;
+      evals_since_best = 0;
+      if (options.keep_best && (exch == nullptr || exch->is_chief())) {
+        if (!hog_master.empty()) SyncReplicas();
+        const std::string dir = BestDir();
+        CTRAIN_RETURN_IF_ERROR(WriteTrainerCheckpoint(dir, pos.global_step, Tensors(), Meta(), 1));
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "%sbest %s %.6f at step %lld: saved to %s", terminal ? "\r\033[K" : "",
+                      metric.c_str(), v, static_cast<long long>(pos.global_step), dir.c_str());
+        Log(buf);
+      }
+    } else {
+      ++evals_since_best;
+      if (options.early_stopping_patience > 0 && evals_since_best >= options.early_stopping_patience) {
+        early_stopped = true;
+        char buf[320];
+        std::snprintf(buf, sizeof buf,
+                      "%searly stopping at step %lld: %s has not improved on %.6f (step %lld) for %d evaluation(s)",
+                      terminal ? "\r\033[K" : "", static_cast<long long>(pos.global_step), metric.c_str(),
+                      best_value, static_cast<long long>(best_step), evals_since_best);
+        Log(buf);
+      }
+    }
+    result->early_stopped = early_stopped;
+    result->best_metric = best_value;
+    result->best_step = best_step;
+    return Status::OK();
+  }
+  std::string BestDir() const {
+    return options.model_dir + (options.model_dir.back() == '/' ? "" : "/") + kBestDir;
   }
 
   // ---- setup ----
@@ -269,6 +332,7 @@ struct Trainer::Impl {
       for (size_t i = 0; i < dense.size(); ++i) hog_master[i] = dense[i].value;
     }
     pool = std::make_unique<WorkerPool>(R, intra, par.affinity);
+    eval_metric_options.negative_downsampling_rate = options.negative_downsampling_rate;
     switch (options.progress) {
       case ProgressMode::kAuto: terminal = isatty(STDERR_FILENO) != 0; break;
       case ProgressMode::kTerminal: terminal = true; break;
@@ -375,6 +439,15 @@ struct Trainer::Impl {
     m["examples"] = pos.examples;
     m["train_rows"] = pos.train_rows;
     if (options.data.recorded()) m["data"] = DataSourceToJson(options.data, options.model.field_size);
+    if (options.negative_downsampling_rate != 1.0) m["negative_downsampling_rate"] = options.negative_downsampling_rate;
+    if (!warm_start_meta.is_null()) m["warm_start"] = warm_start_meta;
+    m["finished"] = finished;
+    if (tracking_best())
+      m["early_stopping"] = {{"metric", options.best_metric()},
+                             {"best", std::isnan(best_value) ? nlohmann::json(nullptr) : nlohmann::json(best_value)},
+                             {"best_step", best_step},
+                             {"evals_since_best", evals_since_best},
+                             {"stopped", early_stopped}};
     if (!train_inputs.is_null()) m["train_inputs"] = train_inputs;
     if (stream_src != nullptr) {
       nlohmann::json cursor = stream_src->Cursor();
@@ -493,7 +566,8 @@ struct Trainer::Impl {
   // ---- a synchronous step over a batch of B rows ----
   Status SyncStep(int64_t B, const FillFn& fill, double* loss_out) {
     const int64_t step = pos.global_step + 1;
-    if (options.lr_warmup_steps > 0) SetWarmupRate(step);
+    if (options.has_lr_schedule()) SetScheduledRate(step - warm_start_step);
+    const int64_t ostep = step - opt_step_base;  // the optimizer's own count (Adam's bias correction)
     const int32_t T = static_cast<int32_t>(replicas.size());
     // Distributed: distinct dropout streams per rank (step, rank) -> step * N + rank.
     const int64_t key = exch != nullptr ? step * exch->size() + exch->rank() : step;
@@ -507,8 +581,8 @@ struct Trainer::Impl {
       if (exch != nullptr)
         CTRAIN_RETURN_IF_ERROR(ExchangeStep(step, B, &rep.w_grad, &rep.v_grad, rep.model->dense_params(),
                                             rep.model->state(), &loss, &examples));
-      CTRAIN_RETURN_IF_ERROR(PushRows(rep.w_grad, rep.v_grad, step));
-      ApplyDense(step, rep.model->dense_params());
+      CTRAIN_RETURN_IF_ERROR(PushRows(rep.w_grad, rep.v_grad, ostep));
+      ApplyDense(ostep, rep.model->dense_params());
       *loss_out = loss;
     } else {
       // Slices [B*t/T, B*(t+1)/T); a tower with an empty slice sits out.
@@ -562,8 +636,8 @@ struct Trainer::Impl {
         }
       if (exch != nullptr)
         CTRAIN_RETURN_IF_ERROR(ExchangeStep(step, B, &merged_w, &merged_v, d0, s0, &loss, &examples));
-      CTRAIN_RETURN_IF_ERROR(PushRows(merged_w, merged_v, step));
-      ApplyDense(step, d0);
+      CTRAIN_RETURN_IF_ERROR(PushRows(merged_w, merged_v, ostep));
+      ApplyDense(ostep, d0);
       SyncReplicas();
       *loss_out = loss;
     }
@@ -576,12 +650,10 @@ struct Trainer::Impl {
   }
   int64_t step_examples = 0;  // examples of the last SyncStep over all ranks
 
-  // TrainOptions::lr_warmup_steps: the rate of `step` on all three optimizers.
-  void SetWarmupRate(int64_t step) {
-    const float to = options.optimizer.learning_rate;
-    const float from = options.lr_warmup_from > 0 ? options.lr_warmup_from : to;
-    const double f = std::min(1.0, static_cast<double>(step) / static_cast<double>(options.lr_warmup_steps));
-    const float lr = static_cast<float>(from + (static_cast<double>(to) - from) * f);
+  // TrainOptions::lr_schedule(): the rate of `step` on all three optimizers.
+  void SetScheduledRate(int64_t step) {
+    const float lr =
+        static_cast<float>(optim::ScheduledLearningRate(options.lr_schedule(), options.optimizer.learning_rate, step));
     optimizer->set_learning_rate(lr);
     w_table->mutable_optimizer().set_learning_rate(lr);
     v_table->mutable_optimizer().set_learning_rate(lr);
@@ -780,9 +852,11 @@ struct Trainer::Impl {
     if (!hog_master.empty()) SyncReplicas();
     pool->ConfigureThread(0);
     Replica& rep = replicas[0];
-    MetricAccumulator acc;
     double saturated = 0;  // count of saturated predictions
-    std::vector<float> probs;
+    std::vector<float> probs, all_probs, all_labels;
+    std::vector<int64_t> groups;
+    const int32_t gf = options.group_field;
+    const double rate = options.negative_downsampling_rate;
     constexpr int64_t kChunk = 8192;
     for (int64_t b = 0; b < data.size(); b += kChunk) {
       const int64_t e = std::min(data.size(), b + kChunk);
@@ -794,20 +868,37 @@ struct Trainer::Impl {
           rep.model->Predict(rep.batch, rep.unique_ids, rep.index, rep.w_rows.data(), rep.v_rows.data(), probs.data()));
       for (int64_t i = 0; i < e - b; ++i)
         if (!std::isfinite(probs[i])) return NonFinitePrediction(data, rep.batch, i, b + i);
-      CTRAIN_RETURN_IF_ERROR(acc.Add(probs, rep.batch.labels));
       saturated += SaturatedFraction(probs.data(), e - b) * static_cast<double>(e - b);
+      if (rate < 1.0)  // the model learned the downsampled CTR (ctr_metrics.h)
+        for (float& p : probs) p = static_cast<float>(CorrectDownsampledProbability(p, rate));
+      all_probs.insert(all_probs.end(), probs.begin(), probs.end());
+      all_labels.insert(all_labels.end(), rep.batch.labels.begin(), rep.batch.labels.end());
+      if (gf >= 0)
+        for (int64_t i = 0; i < e - b; ++i) groups.push_back(rep.batch.ids[i * rep.batch.field_size + gf]);
       if (predictions != nullptr) predictions->insert(predictions->end(), probs.begin(), probs.end());
     }
     EvalResult r;
-    r.auc = acc.auc();
-    r.logloss = acc.logloss();
-    r.examples = acc.count();
-    r.label_mean = acc.label_mean();
-    r.prediction_mean = acc.prediction_mean();
+    if (predictions != nullptr) return r;  // predict: the labels may be absent (NaN), nothing to measure
+    CTRAIN_ASSIGN_OR_RETURN(CtrMetrics m, ComputeCtrMetrics(all_probs, all_labels, {}, groups, eval_metric_options));
+    r.auc = m.auc;
+    r.logloss = m.logloss;
+    r.examples = m.examples;
+    r.label_mean = m.label_mean;
+    r.prediction_mean = m.prediction_mean;
+    r.normalized_entropy = m.normalized_entropy;
+    r.calibration = m.calibration;
+    r.pr_auc = m.pr_auc;
+    r.gauc = m.gauc;
+    r.gauc_groups = m.gauc_groups;
+    r.gauc_skipped_groups = m.gauc_skipped_groups;
     r.saturated_fraction = data.size() > 0 ? saturated / static_cast<double>(data.size()) : 0;
     return r;
   }
   std::vector<float>* predictions = nullptr;
+  // How Evaluate weighs the evaluated data (its negatives' downsampling rate):
+  // Init sets options.negative_downsampling_rate (--valid is sampled like
+  // --train); a model loaded for eval/predict starts at 1.
+  MetricOptions eval_metric_options;
 
   Status CheckData(const Dataset& data, const char* what) const {
     if (data.field_size() != options.model.field_size)
@@ -872,7 +963,7 @@ Status Trainer::Impl::RunHogwild(const FetchFn& fetch, Progress* prog, int64_t* 
       }
       Compute(rep, step);
       Status st = StepStatus(rep, step);
-      if (st.ok()) st = PushRows(rep.w_grad, rep.v_grad, step);  // lock-free (Hogwild!)
+      if (st.ok()) st = PushRows(rep.w_grad, rep.v_grad, step - opt_step_base);  // lock-free (Hogwild!)
       if (!st.ok()) {
         errors[r] = st;
         failed = true;
@@ -880,7 +971,7 @@ Status Trainer::Impl::RunHogwild(const FetchFn& fetch, Progress* prog, int64_t* 
       }
       {
         std::lock_guard<std::mutex> lock(dense_mu);
-        ApplyDense(step, dense);
+        ApplyDense(step - opt_step_base, dense);
       }
       examples += rep.batch.size();
       done += 1;
@@ -920,7 +1011,8 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
     return FailedPreconditionError("checkpoint in " + options.model_dir + " was trained on " +
                                    std::to_string(pos.train_rows) + " rows, this run has " +
                                    std::to_string(train.size()) +
-                                   ": resuming needs the same training data (use a new --model-dir)");
+                                   ": resuming needs the same training data (to train this model on new data, add "
+                                   "--warm-start-from <its model dir>; or use a new --model-dir)");
   pos.train_rows = train.size();
   train_inputs = nullptr;  // memory mode: the rows, not the files, are known (train_rows)
   saved_this_run = false;
@@ -932,6 +1024,9 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
     WarnInputs(st, result, st.examples());  // storage order = file order: the rows looked at come first
   }
   result->restored = pos.global_step > 0;
+  result->early_stopped = early_stopped;
+  result->best_metric = best_value;
+  result->best_step = best_step;
   pool->ConfigureThread(0);
   const int64_t N = train.size();
   const int64_t B = options.batch_size;
@@ -949,7 +1044,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   std::vector<int64_t> order;
   double epoch_loss_sum = 0;
   int64_t epoch_loss_n = 0;
-  bool stop = false;
+  bool stop = early_stopped;  // a resumed run that stopped early has nothing left to do
   int64_t eval_step = -1;  // evaluated at this global step already (no second identical evaluation)
   auto do_eval = [&](const char* when) { return EvaluateAndLog(valid, when, &eval_step, result); };
 
@@ -1025,6 +1120,10 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
       if (options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0 &&
           pos.batch_in_epoch < steps_per_epoch)
         CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
+      if (early_stopped) {
+        stop = true;
+        break;
+      }
     }
     if (pos.batch_in_epoch >= steps_per_epoch || ended) {
       // Epoch complete: the position moves to the start of the next epoch
@@ -1048,8 +1147,9 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
       epoch_loss_sum = 0;
       epoch_loss_n = 0;
       CTRAIN_RETURN_IF_ERROR(do_eval("epoch end"));
+      if (early_stopped) stop = true;
       // Every epoch end is checkpointed (the last one by the final save below).
-      if (pos.epoch < options.epochs && !(options.max_steps > 0 && pos.global_step >= options.max_steps))
+      if (!stop && pos.epoch < options.epochs && !(options.max_steps > 0 && pos.global_step >= options.max_steps))
         CTRAIN_RETURN_IF_ERROR(Save());
     }
   }
@@ -1057,6 +1157,8 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
   // A final evaluation when training stopped mid-epoch (max_steps).
   if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
+  if (!finished) saved_this_run = false;  // the final checkpoint records that the run finished
+  finished = true;
   CTRAIN_RETURN_IF_ERROR(SaveFinal());
   result->steps = pos.global_step;
   result->steps_this_run = pos.global_step - prog.start_step;
@@ -1122,6 +1224,9 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   CTRAIN_RETURN_IF_ERROR(CheckNoEmptyFiles(inputs));
   train_inputs = std::move(inputs);
   result->restored = pos.global_step > 0;
+  result->early_stopped = early_stopped;
+  result->best_metric = best_value;
+  result->best_step = best_step;
   stream_src = src.get();
   struct ClearSource {
     const BatchSource** p;
@@ -1154,7 +1259,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   const int64_t start_examples = pos.examples;
   double epoch_loss_sum = 0;
   int64_t epoch_loss_n = 0;
-  bool stop = false;
+  bool stop = early_stopped;  // a resumed run that stopped early has nothing left to do
   data::Batch staging;  // towers: the whole batch, sliced into the replicas
   std::mutex fetch_mu;  // hogwild: Pipeline::Next is called by one thread at a time
   int64_t eval_step = -1;  // evaluated at this global step already (no second identical evaluation)
@@ -1267,6 +1372,10 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
         CTRAIN_RETURN_IF_ERROR(Save());
       if (options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0)
         CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
+      if (early_stopped) {
+        stop = true;
+        break;
+      }
     }
     if (epoch_done) {
       // An empty pass (empty input, stdin or FIFO that gave 0 bytes, every
@@ -1308,14 +1417,17 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
       epoch_loss_sum = 0;
       epoch_loss_n = 0;
       CTRAIN_RETURN_IF_ERROR(do_eval("epoch end"));
+      if (early_stopped) stop = true;
       // Every epoch end is checkpointed (the last one by the final save below).
-      if (pos.epoch < options.epochs && !max_reached()) CTRAIN_RETURN_IF_ERROR(Save());
+      if (!stop && pos.epoch < options.epochs && !max_reached()) CTRAIN_RETURN_IF_ERROR(Save());
     }
   }
   if (terminal) PrintProgress(prog, true), Log("");
   if (in_stats.examples() > 0) WarnInputs(in_stats, result, kStreamLocateExamples);  // a run shorter than the check
   if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
   if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
+  if (!finished) saved_this_run = false;  // the final checkpoint records that the run finished
+  finished = true;
   CTRAIN_RETURN_IF_ERROR(SaveFinal());
   result->steps = pos.global_step;
   result->steps_this_run = pos.global_step - prog.start_step;
@@ -1343,6 +1455,15 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
 }
 // ---------------------------------------------------------------------------
 
+double EvalResult::Metric(const std::string& name) const {
+  if (name == "auc") return auc;
+  if (name == "gauc") return gauc;
+  if (name == "pr_auc") return pr_auc;
+  if (name == "logloss") return logloss;
+  if (name == "normalized_entropy") return normalized_entropy;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Trainer::~Trainer() = default;
 
@@ -1353,11 +1474,139 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) 
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
 
+namespace {
+
+std::string CanonicalDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(dir, ec), ec);
+  std::string s = ec ? dir : p.string();
+  while (s.size() > 1 && s.back() == '/') s.pop_back();
+  return s;
+}
+
+// The model config keys that fix the parameters' shapes: a warm start needs
+// them equal (feature_size may grow; dropout, l2 and the like may change).
+constexpr const char* kShapeKeys[] = {"field_size", "embedding_size", "deep_layers", "batch_norm",
+                                      "use_first_order", "use_fm", "use_deep"};
+
+}  // namespace
+
+Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
+  Impl& m = *impl_;
+  CTRAIN_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> ck, ReadTrainerCheckpoint(from_dir));
+  if (!ck.has_value()) return NotFoundError("--warm-start-from " + from_dir + ": no checkpoint");
+  const nlohmann::json& meta = ck->meta;
+  CTRAIN_ASSIGN_OR_RETURN(model::DeepFMConfig mc, ModelConfigFromJson(meta.value("model", nlohmann::json())));
+  const nlohmann::json want = ModelConfigToJson(m.options.model);
+  const nlohmann::json have = ModelConfigToJson(mc);
+  for (const char* key : kShapeKeys)
+    if (have[key] != want[key])
+      return FailedPreconditionError(ck->path + ": warm start: the checkpoint's model has " + key + " = " +
+                                     have[key].dump() + ", this run asks for " + want[key].dump() +
+                                     " (the parameters' shapes must match; only --feature-size may grow)");
+  const int64_t old_rows = mc.feature_size, rows = m.options.model.feature_size;
+  if (rows < old_rows)
+    return FailedPreconditionError(ck->path + ": warm start: the checkpoint's model has feature_size " +
+                                   std::to_string(old_rows) + ", this run asks for " + std::to_string(rows) +
+                                   " (a smaller --feature-size would drop trained rows; it may only grow)");
+  const std::string opt = meta.value("optimizer", nlohmann::json::object()).value("name", "");
+  if (optimizer_slots && opt != m.options.optimizer.name)
+    return FailedPreconditionError(ck->path + ": warm start: --warm-start-optimizer needs the same optimizer, the "
+                                   "checkpoint's is '" + opt + "', this run asks for '" + m.options.optimizer.name +
+                                   "' (drop --warm-start-optimizer to start the optimizer afresh)");
+  if (meta.contains("data") && m.options.data.recorded()) {  // the same ids must mean the same features
+    CTRAIN_ASSIGN_OR_RETURN(DataSourceOptions d, DataSourceFromJson(meta["data"]));
+    if (rows != old_rows && (d.hash_buckets > 0 || m.options.data.hash_buckets > 0))
+      return FailedPreconditionError(ck->path + ": warm start: the checkpoint hashed categories into " +
+                                     std::to_string(d.hash_buckets) + " buckets; a different --feature-size (" +
+                                     std::to_string(rows) + ") moves every hashed id (keep --feature-size " +
+                                     std::to_string(old_rows) + ", or use a --feature-map vocabulary)");
+    d.feature_size = rows;
+    d.hash_buckets = m.options.data.hash_buckets;
+    std::vector<std::string> notes;
+    CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(d, from_dir, m.options.data, "this run's --train", &notes)
+                               .WithContext(ck->path + ": warm start"));
+  }
+  // Every tensor of this model, from the checkpoint: the tables' first
+  // old_rows rows (the rest keep their initialisation), the dense parameters
+  // and BN state whole; optimizer slots only with optimizer_slots.
+  const CheckpointTensors t = m.Tensors();
+  int64_t copied = 0;
+  for (const auto& ref : t.refs) {
+    const bool table = ref.name.starts_with("embeddings/");
+    const bool slot = table ? std::count(ref.name.begin(), ref.name.end(), '/') > 1
+                            : ref.name.find('/') != std::string::npos &&
+                                  ck->ckpt.Find(ref.name.substr(0, ref.name.rfind('/'))) != nullptr &&
+                                  [&] {
+                                    for (int k = 0; k < m.optimizer->num_slots(); ++k)
+                                      if (ref.name.ends_with("/" + std::string(m.optimizer->SlotName(k)))) return true;
+                                    return false;
+                                  }();
+    if (slot && !optimizer_slots) continue;
+    const NamedTensor* x = ck->ckpt.Find(ref.name);
+    if (x == nullptr) return NotFoundError(ck->path + ": warm start: no tensor '" + ref.name + "'");
+    std::vector<int64_t> expect = ref.shape;
+    if (table) expect[0] = old_rows;
+    if (x->dtype != DType::kF32 || x->shape != expect)
+      return InvalidArgumentError(ck->path + ": warm start: tensor '" + ref.name + "' has " +
+                                  std::to_string(x->f32.size()) + " float values, expected " +
+                                  std::to_string(table ? ref.count / rows * old_rows : ref.count));
+    std::memcpy(ref.data, x->f32.data(), x->f32.size() * sizeof(float));
+    ++copied;
+  }
+  const int64_t step = meta.value("global_step", int64_t{0});
+  m.pos = TrainPosition();
+  m.pos.global_step = step;
+  m.warm_start_step = step;
+  m.opt_step_base = optimizer_slots ? 0 : step;
+  m.warm_start_meta = {{"from", CanonicalDir(from_dir)}, {"checkpoint", ck->path}, {"step", step},
+                       {"optimizer", optimizer_slots}, {"rows", old_rows}};
+  m.restored_inputs = nullptr;
+  m.restored_cursor = nullptr;
+  m.train_inputs = nullptr;
+  m.restored_path = ck->path;
+  m.SyncReplicas();
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "ctrain: warm start from %s (step %lld): %lld tensors; embedding rows [0, %lld) from the checkpoint%s; "
+                "optimizer slots %s",
+                ck->path.c_str(), static_cast<long long>(step), static_cast<long long>(copied),
+                static_cast<long long>(old_rows),
+                rows > old_rows ? (", rows [" + std::to_string(old_rows) + ", " + std::to_string(rows) +
+                                   ") newly initialised").c_str()
+                                : "",
+                optimizer_slots ? "carried over" : "start afresh");
+  m.Log(buf);
+  warm_started_ = true;
+  return Status::OK();
+}
+
 Status Trainer::Restore(bool* restored) {
   *restored = false;
   Impl& m = *impl_;
-  if (m.options.model_dir.empty()) return Status::OK();
-  CTRAIN_ASSIGN_OR_RETURN(std::optional<LoadedCheckpoint> ck, ReadTrainerCheckpoint(m.options.model_dir));
+  std::optional<LoadedCheckpoint> ck;
+  if (!m.options.model_dir.empty()) {
+    CTRAIN_ASSIGN_OR_RETURN(ck, ReadTrainerCheckpoint(m.options.model_dir));
+  }
+  if (!m.options.warm_start_from.empty()) {
+    // Resume (the same run, exact) or warm start (a new run): docs/training.md#warm-start.
+    const std::string from = CanonicalDir(m.options.warm_start_from);
+    const bool same_dir = !m.options.model_dir.empty() && CanonicalDir(m.options.model_dir) == from;
+    if (!ck.has_value()) return WarmStart(m.options.warm_start_from, m.options.warm_start_optimizer);
+    const nlohmann::json& ws = ck->meta.contains("warm_start") ? ck->meta["warm_start"] : nlohmann::json();
+    const bool own_run = ws.is_object() && ws.value("from", "") == from;  // warm-started from this source
+    const bool finished = ck->meta.value("finished", false);
+    if (same_dir && !(own_run && !finished))
+      return WarmStart(m.options.warm_start_from, m.options.warm_start_optimizer);
+    if (!same_dir && !own_run)
+      return FailedPreconditionError(
+          "--model-dir " + m.options.model_dir + " already holds " + ck->path +
+          (ws.is_object() ? ", warm-started from " + ws.value("from", "?") : std::string(", another run")) +
+          ": a warm start from " + m.options.warm_start_from +
+          " needs a new --model-dir, or --model-dir equal to --warm-start-from (continue that model in place); "
+          "without --warm-start-from the run in --model-dir is resumed");
+    // This warm-started run's own checkpoint: resume it (below), exactly.
+  }
   if (!ck.has_value()) return Status::OK();
   const nlohmann::json& meta = ck->meta;
   CTRAIN_ASSIGN_OR_RETURN(model::DeepFMConfig mc, ModelConfigFromJson(meta.value("model", nlohmann::json())));
@@ -1410,6 +1659,19 @@ Status Trainer::Restore(bool* restored) {
   m.pos.batch_in_epoch = meta.value("batch_in_epoch", int64_t{0});
   m.pos.examples = meta.value("examples", int64_t{0});
   m.pos.train_rows = meta.value("train_rows", int64_t{0});
+  if (const auto ws = meta.find("warm_start"); ws != meta.end() && ws->is_object()) {
+    m.warm_start_meta = *ws;
+    m.warm_start_step = ws->value("step", int64_t{0});
+    m.opt_step_base = ws->value("optimizer", false) ? 0 : m.warm_start_step;
+  }
+  if (const auto es = meta.find("early_stopping"); es != meta.end() && es->is_object() &&
+                                                     es->value("metric", "") == m.options.best_metric()) {
+    const nlohmann::json& b = (*es)["best"];
+    m.best_value = b.is_number() ? b.get<double>() : std::numeric_limits<double>::quiet_NaN();
+    m.best_step = es->value("best_step", int64_t{0});
+    m.evals_since_best = es->value("evals_since_best", 0);
+    m.early_stopped = es->value("stopped", false) && m.options.early_stopping_patience > 0;
+  }
   if (meta.value("batch_size", int64_t{0}) != m.options.batch_size && m.pos.batch_in_epoch != 0)
     return FailedPreconditionError(ck->path + ": checkpoint stopped mid-epoch with batch_size " +
                                    std::to_string(meta.value("batch_size", int64_t{0})) +
@@ -1448,6 +1710,7 @@ StatusOr<double> Trainer::MeasureThroughput(const Dataset& train, int64_t steps)
     st = m.Train(train, nullptr, &r);
   }
   m.options = saved;
+  m.finished = false;
   m.terminal = false;
   m.input_warned = warned;
   CTRAIN_RETURN_IF_ERROR(st);
@@ -1477,6 +1740,18 @@ void Trainer::set_stop_flag(const std::atomic<int>* flag) { impl_->stop_flag = f
 void Trainer::set_batch_source_factory(BatchSourceFactory factory) { impl_->source_factory = std::move(factory); }
 void Trainer::set_gradient_exchange(GradientExchange* exchange) { impl_->exch = exchange; }
 int64_t Trainer::examples_left_over() const { return impl_->left_over; }
+Status Trainer::set_eval_negative_downsampling(double rate) {
+  CTRAIN_RETURN_IF_ERROR(ValidateDownsamplingRate(rate));
+  impl_->eval_metric_options.negative_downsampling_rate = rate;
+  return Status::OK();
+}
+Status Trainer::set_group_field(int32_t field) {
+  if (field < -1 || field >= impl_->options.model.field_size)
+    return InvalidArgumentError("--gauc-field must be a field index in [0, " +
+                                std::to_string(impl_->options.model.field_size) + "), got " + std::to_string(field));
+  impl_->options.group_field = field;
+  return Status::OK();
+}
 void Trainer::set_valid_formats(std::vector<InputFormat> formats) { impl_->valid_formats = std::move(formats); }
 
 StatusOr<model::DeepFMConfig> ReadCheckpointModelConfig(const std::string& model_dir) {
@@ -1497,6 +1772,7 @@ StatusOr<std::unique_ptr<Trainer>> LoadTrainerFromCheckpoint(const std::string& 
   if (ck->meta.contains("data")) {
     CTRAIN_ASSIGN_OR_RETURN(o.data, DataSourceFromJson(ck->meta["data"]));
   }
+  o.negative_downsampling_rate = ck->meta.value("negative_downsampling_rate", 1.0);
   o.model_dir = model_dir;
   o.parallel = parallel;
   o.parallel.towers = 1;
@@ -1505,6 +1781,7 @@ StatusOr<std::unique_ptr<Trainer>> LoadTrainerFromCheckpoint(const std::string& 
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> t, Trainer::Create(o));
   bool restored = false;
   CTRAIN_RETURN_IF_ERROR(t->Restore(&restored));
+  CTRAIN_RETURN_IF_ERROR(t->set_eval_negative_downsampling(1.0));  // eval data: not downsampled unless told
   return t;
 }
 

@@ -68,6 +68,14 @@ struct EvalResult {
   double label_mean = 0;    // observed CTR
   double prediction_mean = 0;
   double saturated_fraction = 0;  // predictions < 0.001 or > 0.999 (train/input_checks.h)
+  // train/ctr_metrics.h (NaN where undefined; gauc NaN without group_field).
+  double normalized_entropy = 0;
+  double calibration = 0;         // prediction_mean / label_mean
+  double pr_auc = 0;
+  double gauc = 0;
+  int64_t gauc_groups = 0, gauc_skipped_groups = 0;
+  // The metric named `name` (auc, gauc, pr_auc, logloss, normalized_entropy); NaN otherwise.
+  double Metric(const std::string& name) const;
 };
 
 // The input-bound advice needs a steady state to speak about.
@@ -89,6 +97,13 @@ struct TrainResult {
   bool evaluated = false;       // `eval` holds a final validation result
   EvalResult eval;
   bool restored = false;        // started from a checkpoint
+  // Early stopping / keep_best (TrainOptions::early_stopping_metric): training
+  // stopped because the metric did not improve for early_stopping_patience
+  // evaluations; the best value and the global step it was reached at
+  // (best_step 0: no evaluation yet).
+  bool early_stopped = false;
+  double best_metric = 0;
+  int64_t best_step = 0;
 
   // Input measurement over this call's steps (docs/training.md#input-modes).
   // Stream mode: wait = time blocked in the pipeline's Next(), compute = the
@@ -121,6 +136,12 @@ class Trainer {
 
   // If options.model_dir holds a checkpoint, loads it (tables, dense params,
   // optimizer slots, step, epoch position) and sets *restored = true.
+  // With options.warm_start_from set (docs/training.md#warm-start): when
+  // model_dir has no checkpoint, or it is the warm_start_from dir itself and
+  // its latest checkpoint is not an unfinished run warm-started from it,
+  // WarmStart() instead (*restored stays false, warm_started() is true); a
+  // model_dir holding the unfinished (or finished) run warm-started from that
+  // source is resumed; any other checkpoint in model_dir is FailedPrecondition.
   // Errors: FailedPrecondition when the checkpoint's model config or optimizer
   // differs from the options (the message names the field), or its recorded
   // data options (meta "data": id_base, feature_map, or the encoding as
@@ -129,6 +150,21 @@ class Trainer {
   // DataLoss/NotFound errors.
   // When options.data is not recorded it is taken from the checkpoint.
   Status Restore(bool* restored);
+
+  // Warm start (TrainOptions::warm_start_from, called by Restore): loads the
+  // parameters of the latest checkpoint in `from_dir` into this new run (and
+  // the optimizer slots with `optimizer_slots`); the global step continues
+  // from the checkpoint's, the epoch position starts at 0 and any training
+  // data is accepted. The tables' first rows come from the checkpoint; rows
+  // beyond its feature_size keep this trainer's initialisation.
+  // Errors: NotFound (no checkpoint); FailedPrecondition when a parameter
+  // shape key (field_size, embedding_size, deep_layers, batch_norm, use_*)
+  // differs, feature_size shrinks, or grows with hashed ids, the optimizer
+  // differs with optimizer_slots, or the data encoding differs
+  // (CheckInputMatchesModel); the checkpoint's DataLoss.
+  Status WarmStart(const std::string& from_dir, bool optimizer_slots);
+  // True after a warm start (Restore or WarmStart).
+  bool warm_started() const { return warm_started_; }
 
   // Trains until options.epochs epochs are complete or the global step reaches
   // options.max_steps, evaluating on `valid` (may be null) at each epoch end
@@ -169,6 +205,17 @@ class Trainer {
   // Predictions (inference mode) and metrics over `data`.
   Status Predict(const Dataset& data, std::vector<float>* probs);
   StatusOr<EvalResult> Evaluate(const Dataset& data);
+
+  // The rate at which the data given to Evaluate (and the validation data of
+  // Train/TrainStream) had its negatives kept: each negative counts 1 / rate
+  // in the metrics (train/ctr_metrics.h). Default: options.negative_downsampling_rate
+  // (validation sampled like training); LoadTrainerFromCheckpoint sets 1.
+  // Predictions are corrected for the model's own rate regardless.
+  // Errors: InvalidArgument unless rate is in (0, 1].
+  Status set_eval_negative_downsampling(double rate);
+  // GAUC groups (TrainOptions::group_field) for Evaluate: the field whose id
+  // groups examples, -1 = no GAUC. InvalidArgument outside [-1, field_size).
+  Status set_group_field(int32_t field);
 
   // Writes a checkpoint of the current state to options.model_dir now.
   Status SaveCheckpoint();
@@ -218,6 +265,7 @@ class Trainer {
   struct Impl;
   explicit Trainer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  bool warm_started_ = false;
 };
 
 // Opens the latest checkpoint in `model_dir` for eval/predict: the model
