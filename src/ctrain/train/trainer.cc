@@ -1246,6 +1246,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
               const int64_t F = staging.field_size;
               rep.batch.field_size = staging.field_size;
               rep.batch.row_splits.clear();
+              rep.batch.field_splits.clear();
               rep.batch.labels.assign(staging.labels.begin() + lo, staging.labels.begin() + hi);
               rep.batch.ids.assign(staging.ids.begin() + lo * F, staging.ids.begin() + hi * F);
               rep.batch.values.assign(staging.values.begin() + lo * F, staging.values.begin() + hi * F);
