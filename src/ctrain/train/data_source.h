@@ -26,6 +26,11 @@ namespace ctrain::train {
 // (vocabulary ids from feature map /abs/fm.txt)", "an unknown format".
 std::string DescribeDataSource(const DataSourceOptions& d);
 
+// The description of data read through `spec` (LoadSpecDataset; `stats`
+// gives the first input's compression): format tfrecord|libsvm|libffm, the
+// spec's sizes and its canonical JSON.
+DataSourceOptions MakeSpecDataSource(const data::FeatureSpec& spec, const LoadStats& stats);
+
 // 16 hex digits of io::Hash64 over the vocabulary's feature map text (lines in
 // id order): equal for equal vocabularies wherever the file lives.
 std::string VocabularyFingerprint(const io::CriteoVocabulary& vocabulary);
