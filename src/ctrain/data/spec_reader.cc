@@ -127,4 +127,30 @@ StatusOr<std::unique_ptr<SpecReader>> SpecReader::Open(const std::string& path, 
   return std::unique_ptr<SpecReader>(new LibFfmSpecReader(std::move(r), std::move(builder), sniffed.compression));
 }
 
+StatusOr<std::vector<uint64_t>> CopySpecRows(const std::vector<std::string>& inputs, const FeatureSpec& spec,
+                                             ExampleWriter* writer) {
+  if (spec.multi_hot)
+    return FailedPreconditionError(spec.source +
+                                   ": the spec has multi-hot fields (var_len, libsvm or libffm input), which the "
+                                   "seed layout (one id per field) cannot hold: train on the files with "
+                                   "--feature-spec instead of converting them");
+  std::vector<uint64_t> counts;
+  SpecRow row;
+  for (const std::string& path : inputs) {
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<SpecReader> reader, SpecReader::Open(path, spec));
+    for (;;) {
+      CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&row));
+      if (!more) break;
+      Status w = writer->Write(row.label, row.ids, row.values);
+      if (!w.ok())
+        return w.code() == StatusCode::kInvalidArgument
+                   ? w.WithContext(reader->name() + ": row " + std::to_string(reader->records()))
+                   : w;
+    }
+    if (reader->records() == 0) return InvalidArgumentError(path + ": no records");
+    counts.push_back(reader->records());
+  }
+  return counts;
+}
+
 }  // namespace ctrain::data

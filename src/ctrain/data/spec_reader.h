@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "ctrain/base/status.h"
 #include "ctrain/data/feature_spec.h"
@@ -40,5 +41,17 @@ class SpecReader {
   // What was skipped on purpose ("blank_lines=0 comment_lines=2"), "" if nothing can be.
   virtual std::string SkippedSummary() const = 0;
 };
+
+class ExampleWriter;
+
+// `ctrain convert --feature-spec`: reads every input through `spec` and writes
+// its rows to `writer` in the seed layout (one id and value per field, F =
+// spec.field_size). Returns the rows per input.
+// Errors: FailedPrecondition for a multi-hot spec (the seed layout holds one
+// id per field: train on such data with --feature-spec instead); the readers'
+// errors; InvalidArgument "<file>: no records" for an input without rows; the
+// writer's errors with the input record named.
+StatusOr<std::vector<uint64_t>> CopySpecRows(const std::vector<std::string>& inputs, const FeatureSpec& spec,
+                                             ExampleWriter* writer);
 
 }  // namespace ctrain::data
