@@ -8,8 +8,11 @@
 #include <vector>
 
 #include "ctrain/data/spec_suggest.h"
+#include "ctrain/io/file.h"
+#include "ctrain/train/data_source.h"
 #include "ctrain/train/dataset.h"
 #include "ctrain/train/trainer.h"
+#include "testing/temp_dir.h"
 
 namespace ctrain::train {
 namespace {
@@ -123,6 +126,44 @@ TEST(SpecDataset, DeepCtrGzipTFRecordsTrainWithASuggestedSpec) {
   EXPECT_EQ(ev->examples, 20);
   EXPECT_GT(ev->auc, 0.0);
   EXPECT_LT(ev->auc, 1.0 + 1e-12);
+}
+
+TEST(SpecDataset, CheckpointKeepsTheSpecForInference) {
+  auto spec = data::ParseFeatureSpec(kVarlenMap, "map.json");
+  ASSERT_TRUE(spec.ok());
+  LoadStats stats;
+  stats.per_file.push_back({"x.libsvm", data::RecordFormat::kLibSvm, io::Compression::kGzip, 3});
+  const DataSourceOptions d = MakeSpecDataSource(*spec, stats);
+  EXPECT_EQ(d.format, "libsvm");
+  EXPECT_EQ(d.compression, "gzip");
+  EXPECT_EQ(d.field_size, 4);
+  EXPECT_EQ(d.feature_size, 200);
+  // Through the checkpoint meta's JSON and back: the same canonical spec.
+  auto back = DataSourceFromJson(DataSourceToJson(d, 4));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->feature_spec, spec->ToJson());
+  EXPECT_EQ(DescribeDataSource(*back), "libsvm through a feature spec (4 fields, feature_size 200)");
+  auto resolved = ResolveInferenceSpec(*back, "runs/a", "");
+  ASSERT_TRUE(resolved.ok()) << resolved.status().ToString();
+  ASSERT_TRUE(resolved->has_value());
+  EXPECT_EQ((*resolved)->field_size, 4);
+  // A different spec given to eval is refused; a model without a spec refuses one.
+  const std::string dir = ctrain::testing::TestTempDir("spec_dataset", "resolve");
+  const std::string other = dir + "/other.json";
+  ASSERT_TRUE(io::WriteStringToFileAtomic(other, R"({"input": "libsvm", "fields": [{"ids": [0, 9]}]})").ok());
+  auto differ = ResolveInferenceSpec(*back, "runs/a", other);
+  EXPECT_EQ(differ.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(differ.status().message().find("differs from the feature spec the model in runs/a"), std::string::npos)
+      << differ.status().ToString();
+  DataSourceOptions plain;
+  plain.from_files = true;
+  plain.format = "libsvm";
+  auto none = ResolveInferenceSpec(plain, "runs/b", other);
+  EXPECT_NE(none.status().message().find("was trained without a feature spec"), std::string::npos)
+      << none.status().ToString();
+  auto neither = ResolveInferenceSpec(plain, "runs/b", "");
+  ASSERT_TRUE(neither.ok());
+  EXPECT_FALSE(neither->has_value());
 }
 
 }  // namespace

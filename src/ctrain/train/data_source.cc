@@ -49,6 +49,29 @@ DataSourceOptions MakeSpecDataSource(const data::FeatureSpec& spec, const LoadSt
   return d;
 }
 
+StatusOr<std::optional<data::FeatureSpec>> ResolveInferenceSpec(const DataSourceOptions& model,
+                                                                const std::string& model_dir,
+                                                                const std::string& flag_path) {
+  std::optional<data::FeatureSpec> flag;
+  if (!flag_path.empty()) {
+    CTRAIN_ASSIGN_OR_RETURN(data::FeatureSpec s, data::LoadFeatureSpec(flag_path));
+    flag = std::move(s);
+  }
+  if (model.feature_spec.empty()) {
+    if (!flag) return std::optional<data::FeatureSpec>();
+    return FailedPreconditionError("--feature-spec " + flag_path + ": the model in " + model_dir +
+                                   " was trained without a feature spec (on " + DescribeDataSource(model) +
+                                   "): its ids were not made by this spec");
+  }
+  CTRAIN_ASSIGN_OR_RETURN(data::FeatureSpec stored,
+                          data::ParseFeatureSpec(model.feature_spec, model_dir + " (the checkpoint's feature spec)"));
+  if (flag && flag->ToJson() != stored.ToJson())
+    return FailedPreconditionError("--feature-spec " + flag_path + " differs from the feature spec the model in " +
+                                   model_dir + " was trained with (the checkpoint keeps it: leave out "
+                                   "--feature-spec to use it)");
+  return std::optional<data::FeatureSpec>(std::move(stored));
+}
+
 std::string VocabularyFingerprint(const io::CriteoVocabulary& vocabulary) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx",
