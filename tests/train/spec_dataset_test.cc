@@ -71,6 +71,15 @@ TEST(SpecDataset, VarlenLibSvmWithFieldMapIsMultiHot) {
   const auto r0 = b.row_ids(0), g1 = g.row_ids(1);
   EXPECT_EQ(std::vector<int64_t>(r0.begin(), r0.end()), std::vector<int64_t>(g1.begin(), g1.end()));
   EXPECT_EQ(g.field_splits.size(), 9u);
+  // Row by row copies (how mpirun shards memory-mode rows) keep the layout.
+  Dataset odd(4);
+  for (int64_t r = 1; r < ds->size(); r += 2) odd.AppendRowOf(*ds, r);
+  EXPECT_EQ(odd.size(), 25);
+  data::Batch o1, d1;
+  odd.Slice(0, 1, &o1);
+  const std::vector<int64_t> one = {1};
+  ds->Gather(one, &d1);
+  EXPECT_EQ(o1, d1);
 
   // The trainer fits the 50 rows (memorises them: training AUC well above chance).
   TrainOptions o = Options(4, spec->feature_size);

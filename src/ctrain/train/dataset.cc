@@ -33,6 +33,21 @@ void Dataset::AppendMultiHot(float label, std::span<const int64_t> ids, std::spa
   for (int32_t n : lengths) field_splits_.push_back(at += n);
 }
 
+void Dataset::AppendRowOf(const Dataset& other, int64_t r) {
+  const int64_t F = field_size_;
+  if (!other.multi_hot()) {
+    Append(other.labels_[r], other.ids_.data() + r * F, other.values_.data() + r * F);
+    return;
+  }
+  const int64_t lo = other.field_splits_[r * F], hi = other.field_splits_[(r + 1) * F];
+  if (field_splits_.empty()) field_splits_.push_back(0);
+  labels_.push_back(other.labels_[r]);
+  ids_.insert(ids_.end(), other.ids_.begin() + lo, other.ids_.begin() + hi);
+  values_.insert(values_.end(), other.values_.begin() + lo, other.values_.begin() + hi);
+  const int64_t shift = field_splits_.back() - lo;
+  for (int64_t f = 1; f <= F; ++f) field_splits_.push_back(other.field_splits_[r * F + f] + shift);
+}
+
 void Dataset::AppendAll(const Dataset& other) {
   if (other.multi_hot()) {
     if (field_splits_.empty()) field_splits_.push_back(0);

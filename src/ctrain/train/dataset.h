@@ -59,6 +59,9 @@ class Dataset {
   // REQUIRES: lengths.size() == field_size(), the dataset is empty or multi-hot.
   void AppendMultiHot(float label, std::span<const int64_t> ids, std::span<const float> values,
                       std::span<const int32_t> lengths);
+  // Appends row r of `other` (one-hot or multi-hot). REQUIRES: same field_size;
+  // this dataset is empty or has other's layout.
+  void AppendRowOf(const Dataset& other, int64_t r);
   // Appends all rows of `other`. REQUIRES: same field_size and layout.
   void AppendAll(const Dataset& other);
 
