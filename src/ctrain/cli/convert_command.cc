@@ -7,6 +7,7 @@
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
 #include "ctrain/data/file_list.h"
+#include "ctrain/data/spec_reader.h"
 #include "ctrain/io/file.h"
 
 namespace ctrain::cli {
@@ -21,6 +22,7 @@ struct ConvertFlags {
   int64_t hash_buckets = 0;
   int64_t vocab_min_count = 0;
   std::string feature_map_out;
+  std::string feature_spec;  // read the inputs through this spec (data/feature_spec.h)
   DataFlags data;
   // Set when the flag was given (0 and negative values are then errors, not "unset").
   CLI::Option* hash_buckets_opt = nullptr;
@@ -82,10 +84,25 @@ Status Convert(ConvertFlags& fl) {
   const std::string map_path = fl.feature_map_out.empty() ? fl.output + ".feature_map.txt" : fl.feature_map_out;
   if (fl.vocab_min_count > 0) CTRAIN_RETURN_IF_ERROR(io::CheckOutputWritable("--feature-map-out", map_path));
   {  // No output may overwrite an input (or the other output).
-    std::vector<io::FlagPath> in{{"--feature-map", fl.data.feature_map}}, out{{"--output", fl.output}};
+    std::vector<io::FlagPath> in{{"--feature-map", fl.data.feature_map}, {"--feature-spec", fl.feature_spec}},
+        out{{"--output", fl.output}};
     for (const std::string& p : fl.inputs) in.push_back({"--input", p});
     if (fl.vocab_min_count > 0) out.push_back({"--feature-map-out", map_path});
     CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, out));
+  }
+  if (!fl.feature_spec.empty()) {  // the spec maps keys to the seed layout's fields
+    CTRAIN_ASSIGN_OR_RETURN(data::FeatureSpec spec, data::LoadFeatureSpec(fl.feature_spec));
+    data::ExampleWriterOptions wo;
+    CTRAIN_ASSIGN_OR_RETURN(wo.format, data::ParseRecordFormat(fl.output_format));
+    CTRAIN_ASSIGN_OR_RETURN(wo.compression, io::ParseCompression(fl.output_compression));
+    wo.id_base = fl.output_id_base >= 0 ? fl.output_id_base : 0;
+    CTRAIN_ASSIGN_OR_RETURN(auto writer, data::OpenExampleWriter(fl.output, wo));
+    CTRAIN_ASSIGN_OR_RETURN(std::vector<uint64_t> counts, data::CopySpecRows(fl.inputs, spec, writer.get()));
+    CTRAIN_RETURN_IF_ERROR(writer->Close());
+    std::fprintf(stderr, "ctrain convert: wrote %llu records (field_size %d, feature_size %lld) to %s\n",
+                 static_cast<unsigned long long>(writer->records()), spec.field_size,
+                 static_cast<long long>(spec.feature_size), fl.output.c_str());
+    return Status::OK();
   }
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, fl.data.ReaderOptions());
   if (fl.hash_buckets > 0 && fl.vocab_min_count > 0)
@@ -180,6 +197,9 @@ Command AddConvertCommand(CLI::App& app) {
       "Criteo: build a vocabulary; categories seen fewer times map to the field's <unk> id (>= 1)");
   sub->add_option("--feature-map-out,--feature_map_out", fl->feature_map_out,
                   "Where to write the vocabulary's feature map (default OUTPUT.feature_map.txt)");
+  sub->add_option("--feature-spec,--feature_spec", fl->feature_spec,
+                  "Read the inputs through this feature spec (JSON or TOML; see docs/feature-spec.md) and write the "
+                  "seed layout (one id per field; multi-hot specs are refused)");
   return {sub, [fl]() {
             Status s = Convert(*fl);
             return s.ok() ? 0 : ReportError(s);

@@ -19,6 +19,8 @@
 #include "ctrain/data/field_stats.h"
 #include "ctrain/data/file_list.h"
 #include "ctrain/data/pipe_mode.h"
+#include "ctrain/data/spec_suggest.h"
+#include "ctrain/io/compression.h"
 #include "ctrain/io/example.h"
 #include "ctrain/io/feature_hash.h"
 #include "ctrain/train/checkpoint.h"
@@ -40,7 +42,30 @@ struct InspectFlags {
   bool json_out = false;
   int64_t pipe_timeout_ms = data::kDefaultPipeTimeoutMs;
   int64_t max_line_bytes = static_cast<int64_t>(io::kDefaultMaxLineBytes);
+  std::string suggest_spec;  // write a starting feature spec here ("-" = stdout)
+  std::string label_key;     // --suggest-spec: the label key (default: detected)
 };
+
+// --suggest-spec: one spec from all inputs; the guesses go to stderr.
+int SuggestSpec(const InspectFlags& fl, const std::vector<std::string>& files) {
+  data::SuggestSpecOptions o;
+  o.label_key = fl.label_key;
+  auto c = io::ParseCompression(fl.compression);
+  if (!c.ok()) return ReportError(c.status());
+  o.compression = *c;
+  auto r = data::SuggestFeatureSpec(files, o);
+  if (!r.ok()) return ReportError(r.status());
+  for (const std::string& n : r->notes) std::fprintf(stderr, "ctrain: spec: %s\n", n.c_str());
+  if (fl.suggest_spec == "-") {
+    std::fputs(r->json.c_str(), stdout);
+    return 0;
+  }
+  Status w = io::WriteStringToFileAtomic(fl.suggest_spec, r->json);
+  if (!w.ok()) return ReportError(w);
+  std::fprintf(stderr, "ctrain: wrote a feature spec for %lld records to %s (edit it, then pass --feature-spec)\n",
+               static_cast<long long>(r->records), fl.suggest_spec.c_str());
+  return 0;
+}
 
 // Each inspector gets the already decompressed stream (opened once, so FIFOs and
 // stdin work with format detection).
@@ -406,10 +431,16 @@ Command AddInspectCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--id-base,--id_base", fl->id_base, "LibSVM id base (ids are reported as written)");
   sub->add_flag("--json", fl->json_out, "One JSON object per file (file, format, compression, records, ...)");
+  sub->add_option("--suggest-spec,--suggest_spec", fl->suggest_spec,
+                  "Write a starting feature spec (JSON, for --feature-spec) from the files' schema to this path "
+                  "('-' = stdout): tf.Example TFRecords or libFFM");
+  sub->add_option("--label-key,--label_key", fl->label_key,
+                  "--suggest-spec: the label key (default: the first of label, click, clicked, y, target)");
   return {sub, [fl]() {
             int rc = 0;
             auto expanded = ExpandInspectArgs(fl->files);
             if (!expanded.ok()) return ReportError(expanded.status());
+            if (!fl->suggest_spec.empty()) return SuggestSpec(*fl, *expanded);
             for (const auto& path : *expanded) {
               auto r = InspectOne(path, *fl);
               if (!r.ok()) {

@@ -11,6 +11,7 @@ void Batch::Clear() {
   ids.clear();
   values.clear();
   row_splits.clear();
+  field_splits.clear();
 }
 
 void Batch::Reserve(int64_t rows, int32_t fields) {
@@ -25,12 +26,30 @@ void Batch::AppendRow(float label, std::span<const int64_t> row_ids, std::span<c
   values.insert(values.end(), row_values.begin(), row_values.end());
 }
 
+void Batch::AppendMultiHotRow(float label, std::span<const int64_t> row_ids, std::span<const float> row_values,
+                              std::span<const int32_t> field_lengths) {
+  if (field_splits.empty()) field_splits.push_back(static_cast<int64_t>(ids.size()));
+  labels.push_back(label);
+  ids.insert(ids.end(), row_ids.begin(), row_ids.end());
+  values.insert(values.end(), row_values.begin(), row_values.end());
+  int64_t at = field_splits.back();
+  for (int32_t n : field_lengths) field_splits.push_back(at += n);
+}
+
 std::span<const int64_t> Batch::row_ids(int64_t b) const {
+  if (multi_hot()) {
+    const int64_t lo = field_splits[b * field_size], hi = field_splits[(b + 1) * field_size];
+    return {ids.data() + lo, static_cast<size_t>(hi - lo)};
+  }
   if (variable_length()) return {ids.data() + row_splits[b], static_cast<size_t>(row_splits[b + 1] - row_splits[b])};
   return {ids.data() + b * field_size, static_cast<size_t>(field_size)};
 }
 
 std::span<const float> Batch::row_values(int64_t b) const {
+  if (multi_hot()) {
+    const int64_t lo = field_splits[b * field_size], hi = field_splits[(b + 1) * field_size];
+    return {values.data() + lo, static_cast<size_t>(hi - lo)};
+  }
   if (variable_length())
     return {values.data() + row_splits[b], static_cast<size_t>(row_splits[b + 1] - row_splits[b])};
   return {values.data() + b * field_size, static_cast<size_t>(field_size)};
@@ -42,7 +61,19 @@ Status Batch::Validate() const {
   if (ids.size() != values.size())
     return InvalidArgumentError("batch: ids has " + std::to_string(ids.size()) + " entries but values has " +
                                 std::to_string(values.size()));
-  if (variable_length()) {
+  if (variable_length() && multi_hot()) return InvalidArgumentError("batch: both row_splits and field_splits are set");
+  if (multi_hot()) {
+    const int64_t slots = B * field_size;
+    if (static_cast<int64_t>(field_splits.size()) != slots + 1 || field_splits.front() != 0 ||
+        field_splits.back() != static_cast<int64_t>(ids.size()))
+      return InvalidArgumentError("batch: field_splits must have B*F+1 = " + std::to_string(slots + 1) +
+                                  " entries from 0 to nnz = " + std::to_string(ids.size()) + ", found " +
+                                  std::to_string(field_splits.size()) + " entries");
+    for (int64_t s = 0; s < slots; ++s)
+      if (field_splits[s + 1] < field_splits[s])
+        return InvalidArgumentError("batch: field_splits not monotone at row " + std::to_string(s / field_size) +
+                                    " field " + std::to_string(s % field_size));
+  } else if (variable_length()) {
     if (static_cast<int64_t>(row_splits.size()) != B + 1 || row_splits.front() != 0 ||
         row_splits.back() != static_cast<int64_t>(ids.size()))
       return InvalidArgumentError("batch: row_splits must have B+1 entries from 0 to nnz");
@@ -75,9 +106,9 @@ static_assert(std::endian::native == std::endian::little, "wire format assumes l
 void Batch::SerializeTo(std::string* out) const {
   const int64_t B = size();
   const int64_t nnz = static_cast<int64_t>(ids.size());
-  out->reserve(out->size() + kHeader + B * 4 + nnz * 12 + row_splits.size() * 8);
+  out->reserve(out->size() + kHeader + B * 4 + nnz * 12 + (row_splits.size() + field_splits.size()) * 8);
   out->append(kMagic, 4);
-  Put<uint32_t>(out, variable_length() ? 1u : 0u);
+  Put<uint32_t>(out, (variable_length() ? 1u : 0u) | (multi_hot() ? 2u : 0u));
   Put<int64_t>(out, B);
   Put<int32_t>(out, field_size);
   Put<int64_t>(out, nnz);
@@ -85,6 +116,7 @@ void Batch::SerializeTo(std::string* out) const {
   PutArray(out, ids);
   PutArray(out, values);
   if (variable_length()) PutArray(out, row_splits);
+  if (multi_hot()) PutArray(out, field_splits);
 }
 
 std::string Batch::Serialize() const {
@@ -112,23 +144,30 @@ Status Batch::DeserializeInto(std::string_view bytes, Batch* out) {
   std::memcpy(&B, bytes.data() + 8, 8);
   std::memcpy(&F, bytes.data() + 16, 4);
   std::memcpy(&nnz, bytes.data() + 20, 8);
-  if (flags > 1) return err(4, "unknown flags " + std::to_string(flags));
+  if (flags > 3) return err(4, "unknown flags " + std::to_string(flags));
+  if (flags == 3) return err(4, "flags set both variable-length and multi-hot");
   if (B < 0 || F < 0 || nnz < 0) return err(8, "negative size");
   const bool var = flags & 1;
+  const bool multi = flags & 2;
   const uint64_t body = kHeader;
   // Check sizes before allocating (guards against overflow with division).
   const uint64_t remain = bytes.size() - body;
   if (static_cast<uint64_t>(B) > remain / 4 || static_cast<uint64_t>(nnz) > remain / 12)
     return err(body, "declared sizes exceed the buffer");
+  // B*F+1 split entries of 8 bytes each: check F against the buffer before multiplying.
+  if (multi && F > 0 && static_cast<uint64_t>(B) > remain / 8 / static_cast<uint64_t>(F))
+    return err(body, "declared sizes exceed the buffer");
+  const uint64_t slots = static_cast<uint64_t>(B) * static_cast<uint64_t>(F);
   uint64_t need = static_cast<uint64_t>(B) * 4 + static_cast<uint64_t>(nnz) * 12 +
-                  (var ? (static_cast<uint64_t>(B) + 1) * 8 : 0);
+                  (var ? (static_cast<uint64_t>(B) + 1) * 8 : 0) + (multi ? (slots + 1) * 8 : 0);
   if (need != remain)
     return err(body, "payload is " + std::to_string(remain) + " bytes, header implies " + std::to_string(need));
-  if (!var && static_cast<uint64_t>(nnz) != static_cast<uint64_t>(B) * static_cast<uint64_t>(F))
+  if (!var && !multi && static_cast<uint64_t>(nnz) != static_cast<uint64_t>(B) * static_cast<uint64_t>(F))
     return err(20, "nnz != B*F for a fixed-length batch");
   Batch& b = *out;
   b.field_size = F;
   b.row_splits.clear();
+  b.field_splits.clear();
   const char* p = bytes.data() + body;
   b.labels.resize(B);
   std::memcpy(b.labels.data(), p, B * 4);
@@ -142,6 +181,10 @@ Status Batch::DeserializeInto(std::string_view bytes, Batch* out) {
   if (var) {
     b.row_splits.resize(B + 1);
     std::memcpy(b.row_splits.data(), p, (B + 1) * 8);
+  }
+  if (multi) {
+    b.field_splits.resize(slots + 1);
+    std::memcpy(b.field_splits.data(), p, (slots + 1) * 8);
   }
   Status s = b.Validate();
   if (!s.ok()) return DataLossError(std::string("batch wire format: ") + std::string(s.message()));

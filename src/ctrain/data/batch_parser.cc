@@ -96,6 +96,7 @@ Status BatchParser::Parse(const RawBatch& raw, Batch* out) {
   const size_t b = raw.size();
   out->field_size = f;
   out->row_splits.clear();
+  out->field_splits.clear();
   out->labels.resize(b);
   out->ids.resize(b * f);
   out->values.resize(b * f);

@@ -87,10 +87,8 @@ Status CheckDistinctChannels(MpiExchange& exchange, const std::vector<std::strin
 
 train::Dataset ShardRows(const train::Dataset& all, int32_t ranks, int32_t rank) {
   train::Dataset out(all.field_size());
-  const int32_t F = all.field_size();
-  out.Reserve(all.size() / ranks + 1);
-  for (int64_t r = rank; r < all.size(); r += ranks)
-    out.Append(all.labels()[r], all.ids() + r * F, all.values() + r * F);
+  if (!all.multi_hot()) out.Reserve(all.size() / ranks + 1);
+  for (int64_t r = rank; r < all.size(); r += ranks) out.AppendRowOf(all, r);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "ctrain/model/layers/batch_norm.h"
 #include "ctrain/model/layers/dropout.h"
 #include "ctrain/model/layers/fm_interaction.h"
+#include "ctrain/model/layers/pooled_embedding.h"
 #include "ctrain/model/layers/relu.h"
 #include "ctrain/model/layers/sigmoid_cross_entropy.h"
 #include "ctrain/model/random.h"
@@ -146,13 +147,28 @@ Status DeepFM::Check(const data::Batch& batch, std::span<const int64_t> unique_i
   if (batch.field_size != config_.field_size)
     return InvalidArgumentError("DeepFM: batch field_size " + std::to_string(batch.field_size) +
                                 " != config field_size " + std::to_string(config_.field_size));
-  const int64_t n = batch.size() * batch.field_size;
-  if (static_cast<int64_t>(batch.ids.size()) != n || static_cast<int64_t>(batch.values.size()) != n)
+  int64_t n = batch.size() * batch.field_size;
+  if (batch.multi_hot()) {
+    const int64_t slots = n;
+    n = static_cast<int64_t>(batch.ids.size());
+    if (static_cast<int64_t>(batch.field_splits.size()) != slots + 1 || batch.field_splits.front() != 0 ||
+        batch.field_splits.back() != n || static_cast<int64_t>(batch.values.size()) != n)
+      return InvalidArgumentError("DeepFM: multi-hot batch needs B*F+1 = " + std::to_string(slots + 1) +
+                                  " field_splits from 0 to nnz and nnz values (found " +
+                                  std::to_string(batch.field_splits.size()) + " splits, " +
+                                  std::to_string(batch.ids.size()) + " ids, " + std::to_string(batch.values.size()) +
+                                  " values)");
+    for (int64_t s = 0; s < slots; ++s)
+      if (batch.field_splits[s + 1] < batch.field_splits[s])
+        return InvalidArgumentError("DeepFM: field_splits not monotone at slot " + std::to_string(s));
+    if (n >= (int64_t{1} << 31)) return InvalidArgumentError("DeepFM: a batch holds at most 2^31 - 1 ids");
+  } else if (static_cast<int64_t>(batch.ids.size()) != n || static_cast<int64_t>(batch.values.size()) != n) {
     return InvalidArgumentError("DeepFM: batch has " + std::to_string(batch.ids.size()) + " ids and " +
                                 std::to_string(batch.values.size()) + " values, expected B*F = " + std::to_string(n));
+  }
   if (static_cast<int64_t>(index.size()) != n)
-    return InvalidArgumentError("DeepFM: index has " + std::to_string(index.size()) + " entries, expected B*F = " +
-                                std::to_string(n));
+    return InvalidArgumentError("DeepFM: index has " + std::to_string(index.size()) + " entries, expected " +
+                                (batch.multi_hot() ? "nnz = " : "B*F = ") + std::to_string(n));
   const int64_t U = static_cast<int64_t>(unique_ids.size());
   for (int64_t p = 0; p < n; ++p) {
     const int32_t u = index[p];
@@ -204,8 +220,14 @@ void DeepFM::Forward(const data::Batch& batch, std::span<const int32_t> index, c
   const int64_t B = batch.size();
   const int32_t F = config_.field_size, K = config_.embedding_size;
   const float* values = batch.values.data();
-  if (config_.use_first_order) FirstOrderForward(B, F, index.data(), values, w_rows, y_first_.data());
-  if (uses_v()) EmbeddingLookupForward(B * F, K, index.data(), values, v_rows, e_.data());
+  if (batch.multi_hot()) {  // ragged fields: weighted-sum pooling per (row, field) slot
+    const int64_t* splits = batch.field_splits.data();
+    if (config_.use_first_order) PooledFirstOrderForward(B, F, splits, index.data(), values, w_rows, y_first_.data());
+    if (uses_v()) PooledEmbeddingForward(B * F, splits, K, index.data(), values, v_rows, e_.data());
+  } else {
+    if (config_.use_first_order) FirstOrderForward(B, F, index.data(), values, w_rows, y_first_.data());
+    if (uses_v()) EmbeddingLookupForward(B * F, K, index.data(), values, v_rows, e_.data());
+  }
   if (config_.use_fm) FmInteractionForward(B, F, K, e_.data(), fm_sum_.data(), y_fm_.data());
   if (config_.use_deep) {
     const size_t L = config_.deep_layers.size();
@@ -311,11 +333,19 @@ Status DeepFM::TrainStep(const data::Batch& batch, std::span<const int64_t> uniq
 
   const float two_l2 = 2.0f * config_.l2_reg;
   positions_.Build(index, U);
+  const bool multi = batch.multi_hot();
+  if (multi) {
+    slot_of_.resize(index.size());
+    SlotOfOccurrence(B * F, batch.field_splits.data(), slot_of_.data());
+  }
   if (uses_v()) {
     v_grad->dim = K;
     v_grad->ids.assign(unique_ids.begin(), unique_ids.end());
     v_grad->grad.resize(U * K);
-    EmbeddingLookupBackward(positions_, K, batch.values.data(), d_e_.data(), v_grad->grad.data());
+    if (multi)
+      PooledEmbeddingBackward(positions_, slot_of_.data(), K, batch.values.data(), d_e_.data(), v_grad->grad.data());
+    else
+      EmbeddingLookupBackward(positions_, K, batch.values.data(), d_e_.data(), v_grad->grad.data());
     if (two_l2 > 0.0f) {
       float* gv = v_grad->grad.data();
 #pragma omp parallel for simd schedule(static)
@@ -330,7 +360,11 @@ Status DeepFM::TrainStep(const data::Batch& batch, std::span<const int64_t> uniq
     w_grad->dim = 1;
     w_grad->ids.assign(unique_ids.begin(), unique_ids.end());
     w_grad->grad.resize(U);
-    FirstOrderBackward(positions_, F, batch.values.data(), d_logits_.data(), w_grad->grad.data());
+    if (multi)
+      PooledFirstOrderBackward(positions_, slot_of_.data(), F, batch.values.data(), d_logits_.data(),
+                               w_grad->grad.data());
+    else
+      FirstOrderBackward(positions_, F, batch.values.data(), d_logits_.data(), w_grad->grad.data());
     if (two_l2 > 0.0f)
       for (int64_t u = 0; u < U; ++u) w_grad->grad[u] += two_l2 * w_rows[u];
   } else {

@@ -130,7 +130,13 @@ class DeepFM {
   static void InitEmbeddingRows(uint64_t seed, int64_t feature_size, int32_t K, int64_t first_row,
                                 int64_t num_rows, float* w, float* V);
 
-  // Unique ids of the batch (ascending) and index [B*F]: unique_ids[index[p]] == batch.ids[p].
+  // Multi-hot batches (data::Batch::field_splits set) pool each field as the
+  // weighted sum of its ids' embeddings (layers/pooled_embedding.h); the
+  // first-order term sums w[id] * value over every id. Everything after the
+  // pooled e[b,f,:] (FM, MLP) is the one-hot model. A one-hot batch and a
+  // multi-hot batch with one id per field give the same bits.
+
+  // Unique ids of the batch (ascending) and index [B*F or nnz]: unique_ids[index[p]] == batch.ids[p].
   static void UniqueIds(const data::Batch& batch, std::vector<int64_t>* unique_ids, std::vector<int32_t>* index);
 
   // Forward + backward on a batch in training mode (batch BN stats, dropout).
@@ -141,7 +147,8 @@ class DeepFM {
   // updates BN moving stats, and writes the loss terms to *loss.
   // Errors:
   //   FailedPrecondition: the config is invalid (message from Validate).
-  //   InvalidArgument: variable-length batch, batch.field_size != config, empty
+  //   InvalidArgument: variable-length batch (row_splits), bad field_splits,
+  //     batch.field_size != config, empty
   //     batch, index/unique_ids inconsistent with batch.ids (names position p),
   //     or null rows for an enabled table.
   //   InvalidArgument "step S: loss is not finite (term: logloss|l2) ...": a NaN/Inf
@@ -190,6 +197,7 @@ class DeepFM {
   std::vector<std::vector<float>> act_, xhat_, bn_out_, inv_std_, mask_, drop_;
   std::vector<const float*> layer_in_;  // input of linear layer i
   RowPositions positions_;
+  std::vector<int32_t> slot_of_;  // multi-hot batches: (row, field) slot of each id occurrence
 };
 
 }  // namespace ctrain::model

@@ -22,6 +22,9 @@ std::string CompressionText(io::Compression c) {
 
 std::string DescribeDataSource(const DataSourceOptions& d) {
   if (d.format.empty()) return "an unknown format";
+  if (!d.feature_spec.empty())
+    return d.format + " through a feature spec (" + std::to_string(d.field_size) + " fields, feature_size " +
+           std::to_string(d.feature_size) + ")";
   if (d.format == "libsvm") return "libsvm with id base " + std::to_string(d.id_base);
   if (d.format == "tfrecord") return "tfrecord (ids as stored)";
   if (IsCriteo(d.format)) {
@@ -30,6 +33,43 @@ std::string DescribeDataSource(const DataSourceOptions& d) {
            std::to_string(d.hash_seed) + ")";
   }
   return d.format;
+}
+
+DataSourceOptions MakeSpecDataSource(const data::FeatureSpec& spec, const LoadStats& stats) {
+  DataSourceOptions d;
+  d.from_files = true;
+  d.format = spec.input == data::SpecInput::kExample  ? "tfrecord"
+             : spec.input == data::SpecInput::kLibSvm ? "libsvm"
+                                                      : "libffm";
+  d.compression = stats.per_file.empty() ? "" : CompressionText(stats.per_file[0].compression);
+  d.id_base = spec.id_base;
+  d.field_size = spec.field_size;
+  d.feature_size = spec.feature_size;
+  d.feature_spec = spec.ToJson();
+  return d;
+}
+
+StatusOr<std::optional<data::FeatureSpec>> ResolveInferenceSpec(const DataSourceOptions& model,
+                                                                const std::string& model_dir,
+                                                                const std::string& flag_path) {
+  std::optional<data::FeatureSpec> flag;
+  if (!flag_path.empty()) {
+    CTRAIN_ASSIGN_OR_RETURN(data::FeatureSpec s, data::LoadFeatureSpec(flag_path));
+    flag = std::move(s);
+  }
+  if (model.feature_spec.empty()) {
+    if (!flag) return std::optional<data::FeatureSpec>();
+    return FailedPreconditionError("--feature-spec " + flag_path + ": the model in " + model_dir +
+                                   " was trained without a feature spec (on " + DescribeDataSource(model) +
+                                   "): its ids were not made by this spec");
+  }
+  CTRAIN_ASSIGN_OR_RETURN(data::FeatureSpec stored,
+                          data::ParseFeatureSpec(model.feature_spec, model_dir + " (the checkpoint's feature spec)"));
+  if (flag && flag->ToJson() != stored.ToJson())
+    return FailedPreconditionError("--feature-spec " + flag_path + " differs from the feature spec the model in " +
+                                   model_dir + " was trained with (the checkpoint keeps it: leave out "
+                                   "--feature-spec to use it)");
+  return std::optional<data::FeatureSpec>(std::move(stored));
 }
 
 std::string VocabularyFingerprint(const io::CriteoVocabulary& vocabulary) {

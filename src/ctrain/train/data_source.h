@@ -10,6 +10,7 @@
 // Thread safety: plain functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,21 @@ namespace ctrain::train {
 // stored)", "criteo-tsv (hashed ids, 921 buckets, seed 0)", "criteo-tsv
 // (vocabulary ids from feature map /abs/fm.txt)", "an unknown format".
 std::string DescribeDataSource(const DataSourceOptions& d);
+
+// The description of data read through `spec` (LoadSpecDataset; `stats`
+// gives the first input's compression): format tfrecord|libsvm|libffm, the
+// spec's sizes and its canonical JSON.
+DataSourceOptions MakeSpecDataSource(const data::FeatureSpec& spec, const LoadStats& stats);
+
+// The feature spec eval/predict read their input through: the checkpoint's
+// (model.feature_spec) and/or --feature-spec (`flag_path`, "" = not given).
+// nullopt when neither has one (the seed layout). FailedPrecondition naming
+// `model_dir` when the flag's spec differs from the checkpoint's, or when the
+// model was trained without a spec (its ids were not made by one); the spec
+// file's errors.
+StatusOr<std::optional<data::FeatureSpec>> ResolveInferenceSpec(const DataSourceOptions& model,
+                                                                const std::string& model_dir,
+                                                                const std::string& flag_path);
 
 // 16 hex digits of io::Hash64 over the vocabulary's feature map text (lines in
 // id order): equal for equal vocabularies wherever the file lives.

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ctrain/data/example_reader.h"
+#include "ctrain/data/spec_reader.h"
 #include "ctrain/data/synth.h"
 #include "ctrain/io/compression.h"
 
@@ -22,7 +23,37 @@ void Dataset::Append(float label, const int64_t* ids, const float* values) {
   values_.insert(values_.end(), values, values + field_size_);
 }
 
+void Dataset::AppendMultiHot(float label, std::span<const int64_t> ids, std::span<const float> values,
+                             std::span<const int32_t> lengths) {
+  if (field_splits_.empty()) field_splits_.push_back(0);
+  labels_.push_back(label);
+  ids_.insert(ids_.end(), ids.begin(), ids.end());
+  values_.insert(values_.end(), values.begin(), values.end());
+  int64_t at = field_splits_.back();
+  for (int32_t n : lengths) field_splits_.push_back(at += n);
+}
+
+void Dataset::AppendRowOf(const Dataset& other, int64_t r) {
+  const int64_t F = field_size_;
+  if (!other.multi_hot()) {
+    Append(other.labels_[r], other.ids_.data() + r * F, other.values_.data() + r * F);
+    return;
+  }
+  const int64_t lo = other.field_splits_[r * F], hi = other.field_splits_[(r + 1) * F];
+  if (field_splits_.empty()) field_splits_.push_back(0);
+  labels_.push_back(other.labels_[r]);
+  ids_.insert(ids_.end(), other.ids_.begin() + lo, other.ids_.begin() + hi);
+  values_.insert(values_.end(), other.values_.begin() + lo, other.values_.begin() + hi);
+  const int64_t shift = field_splits_.back() - lo;
+  for (int64_t f = 1; f <= F; ++f) field_splits_.push_back(other.field_splits_[r * F + f] + shift);
+}
+
 void Dataset::AppendAll(const Dataset& other) {
+  if (other.multi_hot()) {
+    if (field_splits_.empty()) field_splits_.push_back(0);
+    const int64_t base = field_splits_.back();
+    for (size_t i = 1; i < other.field_splits_.size(); ++i) field_splits_.push_back(base + other.field_splits_[i]);
+  }
   labels_.insert(labels_.end(), other.labels_.begin(), other.labels_.end());
   ids_.insert(ids_.end(), other.ids_.begin(), other.ids_.end());
   values_.insert(values_.end(), other.values_.begin(), other.values_.end());
@@ -33,6 +64,23 @@ void Dataset::Gather(std::span<const int64_t> rows, data::Batch* batch) const {
   const int64_t F = field_size_;
   batch->field_size = field_size_;
   batch->row_splits.clear();
+  if (multi_hot()) {
+    batch->labels.resize(n);
+    batch->ids.clear();
+    batch->values.clear();
+    batch->field_splits.assign(1, 0);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t r = rows[i];
+      batch->labels[i] = labels_[r];
+      const int64_t lo = field_splits_[r * F], hi = field_splits_[(r + 1) * F];
+      batch->ids.insert(batch->ids.end(), ids_.begin() + lo, ids_.begin() + hi);
+      batch->values.insert(batch->values.end(), values_.begin() + lo, values_.begin() + hi);
+      const int64_t shift = batch->field_splits.back() - lo;
+      for (int64_t f = 1; f <= F; ++f) batch->field_splits.push_back(field_splits_[r * F + f] + shift);
+    }
+    return;
+  }
+  batch->field_splits.clear();
   batch->labels.resize(n);
   batch->ids.resize(n * F);
   batch->values.resize(n * F);
@@ -49,6 +97,16 @@ void Dataset::Slice(int64_t begin, int64_t end, data::Batch* batch) const {
   const int64_t F = field_size_;
   batch->field_size = field_size_;
   batch->row_splits.clear();
+  if (multi_hot()) {
+    const int64_t lo = field_splits_[begin * F], hi = field_splits_[end * F];
+    batch->labels.assign(labels_.begin() + begin, labels_.begin() + end);
+    batch->ids.assign(ids_.begin() + lo, ids_.begin() + hi);
+    batch->values.assign(values_.begin() + lo, values_.begin() + hi);
+    batch->field_splits.assign(field_splits_.begin() + begin * F, field_splits_.begin() + end * F + 1);
+    for (int64_t& s : batch->field_splits) s -= lo;
+    return;
+  }
+  batch->field_splits.clear();
   batch->labels.assign(labels_.begin() + begin, labels_.begin() + end);
   batch->ids.assign(ids_.begin() + begin * F, ids_.begin() + (begin + n) * F);
   batch->values.assign(values_.begin() + begin * F, values_.begin() + (begin + n) * F);
@@ -137,6 +195,46 @@ StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data:
     return InvalidArgumentError(m);
   }
   ds.set_source(paths, options);
+  if (stats != nullptr) *stats = local;
+  return ds;
+}
+
+StatusOr<Dataset> LoadSpecDataset(const std::vector<std::string>& paths, const data::FeatureSpec& spec,
+                                  LoadStats* stats) {
+  if (paths.empty()) return InvalidArgumentError("no input files");
+  const int32_t F = spec.field_size;
+  Dataset ds(F);
+  LoadStats local;
+  std::vector<std::string> empty;
+  data::SpecRow row;
+  for (const std::string& path : paths) {
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<data::SpecReader> reader, data::SpecReader::Open(path, spec));
+    int64_t record = 0;
+    for (;;) {
+      CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&row));
+      if (!more) break;
+      if (spec.multi_hot) ds.AppendMultiHot(row.label, row.ids, row.values, row.lengths);
+      else ds.Append(row.label, row.ids.data(), row.values.data());
+      ++record;
+    }
+    if (record == 0) empty.push_back(InputDisplayName(path));
+    const std::string skipped = reader->SkippedSummary();
+    bool any = false;  // report only non-zero counts ("blank_lines=0 comment_lines=2")
+    for (size_t p = skipped.find('='); p != std::string::npos; p = skipped.find('=', p + 1))
+      any |= p + 1 < skipped.size() && skipped[p + 1] != '0';
+    if (any) local.skipped += (local.skipped.empty() ? "" : "; ") + reader->name() + ": " + skipped;
+    const data::RecordFormat format = spec.input == data::SpecInput::kExample  ? data::RecordFormat::kTFRecord
+                                      : spec.input == data::SpecInput::kLibSvm ? data::RecordFormat::kLibSvm
+                                                                               : data::RecordFormat::kLibFfm;
+    local.per_file.push_back({path, format, reader->compression(), record});
+    ++local.files;
+    local.records += record;
+  }
+  if (!empty.empty()) {
+    std::string m = "no examples in ";
+    for (size_t i = 0; i < empty.size(); ++i) m += (i ? ", " : "") + empty[i];
+    return InvalidArgumentError(m);
+  }
   if (stats != nullptr) *stats = local;
   return ds;
 }

@@ -5,8 +5,11 @@
 //   labels  float[N]      click label, 0 or 1
 //   ids     int64[N * F]  row-major; ids[r * F + f] is field f of row r, 0-based
 //   values  float[N * F]  same shape as ids
-// Only fixed-length rows (every row has exactly F fields) are supported: the
-// DeepFM MLP input is F * K wide.
+// Every row has exactly F fields (the DeepFM MLP input is F * K wide). A
+// multi-hot dataset (rows built through a feature spec with var_len fields,
+// data/feature_spec.h) lets a field hold 0..n ids: ids/values then hold nnz
+// entries and field_splits int64[N * F + 1] gives field f of row r at
+// [field_splits[r*F+f], field_splits[r*F+f+1]) (data::Batch::field_splits).
 //
 // Loading (LoadDataset) reads every file in order through the format readers
 // (data/example_reader.h): LibSVM, TFRecord of tf.train.Example, Criteo TSV/CSV.
@@ -27,6 +30,7 @@
 #include "ctrain/base/status.h"
 #include "ctrain/data/batch.h"
 #include "ctrain/data/example_reader.h"
+#include "ctrain/data/feature_spec.h"
 
 namespace ctrain::train {
 
@@ -39,6 +43,10 @@ class Dataset {
   int64_t size() const { return static_cast<int64_t>(labels_.size()); }
   bool empty() const { return labels_.empty(); }
 
+  bool multi_hot() const { return !field_splits_.empty(); }
+  // [N * F + 1] for a multi-hot dataset, else empty.
+  const std::vector<int64_t>& field_splits() const { return field_splits_; }
+
   const float* labels() const { return labels_.data(); }
   const int64_t* ids() const { return ids_.data(); }
   const float* values() const { return values_.data(); }
@@ -47,7 +55,14 @@ class Dataset {
   void Reserve(int64_t rows);
   // Appends one row. REQUIRES: ids and values point at field_size() entries.
   void Append(float label, const int64_t* ids, const float* values);
-  // Appends all rows of `other`. REQUIRES: same field_size.
+  // Appends one multi-hot row (field f holds lengths[f] consecutive entries).
+  // REQUIRES: lengths.size() == field_size(), the dataset is empty or multi-hot.
+  void AppendMultiHot(float label, std::span<const int64_t> ids, std::span<const float> values,
+                      std::span<const int32_t> lengths);
+  // Appends row r of `other` (one-hot or multi-hot). REQUIRES: same field_size;
+  // this dataset is empty or has other's layout.
+  void AppendRowOf(const Dataset& other, int64_t r);
+  // Appends all rows of `other`. REQUIRES: same field_size and layout.
   void AppendAll(const Dataset& other);
 
   // Copies the rows `rows` (in that order) into *batch, replacing its contents
@@ -79,6 +94,7 @@ class Dataset {
   std::vector<float> labels_;
   std::vector<int64_t> ids_;
   std::vector<float> values_;
+  std::vector<int64_t> field_splits_;  // multi-hot only
 };
 
 // How to read example files. Mirrors data::ReaderOptions (example_reader.h).
@@ -142,6 +158,13 @@ StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const DataO
 // Same with the reader options spelled out (feature maps, TFRecord schema, ...).
 StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data::ExampleReaderOptions& options,
                               LoadStats* stats = nullptr);
+
+// Reads all `paths` (in order) through a feature spec (data/spec_reader.h)
+// into one Dataset with field_size spec.field_size; multi-hot when the spec
+// is. Errors as the SpecReader's (file and record or line named),
+// InvalidArgument "no input files" and "no examples in <file>...".
+StatusOr<Dataset> LoadSpecDataset(const std::vector<std::string>& paths, const data::FeatureSpec& spec,
+                                  LoadStats* stats = nullptr);
 
 // Rows [first_row, first_row + rows) of the deterministic synthetic Criteo-like
 // generator (data/synth.h) with the given seed, field_size 39 and feature_size

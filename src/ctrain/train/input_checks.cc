@@ -164,7 +164,7 @@ std::string SaturationWarning(double fraction, int64_t examples, int64_t step, c
 std::vector<ExtremeRow> ExtremeRows(const data::Batch& batch, size_t max_rows, const InputCheckOptions& options) {
   std::vector<ExtremeRow> out;
   const int32_t F = batch.field_size;
-  if (F <= 0 || batch.variable_length()) return out;
+  if (F <= 0 || batch.variable_length() || batch.multi_hot()) return out;
   for (int64_t r = 0; r < batch.size(); ++r) {
     ExtremeRow best{r, -1, 0};
     for (int32_t f = 0; f < F; ++f) {

@@ -180,8 +180,9 @@ nlohmann::json DataSourceToJson(const DataSourceOptions& d, int32_t field_size) 
                    {"field_size", field_size},
                    {"feature_size", d.feature_size},
                    {"feature_map", d.feature_map}};
+  if (!d.feature_spec.empty()) j["feature_spec"] = nlohmann::json::parse(d.feature_spec, nullptr, false);
   // How Criteo rows became ids (written unless the format is known to carry ids).
-  if (d.format == "libsvm" || d.format == "tfrecord") return j;
+  if (d.format == "libsvm" || d.format == "tfrecord" || d.format == "libffm" || !d.feature_spec.empty()) return j;
   if (!d.feature_map.empty())
     j["criteo"] = {{"encoding", "vocabulary"}, {"feature_map", d.feature_map}, {"fingerprint", d.vocab_fingerprint}};
   else
@@ -203,6 +204,10 @@ StatusOr<DataSourceOptions> DataSourceFromJson(const nlohmann::json& j) {
   CTRAIN_RETURN_IF_ERROR(optional(j, "compression", &d.compression));
   CTRAIN_RETURN_IF_ERROR(optional(j, "field_size", &d.field_size));
   CTRAIN_RETURN_IF_ERROR(optional(j, "feature_size", &d.feature_size));
+  if (j.contains("feature_spec")) {
+    if (!j["feature_spec"].is_object()) return InvalidArgumentError("data options: key 'feature_spec': expected a JSON object");
+    d.feature_spec = j["feature_spec"].dump(2) + "\n";  // FeatureSpec::ToJson's form
+  }
   if (j.contains("criteo")) {
     const nlohmann::json& c = j["criteo"];
     if (!c.is_object()) return InvalidArgumentError("data options: key 'criteo': expected a JSON object");

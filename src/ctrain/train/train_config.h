@@ -73,6 +73,10 @@ struct DataSourceOptions {
   std::string vocab_fingerprint;  // VocabularyFingerprint of that map, "" = not recorded
   int64_t hash_buckets = 0;       // hashing: buckets (= feature_size); 0 = not recorded
   uint64_t hash_seed = 0;
+  // The feature spec the files were read through (data/feature_spec.h), as
+  // its canonical JSON (FeatureSpec::ToJson); "" = no spec. Eval/predict read
+  // their input through this spec.
+  std::string feature_spec;
 
   bool recorded() const { return from_files; }
 };

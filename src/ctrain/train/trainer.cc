@@ -103,6 +103,8 @@ Status NonFiniteLoss(int64_t step, const model::LossTerms& loss, const data::Bat
 Status NonFinitePrediction(const Dataset& data, const data::Batch& batch, int64_t i, int64_t row) {
   ExtremeRow x{i, 0, 0};
   const int32_t F = batch.field_size;
+  if (batch.multi_hot())
+    return InvalidArgumentError("input row " + std::to_string(row) + ": the prediction is not finite");
   for (int32_t f = 0; f < F; ++f) {
     const float v = batch.values[i * F + f];
     if (!std::isfinite(v) || std::fabs(v) > std::fabs(x.value)) x = {i, f, v};
@@ -925,7 +927,7 @@ struct Trainer::Impl {
     if (b.field_size != options.model.field_size)
       return InvalidArgumentError("training batch has field_size " + std::to_string(b.field_size) +
                                   ", the model " + std::to_string(options.model.field_size));
-    if (!b.row_splits.empty())
+    if (b.variable_length())
       return InvalidArgumentError("training batch has variable-length rows; DeepFM needs exactly field_size (" +
                                   std::to_string(options.model.field_size) + ") features per example");
     return Status::OK();
@@ -1018,7 +1020,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   saved_this_run = false;
   source_paths = train.source_paths();
   source_reader = train.source_reader();
-  {
+  if (!train.multi_hot()) {  // per-field value statistics: one value per field
     InputStats st(train.field_size());
     st.Add(train.ids(), train.values(), train.size(), train.labels());
     WarnInputs(st, result, st.examples());  // storage order = file order: the rows looked at come first
@@ -1351,6 +1353,7 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
               const int64_t F = staging.field_size;
               rep.batch.field_size = staging.field_size;
               rep.batch.row_splits.clear();
+              rep.batch.field_splits.clear();
               rep.batch.labels.assign(staging.labels.begin() + lo, staging.labels.begin() + hi);
               rep.batch.ids.assign(staging.ids.begin() + lo * F, staging.ids.begin() + hi * F);
               rep.batch.values.assign(staging.values.begin() + lo * F, staging.values.begin() + hi * F);
