@@ -65,6 +65,8 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
   o.model.feature_size = job.data.feature_size;
   o.optimizer.name = job.optimizer;
   o.optimizer.learning_rate = job.learning_rate;
+  o.lr_warmup_steps = job.lr_warmup_steps;  // alone: from 0; under mpirun SetUpRank sets lr / N
+  CTRAIN_ASSIGN_OR_RETURN(o.lr_decay, optim::ParseLrDecay(job.lr_decay));
   bool report = true;  // this process prints the run's lines (under mpirun: rank 0 only)
 #if CTRAIN_HAVE_MPI
   std::string job_line;
@@ -404,7 +406,19 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
                      {"input_wait_fraction", r.input_wait_fraction},
                      {"input_wait_seconds", r.input_wait_seconds},
                      {"compute_seconds", r.compute_seconds},
-                     {"warnings", r.warnings}};
+                     {"warnings", r.warnings},
+                     {"warm_started", trainer->warm_started()}};
+    if (r.evaluated) {  // train/ctr_metrics.h
+      j["normalized_entropy"] = JsonNumber(r.eval.normalized_entropy);
+      j["calibration"] = JsonNumber(r.eval.calibration);
+      j["pr_auc"] = JsonNumber(r.eval.pr_auc);
+      if (o.group_field >= 0) j["gauc"] = JsonNumber(r.eval.gauc);
+    }
+    if (!o.early_stopping_metric.empty() || o.keep_best) {
+      j["early_stopped"] = r.early_stopped;
+      j["best_metric"] = JsonNumber(r.best_metric);
+      j["best_step"] = r.best_step;
+    }
     if (!mpi_json.is_null()) j["mpi"] = mpi_json;
     if (r.streamed) {
       j["pipeline_records_per_sec"] = r.pipeline.records_per_second;
