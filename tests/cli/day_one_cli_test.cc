@@ -59,6 +59,21 @@ TEST_F(DayOneCliTest, WarmStartFromDayZeroBeatsDayOneFromScratch) {
   std::printf("valid auc: day1 warm-started %.5f, day1 from scratch %.5f\n", warm, cold);
   EXPECT_GT(warm, cold);
   EXPECT_EQ(Json("w.json")["steps"].get<int64_t>(), 64 + 64);  // 2 x 32 steps of day 0, then day 1's
+  // A larger --feature-size keeps the trained rows and initialises the new ones (LibSVM ids keep their meaning).
+  const std::string grown = std::string(kModel);
+  r = RunCtrain(std::string("train --train ") + P("day1.libsvm") +
+                std::string(kModel).replace(grown.find("921"), 3, "1200") + " --epochs 1 --model-dir " + P("big") +
+                " --warm-start-from " + P("m") + " --warm-start-optimizer");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("rows [921, 1200) newly initialised; optimizer slots carried over"), std::string::npos) << r.out;
+  // Hashed Criteo rows: another bucket count moves every id, refused.
+  r = RunCtrain("train --train " + kData + "/criteo_raw_paddlerec_part-0.tsv --feature-size 500 --embedding-size 4"
+                " --deep-layers 8 --progress none --model-dir " + P("h"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = RunCtrain("train --train " + kData + "/criteo_raw_paddlerec_part-0.tsv --feature-size 600 --embedding-size 4"
+                " --deep-layers 8 --progress none --model-dir " + P("h2") + " --warm-start-from " + P("h"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("a different --feature-size (600) moves every hashed id"), std::string::npos) << r.out;
 }
 
 TEST_F(DayOneCliTest, EarlyStoppingStopsAtThePatienceAndKeepsTheBest) {

@@ -65,8 +65,11 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
   o.model.feature_size = job.data.feature_size;
   o.optimizer.name = job.optimizer;
   o.optimizer.learning_rate = job.learning_rate;
-  o.lr_warmup_steps = job.lr_warmup_steps;  // alone: from 0; under mpirun SetUpRank sets lr / N
-  CTRAIN_ASSIGN_OR_RETURN(o.lr_decay, optim::ParseLrDecay(job.lr_decay));
+  // The schedule (optim/lr_schedule.h): alone the warm-up starts from 0, under mpirun SetUpRank sets lr / N.
+  if (job.lr_warmup_steps != 0) o.lr_warmup_steps = job.lr_warmup_steps;
+  if (job.lr_decay != "none") {
+    CTRAIN_ASSIGN_OR_RETURN(o.lr_decay, optim::ParseLrDecay(job.lr_decay));
+  }
   bool report = true;  // this process prints the run's lines (under mpirun: rank 0 only)
 #if CTRAIN_HAVE_MPI
   std::string job_line;
@@ -251,6 +254,11 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
                                                               AbsolutePath(job.data.feature_map)));
   }
   CTRAIN_RETURN_IF_ERROR(o.Validate());
+  if ((!o.early_stopping_metric.empty() || o.keep_best || o.group_field >= 0) && !have_valid && report)
+    return InvalidArgumentError(std::string(!o.early_stopping_metric.empty() ? "--early-stopping-metric"
+                                            : o.keep_best                    ? "--keep-best"
+                                                                             : "--gauc-field") +
+                                " needs --valid (the validation data it measures)");
 
   if (job.autotune && stream) {
     // Autotune measures on in-memory rows: a sample read through the pipeline.

@@ -1516,13 +1516,14 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
                                    "' (drop --warm-start-optimizer to start the optimizer afresh)");
   if (meta.contains("data") && m.options.data.recorded()) {  // the same ids must mean the same features
     CTRAIN_ASSIGN_OR_RETURN(DataSourceOptions d, DataSourceFromJson(meta["data"]));
-    if (rows != old_rows && (d.hash_buckets > 0 || m.options.data.hash_buckets > 0))
+    const bool hashed = d.hash_buckets > 0 || (m.options.data.format.starts_with("criteo") &&
+                                               m.options.data.feature_map.empty());
+    if (rows != old_rows && hashed)
       return FailedPreconditionError(ck->path + ": warm start: the checkpoint hashed categories into " +
                                      std::to_string(d.hash_buckets) + " buckets; a different --feature-size (" +
                                      std::to_string(rows) + ") moves every hashed id (keep --feature-size " +
                                      std::to_string(old_rows) + ", or use a --feature-map vocabulary)");
-    d.feature_size = rows;
-    d.hash_buckets = m.options.data.hash_buckets;
+    d.feature_size = rows;  // the rows grew (checked above); the ids keep their meaning
     std::vector<std::string> notes;
     CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(d, from_dir, m.options.data, "this run's --train", &notes)
                                .WithContext(ck->path + ": warm start"));
