@@ -90,8 +90,13 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
     o.lr_warmup_steps = rs.lr_warmup_steps;
     o.lr_warmup_from = rs.lr_warmup_from;
     job_line = rs.job_line;
+    if (!o.early_stopping_metric.empty() && mpi->size() > 1)
+      return InvalidArgumentError("--early-stopping-metric under mpirun: rank 0 alone validates, so the other ranks "
+                                  "could not stop at its step; train without it (--keep-best works)");
     if (!mpi->is_chief()) {  // rank 0 alone checkpoints, validates and reports
       o.model_dir.clear();
+      o.keep_best = false;  // rank 0 saves the best checkpoint
+      o.group_field = -1;   // and computes the validation metrics
       job.metrics_json.clear();
       job.valid.clear();
       job.progress = "none";
