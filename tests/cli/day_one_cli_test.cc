@@ -171,6 +171,26 @@ TEST_F(DayOneCliTest, EvalReportsTheCtrMetrics) {
   const nlohmann::json d = Json("d.json");
   EXPECT_NEAR(d["auc"].get<double>(), j["auc"].get<double>(), 1e-12);  // one weight per class: the same ranking
   EXPECT_LT(d["label_mean"].get<double>(), ctr);  // negatives count twice
+  // Sample weights (one per line): positives weigh 3, so the weighted CTR is 3P / (3P + N).
+  std::string weights;
+  int64_t pos = 0, neg = 0;
+  std::istringstream va(Slurp(P("va.libsvm")));
+  for (std::string line; std::getline(va, line);) {
+    const bool positive = line[0] == '1';
+    (positive ? pos : neg) += 1;
+    weights += positive ? "3\n" : "1\n";
+  }
+  Write("va.weight", weights);
+  r = RunCtrain("eval --model-dir " + P("m") + " --input " + P("va.libsvm") + " --weights " + P("va.weight") +
+                " --metrics-json " + P("w.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json w = Json("w.json");
+  EXPECT_NEAR(w["label_mean"].get<double>(), 3.0 * pos / (3.0 * pos + neg), 1e-12);
+  EXPECT_NEAR(w["auc"].get<double>(), j["auc"].get<double>(), 1e-12);
+  Write("short.weight", "1\n1\n");
+  r = RunCtrain("eval --model-dir " + P("m") + " --input " + P("va.libsvm") + " --weights " + P("short.weight"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("sample weights: 2 weights for 1000 examples"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -251,6 +251,8 @@ Command AddInferCommand(CLI::App& app, bool predict) {
     sub->add_option("--gauc-field,--gauc_field", fl->job.gauc_field,
                     "GAUC: group examples by their id in this field (0-based, e.g. the user id; -1 = no GAUC)")
         ->capture_default_str();
+    sub->add_option("--weights", fl->job.weights,
+                    "Sample weights: a file with one weight per input example, one per line (XGBoost's .weight)");
   }
   // --field-size / --feature-size are accepted when they agree with the model.
   fl->data.Register(sub, /*with_feature_size=*/true);

@@ -15,6 +15,7 @@
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/input_checks.h"
 #include "ctrain/train/prediction_output.h"
+#include "ctrain/train/sample_weights.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::job {
@@ -76,7 +77,7 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
                                              predict ? job.output : job.metrics_json));
   {  // The output must not overwrite an input or the model (eval/predict read the model dir).
     const std::string out_flag = predict ? "--output" : "--metrics-json";
-    std::vector<io::FlagPath> in{{"--feature-map", job.data.feature_map}};
+    std::vector<io::FlagPath> in{{"--feature-map", job.data.feature_map}, {"--weights", job.weights}};
     for (const std::string& p : job.input) in.push_back({"--input", p});
     std::error_code ec;  // the model's files (other files in the model dir, e.g. eval.json, may be written)
     for (const auto& e : std::filesystem::directory_iterator(job.model_dir, ec)) {
@@ -143,6 +144,13 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
                  static_cast<long long>(probs.size() + dropped), job.output.c_str(), probs.size(),
                  static_cast<long long>(dropped), static_cast<long long>(t->global_step()));
     return Status::OK();
+  }
+  if (!job.weights.empty()) {
+    StatusOr<std::vector<float>> w = train::ReadSampleWeights(job.weights);
+    if (!w.ok()) return w.status().WithContext("--weights");
+    if (!stats.dropped.empty())
+      return InvalidArgumentError("--weights: records dropped by --skip-corrupt-records would misalign the weights");
+    t->set_eval_weights(std::move(w).value());
   }
   CTRAIN_ASSIGN_OR_RETURN(train::EvalResult r, t->Evaluate(ds));
   const std::string saturated = train::SaturationWarning(r.saturated_fraction, r.examples, t->global_step());

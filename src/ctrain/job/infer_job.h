@@ -31,6 +31,7 @@ struct InferJobOptions {
   // train/ctr_metrics.h). Predictions are corrected for the model's own rate.
   double negative_downsampling = 1.0;
   int32_t gauc_field = -1;                    // eval: GAUC groups by the id in this field (-1 = none)
+  std::string weights;                        // eval: sample weights, one per line (train/sample_weights.h)
   train::ParallelOptions parallel;            // only intra_op_parallelism_threads applies
   // Options set explicitly: field_size and feature_size must then agree with
   // the model; id_base, feature_map and format are otherwise the checkpoint's

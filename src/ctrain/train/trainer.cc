@@ -879,7 +879,11 @@ struct Trainer::Impl {
     }
     EvalResult r;
     if (predictions != nullptr) return r;  // predict: the labels may be absent (NaN), nothing to measure
-    CTRAIN_ASSIGN_OR_RETURN(CtrMetrics m, ComputeCtrMetrics(all_probs, all_labels, {}, groups, eval_metric_options));
+    if (!eval_weights.empty() && static_cast<int64_t>(eval_weights.size()) != data.size())
+      return InvalidArgumentError("sample weights: " + std::to_string(eval_weights.size()) + " weights for " +
+                                  std::to_string(data.size()) + " examples (one weight per example, in order)");
+    CTRAIN_ASSIGN_OR_RETURN(CtrMetrics m,
+                            ComputeCtrMetrics(all_probs, all_labels, eval_weights, groups, eval_metric_options));
     r.auc = m.auc;
     r.logloss = m.logloss;
     r.examples = m.examples;
@@ -899,6 +903,7 @@ struct Trainer::Impl {
   // Init sets options.negative_downsampling_rate (--valid is sampled like
   // --train); a model loaded for eval/predict starts at 1.
   MetricOptions eval_metric_options;
+  std::vector<float> eval_weights;  // set_eval_weights; empty = 1 each
 
   Status CheckData(const Dataset& data, const char* what) const {
     if (data.field_size() != options.model.field_size)
@@ -1746,6 +1751,8 @@ Status Trainer::set_eval_negative_downsampling(double rate) {
   impl_->eval_metric_options.negative_downsampling_rate = rate;
   return Status::OK();
 }
+void Trainer::set_eval_weights(std::vector<float> weights) { impl_->eval_weights = std::move(weights); }
+
 Status Trainer::set_group_field(int32_t field) {
   if (field < -1 || field >= impl_->options.model.field_size)
     return InvalidArgumentError("--gauc-field must be a field index in [0, " +
