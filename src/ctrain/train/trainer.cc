@@ -16,6 +16,7 @@
 #include <numeric>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/random.h"
@@ -1537,18 +1538,16 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
   // old_rows rows (the rest keep their initialisation), the dense parameters
   // and BN state whole; optimizer slots only with optimizer_slots.
   const CheckpointTensors t = m.Tensors();
+  std::set<std::string> slots;  // "<param>/<slot>" of every table and dense parameter (Tensors())
+  for (const std::string& param : {m.w_table->name(), m.v_table->name()})
+    for (int k = 0; k < m.w_table->num_slots(); ++k)
+      slots.insert(param + "/" + std::string(m.w_table->optimizer().SlotName(k)));
+  for (const auto& d : m.replicas[0].model->dense_params())
+    for (int k = 0; k < m.optimizer->num_slots(); ++k) slots.insert(d.name + "/" + std::string(m.optimizer->SlotName(k)));
   int64_t copied = 0;
   for (const auto& ref : t.refs) {
     const bool table = ref.name.starts_with("embeddings/");
-    const bool slot = table ? std::count(ref.name.begin(), ref.name.end(), '/') > 1
-                            : ref.name.find('/') != std::string::npos &&
-                                  ck->ckpt.Find(ref.name.substr(0, ref.name.rfind('/'))) != nullptr &&
-                                  [&] {
-                                    for (int k = 0; k < m.optimizer->num_slots(); ++k)
-                                      if (ref.name.ends_with("/" + std::string(m.optimizer->SlotName(k)))) return true;
-                                    return false;
-                                  }();
-    if (slot && !optimizer_slots) continue;
+    if (slots.count(ref.name) > 0 && !optimizer_slots) continue;
     const NamedTensor* x = ck->ckpt.Find(ref.name);
     if (x == nullptr) return NotFoundError(ck->path + ": warm start: no tensor '" + ref.name + "'");
     std::vector<int64_t> expect = ref.shape;
