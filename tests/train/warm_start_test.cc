@@ -125,6 +125,15 @@ TEST(WarmStart, OptimizerSlotsOnlyWhenAsked) {
       EXPECT_NE(m, Tensor(*src, "embeddings/V/m").f32);
       for (float x : m) ASSERT_EQ(x, 0.0f);  // Adam's m starts at 0
     }
+    // Dense parameters come along always, their slots only when asked.
+    EXPECT_EQ(Tensor(*c, "mlp0/weights").f32, Tensor(*src, "mlp0/weights").f32);
+    const std::vector<float>& dm = Tensor(*c, "mlp0/weights/v").f32;
+    ASSERT_FALSE(dm.empty());
+    if (carry) {
+      EXPECT_EQ(dm, Tensor(*src, "mlp0/weights/v").f32);
+    } else {
+      for (float x : dm) ASSERT_EQ(x, 0.0f);  // Adam's v starts at 0
+    }
     EXPECT_EQ(c->meta["warm_start"]["optimizer"].get<bool>(), carry);
   }
 }

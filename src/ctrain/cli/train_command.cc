@@ -237,11 +237,22 @@ Command AddInferCommand(CLI::App& app, bool predict) {
   if (predict) {
     sub->add_option("--output,-o", fl->job.output, "Output file, one line per input record ('-' = stdout)")->required();
     sub->add_option("--output-columns,--output_columns", fl->job.output_columns,
-                    "Tab-separated columns: prediction, label, index (e.g. index,label,prediction); a record "
-                    "dropped by --skip-corrupt-records has nan in label and prediction")
+                    "Tab-separated columns: prediction, label, index or id (the record index), e.g. "
+                    "id,label,prediction; a record dropped by --skip-corrupt-records has nan in label and prediction")
         ->capture_default_str();
+    sub->add_flag("--no-label,--no_label", fl->job.no_label,
+                  "The input has no label column (LibSVM, Criteo text); without it a file whose first record has "
+                  "no label (an id:value first token, 39 Criteo cells) is read as unlabelled");
   } else {
     sub->add_option("--metrics-json,--metrics_json", fl->job.metrics_json, "Also write the metrics as JSON here");
+    sub->add_option("--negative-downsampling,--negative_downsampling", fl->job.negative_downsampling,
+                    "The input kept its negatives at this rate (each counts 1 / rate in the metrics)")
+        ->capture_default_str();
+    sub->add_option("--gauc-field,--gauc_field", fl->job.gauc_field,
+                    "GAUC: group examples by their id in this field (0-based, e.g. the user id; -1 = no GAUC)")
+        ->capture_default_str();
+    sub->add_option("--weights", fl->job.weights,
+                    "Sample weights: a file with one weight per input example, one per line (XGBoost's .weight)");
   }
   // --field-size / --feature-size are accepted when they agree with the model.
   fl->data.Register(sub, /*with_feature_size=*/true);
@@ -311,8 +322,42 @@ Command AddTrainCommand(CLI::App& app) {
                   "Under mpirun: abort the job when a collective waited this long (0 = never)")
       ->capture_default_str();
   sub->add_option("--lr-warmup-steps,--lr_warmup_steps", fl->job.lr_warmup_steps,
-                  "Under mpirun: ramp the learning rate from lr / N to lr over this many steps (Horovod's warmup; "
-                  "0 = none)")
+                  "Ramp the learning rate linearly to lr over this many steps, from 0 (under mpirun from lr / N, "
+                  "Horovod's warmup; 0 = none)")
+      ->capture_default_str();
+  sub->add_option("--lr-decay,--lr_decay", fl->job.lr_decay,
+                  "Learning-rate decay after the warm-up: none, exponential or cosine")
+      ->capture_default_str();
+  sub->add_option("--lr-decay-steps,--lr_decay_steps", o.lr_decay_steps,
+                  "exponential: steps per factor --lr-decay-rate; cosine: steps to reach --lr-decay-alpha * lr")
+      ->capture_default_str();
+  sub->add_option("--lr-decay-rate,--lr_decay_rate", o.lr_decay_rate, "exponential: factor per --lr-decay-steps")
+      ->capture_default_str();
+  sub->add_flag("--lr-decay-staircase,--lr_decay_staircase", o.lr_decay_staircase,
+                "exponential: decay in whole periods of --lr-decay-steps");
+  sub->add_option("--lr-decay-alpha,--lr_decay_alpha", o.lr_decay_alpha, "cosine: the final rate as a fraction of lr")
+      ->capture_default_str();
+  sub->add_option("--warm-start-from,--warm_start_from", o.warm_start_from,
+                  "Start a new run from the parameters of this model dir's latest checkpoint (incremental "
+                  "training on new data; may be --model-dir itself)");
+  sub->add_flag("--warm-start-optimizer,--warm_start_optimizer", o.warm_start_optimizer,
+                "With --warm-start-from: also take the optimizer slots (the same --optimizer)");
+  sub->add_option("--early-stopping-metric,--early_stopping_metric", o.early_stopping_metric,
+                  "Stop when this validation metric stops improving: auc, gauc, pr_auc, logloss, normalized_entropy");
+  sub->add_option("--early-stopping-patience,--early_stopping_patience", o.early_stopping_patience,
+                  "Evaluations without improvement before stopping")
+      ->capture_default_str();
+  sub->add_option("--early-stopping-min-delta,--early_stopping_min_delta", o.early_stopping_min_delta,
+                  "The least change that counts as an improvement")
+      ->capture_default_str();
+  sub->add_flag("--keep-best,--keep_best", o.keep_best,
+                "Also save the checkpoint with the best validation metric to --model-dir/best");
+  sub->add_option("--gauc-field,--gauc_field", o.group_field,
+                  "GAUC: group validation examples by their id in this field (0-based, e.g. the user id; -1 = none)")
+      ->capture_default_str();
+  sub->add_option("--negative-downsampling,--negative_downsampling", o.negative_downsampling_rate,
+                  "The training (and --valid) data kept negatives at this rate: predictions and validation metrics "
+                  "are corrected; recorded in checkpoints")
       ->capture_default_str();
   sub->add_option("--check-replicas-every,--check_replicas_every", fl->job.check_replicas_every,
                   "Under mpirun: compare parameter hashes across ranks every K steps (0 = never; debug)")

@@ -15,6 +15,7 @@
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/input_checks.h"
 #include "ctrain/train/prediction_output.h"
+#include "ctrain/train/sample_weights.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::job {
@@ -76,7 +77,7 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
                                              predict ? job.output : job.metrics_json));
   {  // The output must not overwrite an input or the model (eval/predict read the model dir).
     const std::string out_flag = predict ? "--output" : "--metrics-json";
-    std::vector<io::FlagPath> in{{"--feature-map", job.data.feature_map}};
+    std::vector<io::FlagPath> in{{"--feature-map", job.data.feature_map}, {"--weights", job.weights}};
     for (const std::string& p : job.input) in.push_back({"--input", p});
     std::error_code ec;  // the model's files (other files in the model dir, e.g. eval.json, may be written)
     for (const auto& e : std::filesystem::directory_iterator(job.model_dir, ec)) {
@@ -89,8 +90,11 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
   if (predict) {
     CTRAIN_ASSIGN_OR_RETURN(columns, train::ParsePredictColumns(job.output_columns));
   }
+  if (job.no_label && !predict) return InvalidArgumentError("--no-label: eval needs the labels (use predict)");
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> t, train::LoadTrainerFromCheckpoint(job.model_dir, job.parallel));
   const train::TrainOptions& to = t->options();
+  CTRAIN_RETURN_IF_ERROR(t->set_eval_negative_downsampling(job.negative_downsampling));
+  CTRAIN_RETURN_IF_ERROR(t->set_group_field(job.gauc_field));
   // What the files are, before the checkpoint's defaults decide how to read them:
   // a Criteo TSV read "as libsvm" would only give a parse error.
   const bool format_given = job.given.Has("format");
@@ -108,7 +112,11 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
   CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(job, to, detected, &notes));
   train::Dataset ds;
   train::LoadStats stats;
-  CTRAIN_RETURN_IF_ERROR(LoadExamples(job.input, job.data, to.model.feature_size, &ds, "input", &stats, /*model_fixed=*/true));
+  const io::LabelMode labels = !predict ? io::LabelMode::kRequired
+                               : job.no_label ? io::LabelMode::kAbsent
+                                              : io::LabelMode::kAuto;
+  CTRAIN_RETURN_IF_ERROR(
+      LoadExamples(job.input, job.data, to.model.feature_size, &ds, "input", &stats, /*model_fixed=*/true, labels));
   // Again as actually read (covers stdin and FIFOs, which cannot be sniffed first).
   CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(job, to, train::InputFormatsRead(stats), &notes));
   for (const std::string& n : notes) std::fprintf(stderr, "ctrain: note: %s\n", n.c_str());
@@ -122,6 +130,7 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
     std::fprintf(stderr, "ctrain: %s: %s\n", command, d.c_str());
   if (predict) {
     CTRAIN_RETURN_IF_ERROR(train::CheckDroppedAlignable(stats.dropped));
+    CTRAIN_RETURN_IF_ERROR(train::CheckPredictColumns(columns, ds));
     std::vector<float> probs;
     CTRAIN_RETURN_IF_ERROR(t->Predict(ds, &probs));
     io::WriteOptions wo;
@@ -136,10 +145,21 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
                  static_cast<long long>(dropped), static_cast<long long>(t->global_step()));
     return Status::OK();
   }
+  if (!job.weights.empty()) {
+    StatusOr<std::vector<float>> w = train::ReadSampleWeights(job.weights);
+    if (!w.ok()) return w.status().WithContext("--weights");
+    if (!stats.dropped.empty())
+      return InvalidArgumentError("--weights: records dropped by --skip-corrupt-records would misalign the weights");
+    t->set_eval_weights(std::move(w).value());
+  }
   CTRAIN_ASSIGN_OR_RETURN(train::EvalResult r, t->Evaluate(ds));
   const std::string saturated = train::SaturationWarning(r.saturated_fraction, r.examples, t->global_step());
   if (!saturated.empty()) std::fprintf(stderr, "ctrain: warning: %s\n", saturated.c_str());
-  std::printf("auc %.6f\nlogloss %.6f\nexamples %lld\n", r.auc, r.logloss, static_cast<long long>(r.examples));
+  std::printf("auc %.6f\nlogloss %.6f\nexamples %lld\nnormalized_entropy %.6f\ncalibration %.6f\npr_auc %.6f\n", r.auc,
+              r.logloss, static_cast<long long>(r.examples), r.normalized_entropy, r.calibration, r.pr_auc);
+  if (job.gauc_field >= 0)
+    std::printf("gauc %.6f\ngauc_groups %lld\ngauc_skipped_groups %lld\n", r.gauc, static_cast<long long>(r.gauc_groups),
+                static_cast<long long>(r.gauc_skipped_groups));
   if (eval_out != nullptr) *eval_out = r;
   if (!job.metrics_json.empty()) {
     nlohmann::json j{{"auc", JsonNumber(r.auc)},
@@ -148,7 +168,17 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
                      {"label_mean", r.label_mean},
                      {"prediction_mean", r.prediction_mean},
                      {"saturated_fraction", r.saturated_fraction},
+                     {"normalized_entropy", JsonNumber(r.normalized_entropy)},
+                     {"calibration", JsonNumber(r.calibration)},
+                     {"pr_auc", JsonNumber(r.pr_auc)},
                      {"steps", t->global_step()}};
+    if (job.gauc_field >= 0) {
+      j["gauc"] = JsonNumber(r.gauc);
+      j["gauc_groups"] = r.gauc_groups;
+      j["gauc_skipped_groups"] = r.gauc_skipped_groups;
+    }
+    if (to.negative_downsampling_rate != 1.0) j["model_negative_downsampling"] = to.negative_downsampling_rate;
+    if (job.negative_downsampling != 1.0) j["negative_downsampling"] = job.negative_downsampling;
     CTRAIN_RETURN_IF_ERROR(WriteMetricsJson(job.metrics_json, j));
   }
   return Status::OK();

@@ -24,6 +24,14 @@ struct InferJobOptions {
   std::string metrics_json;                   // eval: also write the metrics here ("" = no)
   std::string output_columns = "prediction";  // predict: prediction, label, index (tab-separated)
   DataOptions data;                           // field_size/feature_size: the model's unless given
+  // predict: the input has no label column (LibSVM, Criteo text); otherwise
+  // it is detected per file where unambiguous (io/label_mode.h). eval needs labels.
+  bool no_label = false;
+  // eval: the input's negatives were kept at this rate (each counts 1 / rate;
+  // train/ctr_metrics.h). Predictions are corrected for the model's own rate.
+  double negative_downsampling = 1.0;
+  int32_t gauc_field = -1;                    // eval: GAUC groups by the id in this field (-1 = none)
+  std::string weights;                        // eval: sample weights, one per line (train/sample_weights.h)
   train::ParallelOptions parallel;            // only intra_op_parallelism_threads applies
   // Options set explicitly: field_size and feature_size must then agree with
   // the model; id_base, feature_map and format are otherwise the checkpoint's

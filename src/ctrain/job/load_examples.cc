@@ -17,8 +17,10 @@ std::string AbsolutePath(const std::string& path) {
 }
 
 Status LoadExamples(const std::vector<std::string>& paths, DataOptions& data, int64_t feature_size,
-                    train::Dataset* out, const char* what, train::LoadStats* stats_out, bool model_fixed) {
+                    train::Dataset* out, const char* what, train::LoadStats* stats_out, bool model_fixed,
+                    io::LabelMode labels) {
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, data.ReaderOptions());
+  ro.labels = labels;
   ro.feature_size = feature_size;
   ro.id_limit = feature_size;  // the reader's located range error
   ro.id_limit_is_model = model_fixed;
@@ -31,8 +33,10 @@ Status LoadExamples(const std::vector<std::string>& paths, DataOptions& data, in
   if (std::string(what) != "input")  // eval/predict log them with the output line they affect
     for (const std::string& d : train::DescribeDropped(stats.dropped, false))
       std::fprintf(stderr, "ctrain: %s: %s\n", what, d.c_str());
-  std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), CTR %.4f%s%s\n", what,
-               static_cast<long long>(out->size()), static_cast<long long>(stats.files), out->PositiveRate(),
+  char ctr[32] = "unlabelled";  // io/label_mode.h: read without labels (NaN)
+  if (train::HasLabels(*out)) std::snprintf(ctr, sizeof ctr, "CTR %.4f", out->PositiveRate());
+  std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), %s%s%s\n", what,
+               static_cast<long long>(out->size()), static_cast<long long>(stats.files), ctr,
                stats.skipped.empty() ? "" : "; skipped: ", stats.skipped.c_str());
   return Status::OK();
 }

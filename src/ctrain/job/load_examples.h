@@ -16,9 +16,11 @@ namespace ctrain::job {
 // "input"): errors of --valid and --input carry it as context; the log lines
 // start with it. `model_fixed`: feature_size is the trained model's, so an id
 // beyond it says so. `stats_out` (optional) receives the load statistics.
+// `labels`: whether text records start with a label (io/label_mode.h; predict
+// reads kAuto or kAbsent, unlabelled examples have label NaN).
 Status LoadExamples(const std::vector<std::string>& paths, DataOptions& data, int64_t feature_size,
                     train::Dataset* out, const char* what, train::LoadStats* stats_out = nullptr,
-                    bool model_fixed = false);
+                    bool model_fixed = false, io::LabelMode labels = io::LabelMode::kRequired);
 
 // The absolute path of a --feature-map (as recorded in checkpoints); "" stays "".
 std::string AbsolutePath(const std::string& path);

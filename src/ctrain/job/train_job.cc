@@ -65,6 +65,11 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
   o.model.feature_size = job.data.feature_size;
   o.optimizer.name = job.optimizer;
   o.optimizer.learning_rate = job.learning_rate;
+  // The schedule (optim/lr_schedule.h): alone the warm-up starts from 0, under mpirun SetUpRank sets lr / N.
+  if (job.lr_warmup_steps != 0) o.lr_warmup_steps = job.lr_warmup_steps;
+  if (job.lr_decay != "none") {
+    CTRAIN_ASSIGN_OR_RETURN(o.lr_decay, optim::ParseLrDecay(job.lr_decay));
+  }
   bool report = true;  // this process prints the run's lines (under mpirun: rank 0 only)
 #if CTRAIN_HAVE_MPI
   std::string job_line;
@@ -85,8 +90,13 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
     o.lr_warmup_steps = rs.lr_warmup_steps;
     o.lr_warmup_from = rs.lr_warmup_from;
     job_line = rs.job_line;
+    if (!o.early_stopping_metric.empty() && mpi->size() > 1)
+      return InvalidArgumentError("--early-stopping-metric under mpirun: rank 0 alone validates, so the other ranks "
+                                  "could not stop at its step; train without it (--keep-best works)");
     if (!mpi->is_chief()) {  // rank 0 alone checkpoints, validates and reports
       o.model_dir.clear();
+      o.keep_best = false;  // rank 0 saves the best checkpoint
+      o.group_field = -1;   // and computes the validation metrics
       job.metrics_json.clear();
       job.valid.clear();
       job.progress = "none";
@@ -249,6 +259,11 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
                                                               AbsolutePath(job.data.feature_map)));
   }
   CTRAIN_RETURN_IF_ERROR(o.Validate());
+  if ((!o.early_stopping_metric.empty() || o.keep_best || o.group_field >= 0) && !have_valid && report)
+    return InvalidArgumentError(std::string(!o.early_stopping_metric.empty() ? "--early-stopping-metric"
+                                            : o.keep_best                    ? "--keep-best"
+                                                                             : "--gauc-field") +
+                                " needs --valid (the validation data it measures)");
 
   if (job.autotune && stream) {
     // Autotune measures on in-memory rows: a sample read through the pipeline.
@@ -404,7 +419,19 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
                      {"input_wait_fraction", r.input_wait_fraction},
                      {"input_wait_seconds", r.input_wait_seconds},
                      {"compute_seconds", r.compute_seconds},
-                     {"warnings", r.warnings}};
+                     {"warnings", r.warnings},
+                     {"warm_started", trainer->warm_started()}};
+    if (r.evaluated) {  // train/ctr_metrics.h
+      j["normalized_entropy"] = JsonNumber(r.eval.normalized_entropy);
+      j["calibration"] = JsonNumber(r.eval.calibration);
+      j["pr_auc"] = JsonNumber(r.eval.pr_auc);
+      if (o.group_field >= 0) j["gauc"] = JsonNumber(r.eval.gauc);
+    }
+    if (!o.early_stopping_metric.empty() || o.keep_best) {
+      j["early_stopped"] = r.early_stopped;
+      j["best_metric"] = JsonNumber(r.best_metric);
+      j["best_step"] = r.best_step;
+    }
     if (!mpi_json.is_null()) j["mpi"] = mpi_json;
     if (r.streamed) {
       j["pipeline_records_per_sec"] = r.pipeline.records_per_second;

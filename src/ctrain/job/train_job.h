@@ -54,7 +54,10 @@ struct TrainJobOptions {
   std::string lr_scaling = "none";          // none|linear|sqrt
   double stall_warning_secs = 60, stall_shutdown_secs = 0;
   int64_t check_replicas_every = 0;
+  // Learning-rate warm-up (all runs; under mpirun from lr / N) and decay
+  // (none|exponential|cosine; train_options.lr_decay_* hold its parameters).
   int64_t lr_warmup_steps = 0;
+  std::string lr_decay = "none";
   // Options set explicitly (intra_op_parallelism_threads, towers, hogwild,
   // num_shards, shard_index and the pipeline options).
   ExplicitOptions given;

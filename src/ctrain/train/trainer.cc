@@ -16,6 +16,7 @@
 #include <numeric>
 #include <filesystem>
 #include <random>
+#include <set>
 
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/random.h"
@@ -881,7 +882,11 @@ struct Trainer::Impl {
     }
     EvalResult r;
     if (predictions != nullptr) return r;  // predict: the labels may be absent (NaN), nothing to measure
-    CTRAIN_ASSIGN_OR_RETURN(CtrMetrics m, ComputeCtrMetrics(all_probs, all_labels, {}, groups, eval_metric_options));
+    if (!eval_weights.empty() && static_cast<int64_t>(eval_weights.size()) != data.size())
+      return InvalidArgumentError("sample weights: " + std::to_string(eval_weights.size()) + " weights for " +
+                                  std::to_string(data.size()) + " examples (one weight per example, in order)");
+    CTRAIN_ASSIGN_OR_RETURN(CtrMetrics m,
+                            ComputeCtrMetrics(all_probs, all_labels, eval_weights, groups, eval_metric_options));
     r.auc = m.auc;
     r.logloss = m.logloss;
     r.examples = m.examples;
@@ -901,6 +906,7 @@ struct Trainer::Impl {
   // Init sets options.negative_downsampling_rate (--valid is sampled like
   // --train); a model loaded for eval/predict starts at 1.
   MetricOptions eval_metric_options;
+  std::vector<float> eval_weights;  // set_eval_weights; empty = 1 each
 
   Status CheckData(const Dataset& data, const char* what) const {
     if (data.field_size() != options.model.field_size)
@@ -1519,13 +1525,14 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
                                    "' (drop --warm-start-optimizer to start the optimizer afresh)");
   if (meta.contains("data") && m.options.data.recorded()) {  // the same ids must mean the same features
     CTRAIN_ASSIGN_OR_RETURN(DataSourceOptions d, DataSourceFromJson(meta["data"]));
-    if (rows != old_rows && (d.hash_buckets > 0 || m.options.data.hash_buckets > 0))
+    const bool hashed = d.hash_buckets > 0 || (m.options.data.format.starts_with("criteo") &&
+                                               m.options.data.feature_map.empty());
+    if (rows != old_rows && hashed)
       return FailedPreconditionError(ck->path + ": warm start: the checkpoint hashed categories into " +
                                      std::to_string(d.hash_buckets) + " buckets; a different --feature-size (" +
                                      std::to_string(rows) + ") moves every hashed id (keep --feature-size " +
                                      std::to_string(old_rows) + ", or use a --feature-map vocabulary)");
-    d.feature_size = rows;
-    d.hash_buckets = m.options.data.hash_buckets;
+    d.feature_size = rows;  // the rows grew (checked above); the ids keep their meaning
     std::vector<std::string> notes;
     CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(d, from_dir, m.options.data, "this run's --train", &notes)
                                .WithContext(ck->path + ": warm start"));
@@ -1534,18 +1541,16 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
   // old_rows rows (the rest keep their initialisation), the dense parameters
   // and BN state whole; optimizer slots only with optimizer_slots.
   const CheckpointTensors t = m.Tensors();
+  std::set<std::string> slots;  // "<param>/<slot>" of every table and dense parameter (Tensors())
+  for (const std::string& param : {m.w_table->name(), m.v_table->name()})
+    for (int k = 0; k < m.w_table->num_slots(); ++k)
+      slots.insert(param + "/" + std::string(m.w_table->optimizer().SlotName(k)));
+  for (const auto& d : m.replicas[0].model->dense_params())
+    for (int k = 0; k < m.optimizer->num_slots(); ++k) slots.insert(d.name + "/" + std::string(m.optimizer->SlotName(k)));
   int64_t copied = 0;
   for (const auto& ref : t.refs) {
     const bool table = ref.name.starts_with("embeddings/");
-    const bool slot = table ? std::count(ref.name.begin(), ref.name.end(), '/') > 1
-                            : ref.name.find('/') != std::string::npos &&
-                                  ck->ckpt.Find(ref.name.substr(0, ref.name.rfind('/'))) != nullptr &&
-                                  [&] {
-                                    for (int k = 0; k < m.optimizer->num_slots(); ++k)
-                                      if (ref.name.ends_with("/" + std::string(m.optimizer->SlotName(k)))) return true;
-                                    return false;
-                                  }();
-    if (slot && !optimizer_slots) continue;
+    if (slots.count(ref.name) > 0 && !optimizer_slots) continue;
     const NamedTensor* x = ck->ckpt.Find(ref.name);
     if (x == nullptr) return NotFoundError(ck->path + ": warm start: no tensor '" + ref.name + "'");
     std::vector<int64_t> expect = ref.shape;
@@ -1748,6 +1753,8 @@ Status Trainer::set_eval_negative_downsampling(double rate) {
   impl_->eval_metric_options.negative_downsampling_rate = rate;
   return Status::OK();
 }
+void Trainer::set_eval_weights(std::vector<float> weights) { impl_->eval_weights = std::move(weights); }
+
 Status Trainer::set_group_field(int32_t field) {
   if (field < -1 || field >= impl_->options.model.field_size)
     return InvalidArgumentError("--gauc-field must be a field index in [0, " +

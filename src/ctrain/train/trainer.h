@@ -216,6 +216,10 @@ class Trainer {
   // GAUC groups (TrainOptions::group_field) for Evaluate: the field whose id
   // groups examples, -1 = no GAUC. InvalidArgument outside [-1, field_size).
   Status set_group_field(int32_t field);
+  // Sample weights of the examples Evaluate is given next (train/sample_weights.h):
+  // one per example, in order; empty = every example weighs 1. Evaluate
+  // refuses data of another size (InvalidArgument naming both counts).
+  void set_eval_weights(std::vector<float> weights);
 
   // Writes a checkpoint of the current state to options.model_dir now.
   Status SaveCheckpoint();
