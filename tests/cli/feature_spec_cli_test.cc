@@ -118,5 +118,19 @@ ids = [151, 200]
   EXPECT_NE(st.out.find("--feature-spec"), std::string::npos) << st.out;
 }
 
+TEST_F(FeatureSpecCli, LibFfmTrainsWithASuggestedSpec) {
+  const std::string tr = kData + "/criteo_xlearn_small_train.libffm", te = kData + "/criteo_xlearn_small_test.libffm";
+  RunResult s = RunCtrain("inspect --suggest-spec " + P("ffm.json") + " " + tr);
+  ASSERT_EQ(s.exit_code, 0) << s.out;
+  RunResult t = RunCtrain("train --feature-spec " + P("ffm.json") + " --train " + tr + " --valid " + te +
+                          " --model-dir " + P("m") + " --epochs 2" + kSmall);
+  ASSERT_EQ(t.exit_code, 0) << t.out;
+  EXPECT_NE(t.out.find("train: 200 examples from 1 file(s), CTR 0.2400, 18 fields multi-hot"), std::string::npos)
+      << t.out;
+  const double auc = Auc(t.out);
+  EXPECT_GE(auc, 0.0) << t.out;
+  EXPECT_LE(auc, 1.0) << t.out;
+}
+
 }  // namespace
 }  // namespace ctrain::testing

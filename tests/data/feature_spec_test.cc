@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "ctrain/data/spec_reader.h"
+#include "ctrain/data/spec_row_builder.h"
 #include "ctrain/data/spec_suggest.h"
 #include "ctrain/io/example.h"
 #include "ctrain/io/feature_hash.h"

@@ -4,11 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "ctrain/data/spec_suggest.h"
+#include "ctrain/io/example.h"
 #include "ctrain/io/file.h"
+#include "ctrain/io/tfrecord.h"
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/dataset.h"
 #include "ctrain/train/trainer.h"
@@ -135,6 +138,51 @@ TEST(SpecDataset, DeepCtrGzipTFRecordsTrainWithASuggestedSpec) {
   EXPECT_EQ(ev->examples, 20);
   EXPECT_GT(ev->auc, 0.0);
   EXPECT_LT(ev->auc, 1.0 + 1e-12);
+}
+
+// tf.Example int64 lists of any length (a click history) as a multi-hot field:
+// the label is 1 exactly when item 3 is in the history, which the model learns.
+TEST(SpecDataset, ExampleInt64ListsAreMultiHot) {
+  const std::string dir = ctrain::testing::TestTempDir("spec_dataset", "int64_lists");
+  std::mt19937 rng(5);
+  std::string bytes, rec;
+  int64_t empty = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::vector<int64_t> hist;
+    const int n = static_cast<int>(rng() % 5);
+    bool has3 = false;
+    for (int k = 0; k < n; ++k) {
+      hist.push_back(static_cast<int64_t>(rng() % 8));
+      has3 |= hist.back() == 3;
+    }
+    empty += n == 0;
+    std::vector<std::pair<std::string, io::ParsedFeature>> f = {{"label", io::ParsedFeature::Floats({has3 ? 1.0f : 0.0f})},
+                                                                {"age", io::ParsedFeature::Floats({0.5f})}};
+    if (n > 0 || i % 2 == 0) f.push_back({"hist", io::ParsedFeature::Int64s(hist)});  // absent or empty: no ids
+    rec.clear();
+    io::EncodeExample(f, &rec);
+    io::AppendTFRecord(&bytes, rec);
+  }
+  ASSERT_GT(empty, 0);
+  const std::string path = dir + "/hist.tfrecord";
+  ASSERT_TRUE(io::WriteStringToFileAtomic(path, bytes).ok());
+  auto spec = data::ParseFeatureSpec(R"({"fields": [{"key": "age", "type": "numeric"},
+      {"key": "hist", "type": "categorical", "var_len": true, "pooling": "sum", "map": "identity", "buckets": 8}]})",
+                                     "hist.json");
+  ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+  auto ds = LoadSpecDataset({path}, *spec);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_TRUE(ds->multi_hot());
+  EXPECT_EQ(ds->size(), 300);
+  TrainOptions o = Options(2, spec->feature_size);
+  o.epochs = 15;
+  auto t = Trainer::Create(o);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  TrainResult r;
+  ASSERT_TRUE((*t)->Train(*ds, nullptr, &r).ok());
+  auto ev = (*t)->Evaluate(*ds);
+  ASSERT_TRUE(ev.ok()) << ev.status().ToString();
+  EXPECT_GT(ev->auc, 0.95);
 }
 
 TEST(SpecDataset, CheckpointKeepsTheSpecForInference) {

@@ -256,6 +256,8 @@ Command AddInferCommand(CLI::App& app, bool predict) {
   }
   // --field-size / --feature-size are accepted when they agree with the model.
   fl->data.Register(sub, /*with_feature_size=*/true);
+  sub->add_option("--feature-spec,--feature_spec", fl->data.feature_spec,
+                  "Feature spec (JSON/TOML); default: the one the model was trained with (the checkpoint keeps it)");
   fl->par.RegisterInfer(sub);
   fl->app = sub;
   return {sub, [fl, predict]() {
@@ -277,6 +279,9 @@ Command AddTrainCommand(CLI::App& app) {
   fl->data.Register(sub, /*with_feature_size=*/false);
   sub->add_option("--feature-size,--feature_size", fl->data.feature_size, "Rows of the embedding tables")
       ->capture_default_str();
+  sub->add_option("--feature-spec,--feature_spec", fl->data.feature_spec,
+                  "Feature spec (JSON/TOML, docs/feature-spec.md): tf.Example keys, a LibSVM field map or libFFM "
+                  "fields -> fields, multi-hot too; sets the field and feature sizes (inspect --suggest-spec writes one)");
   sub->add_option("--embedding-size,--embedding_size", fl->job.embedding_size, "K: embedding width")->capture_default_str();
   sub->add_option("--deep-layers,--deep_layers", fl->job.deep_layers, "Hidden layer widths")->capture_default_str();
   sub->add_option("--dropout", fl->job.dropout, "Drop probability of each hidden layer")->capture_default_str();

@@ -28,8 +28,9 @@
 
 namespace ctrain::data {
 
-// kLibFfm ("label field:feature:value ...") is recognised for `inspect` only:
-// its field-aware ids have no place in the fixed F-field layout below.
+// kLibFfm ("label field:feature:value ...") is recognised for `inspect` only
+// here: its fields hold several ids, which the fixed F-field layout below has no
+// place for (a feature spec reads it as multi-hot fields: data/spec_reader.h).
 enum class RecordFormat { kAuto, kLibSvm, kTFRecord, kCriteoTsv, kCriteoCsv, kLibFfm };
 
 // "auto", "libsvm", "tfrecord", "criteo-tsv", "criteo-csv", "libffm" (underscores accepted).

@@ -16,6 +16,7 @@
 
 #include "ctrain/base/status.h"
 #include "ctrain/data/feature_spec.h"
+#include "ctrain/data/spec_row_builder.h"
 #include "ctrain/io/compression.h"
 
 namespace ctrain::data {

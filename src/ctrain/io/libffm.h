@@ -7,8 +7,8 @@
 // lines starting with '#' are skipped and counted. Fields need not be sorted
 // and may repeat (real xLearn files do both).
 //
-// ctrain reads libFFM for `inspect` (the trainer's fixed-field layout has no
-// field-aware ids). Errors: InvalidArgument "<file>:<line>:<column>: <what>".
+// `inspect` reads libFFM; train/eval/predict read it through a feature spec
+// (data/feature_spec.h: one multi-hot field per field number). Errors: InvalidArgument "<file>:<line>:<column>: <what>".
 #pragma once
 
 #include <cstdint>

@@ -28,6 +28,10 @@ struct DataOptions {
   uint64_t max_skipped_records = 1000;
   int64_t max_line_bytes = static_cast<int64_t>(io::kDefaultMaxLineBytes);  // text: longest line
   int64_t pipe_timeout_ms = 60000;   // FIFOs / pipe: channels (data/pipe_mode.h); 0 = no limit
+  // --feature-spec: a JSON/TOML file mapping the input's keys to fields
+  // (data/feature_spec.h, docs/feature-spec.md); "" = the seed layout. It
+  // then decides field_size and feature_size.
+  std::string feature_spec;
 
   // Validated reader options (InvalidArgument naming the flag); loads the
   // feature map if one is set. The vocabulary is shared by copies of this

@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/data/feature_spec.h"
 #include "ctrain/data/file_list.h"
 #include "ctrain/io/file.h"
 #include "ctrain/job/load_examples.h"
@@ -77,7 +79,9 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
                                              predict ? job.output : job.metrics_json));
   {  // The output must not overwrite an input or the model (eval/predict read the model dir).
     const std::string out_flag = predict ? "--output" : "--metrics-json";
-    std::vector<io::FlagPath> in{{"--feature-map", job.data.feature_map}, {"--weights", job.weights}};
+    std::vector<io::FlagPath> in{{"--feature-map", job.data.feature_map},
+                                 {"--feature-spec", job.data.feature_spec},
+                                 {"--weights", job.weights}};
     for (const std::string& p : job.input) in.push_back({"--input", p});
     std::error_code ec;  // the model's files (other files in the model dir, e.g. eval.json, may be written)
     for (const auto& e : std::filesystem::directory_iterator(job.model_dir, ec)) {
@@ -95,36 +99,45 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
   const train::TrainOptions& to = t->options();
   CTRAIN_RETURN_IF_ERROR(t->set_eval_negative_downsampling(job.negative_downsampling));
   CTRAIN_RETURN_IF_ERROR(t->set_group_field(job.gauc_field));
-  // What the files are, before the checkpoint's defaults decide how to read them:
-  // a Criteo TSV read "as libsvm" would only give a parse error.
-  const bool format_given = job.given.Has("format");
-  std::vector<train::InputFormat> detected;
-  {
-    CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions sniff, job.data.ReaderOptions());
-    if (!format_given) sniff.format = data::RecordFormat::kAuto;
-    for (const std::string& p : job.input) {
-      StatusOr<std::vector<train::InputFormat>> f = train::DetectInputFormats({p}, sniff);
-      if (f.ok()) detected.insert(detected.end(), f->begin(), f->end());  // else: reading reports it
-    }
-  }
-  CTRAIN_RETURN_IF_ERROR(ApplyCheckpointDataOptions(job, to));
-  std::vector<std::string> notes;
-  CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(job, to, detected, &notes));
+  // A model trained through a feature spec reads its input through that spec (the checkpoint keeps it).
+  CTRAIN_ASSIGN_OR_RETURN(std::optional<data::FeatureSpec> spec,
+                          train::ResolveInferenceSpec(to.data, job.model_dir, job.data.feature_spec));
   train::Dataset ds;
   train::LoadStats stats;
-  const io::LabelMode labels = !predict ? io::LabelMode::kRequired
-                               : job.no_label ? io::LabelMode::kAbsent
-                                              : io::LabelMode::kAuto;
-  CTRAIN_RETURN_IF_ERROR(
-      LoadExamples(job.input, job.data, to.model.feature_size, &ds, "input", &stats, /*model_fixed=*/true, labels));
-  // Again as actually read (covers stdin and FIFOs, which cannot be sniffed first).
-  CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(job, to, train::InputFormatsRead(stats), &notes));
-  for (const std::string& n : notes) std::fprintf(stderr, "ctrain: note: %s\n", n.c_str());
-  {  // values the model cannot handle give saturated predictions, not errors: say so
-    train::InputStats st(ds.field_size());
-    st.Add(ds.ids(), ds.values(), ds.size(), ds.labels());
-    for (const std::string& w : st.Warnings("input examples", &ds.source_paths(), &ds.source_reader(), st.examples()))
-      std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+  if (spec) {
+    CTRAIN_RETURN_IF_ERROR(LoadSpecExamples(job.input, *spec, &ds, "input", &stats));
+    job.data.field_size = spec->field_size;
+    job.data.feature_size = spec->feature_size;
+  } else {
+    // What the files are, before the checkpoint's defaults decide how to read them:
+    // a Criteo TSV read "as libsvm" would only give a parse error.
+    const bool format_given = job.given.Has("format");
+    std::vector<train::InputFormat> detected;
+    {
+      CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions sniff, job.data.ReaderOptions());
+      if (!format_given) sniff.format = data::RecordFormat::kAuto;
+      for (const std::string& p : job.input) {
+        StatusOr<std::vector<train::InputFormat>> f = train::DetectInputFormats({p}, sniff);
+        if (f.ok()) detected.insert(detected.end(), f->begin(), f->end());  // else: reading reports it
+      }
+    }
+    CTRAIN_RETURN_IF_ERROR(ApplyCheckpointDataOptions(job, to));
+    std::vector<std::string> notes;
+    CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(job, to, detected, &notes));
+    const io::LabelMode labels = !predict ? io::LabelMode::kRequired
+                                 : job.no_label ? io::LabelMode::kAbsent
+                                                : io::LabelMode::kAuto;
+    CTRAIN_RETURN_IF_ERROR(
+        LoadExamples(job.input, job.data, to.model.feature_size, &ds, "input", &stats, /*model_fixed=*/true, labels));
+    // Again as actually read (covers stdin and FIFOs, which cannot be sniffed first).
+    CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(job, to, train::InputFormatsRead(stats), &notes));
+    for (const std::string& n : notes) std::fprintf(stderr, "ctrain: note: %s\n", n.c_str());
+    {  // values the model cannot handle give saturated predictions, not errors: say so
+      train::InputStats st(ds.field_size());
+      st.Add(ds.ids(), ds.values(), ds.size(), ds.labels());
+      for (const std::string& w : st.Warnings("input examples", &ds.source_paths(), &ds.source_reader(), st.examples()))
+        std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+    }
   }
   for (const std::string& d : train::DescribeDropped(stats.dropped, predict))
     std::fprintf(stderr, "ctrain: %s: %s\n", command, d.c_str());

@@ -41,4 +41,18 @@ Status LoadExamples(const std::vector<std::string>& paths, DataOptions& data, in
   return Status::OK();
 }
 
+Status LoadSpecExamples(const std::vector<std::string>& paths, const data::FeatureSpec& spec, train::Dataset* out,
+                        const char* what, train::LoadStats* stats_out) {
+  train::LoadStats local;
+  train::LoadStats& stats = stats_out != nullptr ? *stats_out : local;
+  StatusOr<train::Dataset> loaded = train::LoadSpecDataset(paths, spec, &stats);
+  if (!loaded.ok()) return std::string(what) == "train" ? loaded.status() : loaded.status().WithContext(std::string("--") + what);
+  *out = std::move(loaded).value();
+  std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), CTR %.4f, %d fields%s (feature spec %s)%s%s\n",
+               what, static_cast<long long>(out->size()), static_cast<long long>(stats.files), out->PositiveRate(),
+               spec.field_size, spec.multi_hot ? " multi-hot" : "", spec.source.c_str(),
+               stats.skipped.empty() ? "" : "; skipped: ", stats.skipped.c_str());
+  return Status::OK();
+}
+
 }  // namespace ctrain::job

@@ -22,6 +22,11 @@ Status LoadExamples(const std::vector<std::string>& paths, DataOptions& data, in
                     train::Dataset* out, const char* what, train::LoadStats* stats_out = nullptr,
                     bool model_fixed = false, io::LabelMode labels = io::LabelMode::kRequired);
 
+// LoadExamples for data read through a feature spec (train::LoadSpecDataset),
+// with the same log line and error context.
+Status LoadSpecExamples(const std::vector<std::string>& paths, const data::FeatureSpec& spec, train::Dataset* out,
+                        const char* what, train::LoadStats* stats_out = nullptr);
+
 // The absolute path of a --feature-map (as recorded in checkpoints); "" stays "".
 std::string AbsolutePath(const std::string& path);
 

@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/data/feature_spec.h"
 #include "ctrain/base/signals.h"
 #include "ctrain/data/shard.h"
 #include "ctrain/dataservice/client.h"
@@ -63,6 +65,14 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
   }
   o.model.field_size = job.data.field_size;
   o.model.feature_size = job.data.feature_size;
+  std::optional<data::FeatureSpec> spec;  // --feature-spec: it decides F and the id space
+  if (!job.data.feature_spec.empty()) {
+    StatusOr<data::FeatureSpec> s = data::LoadFeatureSpec(job.data.feature_spec);
+    if (!s.ok()) return s.status().WithContext("--feature-spec");
+    spec = std::move(s).value();
+    o.model.field_size = spec->field_size;
+    o.model.feature_size = spec->feature_size;
+  }
   o.optimizer.name = job.optimizer;
   o.optimizer.learning_rate = job.learning_rate;
   // The schedule (optim/lr_schedule.h): alone the warm-up starts from 0, under mpirun SetUpRank sets lr / N.
@@ -117,7 +127,10 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
   else return InvalidArgumentError("--progress must be auto|bar|log|none, got '" + job.progress + "'");
 
   std::string mode = job.input_mode;
-  if (mode == "auto") mode = job.train.empty() ? "memory" : "stream";
+  if (mode == "auto") mode = job.train.empty() || spec ? "memory" : "stream";
+  if (spec && (job.train.empty() || mode != "memory" || !job.data_service.address.empty()))
+    return InvalidArgumentError("--feature-spec reads --train in memory: give --train, and not --input-mode stream "
+                                "or --data-service (they read the seed layout only)");
   if (mode != "stream" && mode != "memory")
     return InvalidArgumentError("--input-mode must be stream or memory (or auto), got '" + job.input_mode + "'");
   if (mode == "stream" && job.train.empty())
@@ -150,6 +163,7 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
     for (const std::string& p : job.train) in.push_back({"--train", p});
     for (const std::string& p : job.valid) in.push_back({"--valid", p});
     in.push_back({"--feature-map", job.data.feature_map});
+    in.push_back({"--feature-spec", job.data.feature_spec});
     in.push_back({"--config", job.config});
     if (stream && cache_file) out.push_back({"--cache", job.pipeline.cache});
     out.push_back({"--metrics-json", job.metrics_json});
@@ -226,7 +240,10 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
     CTRAIN_ASSIGN_OR_RETURN(va, train::MakeSynthDataset(o.seed, kSynthTrainRows, kSynthValidRows, o.model.feature_size));
     have_valid = true;
   } else {
-    CTRAIN_RETURN_IF_ERROR(LoadExamples(job.train, job.data, o.model.feature_size, &tr, "train", &tr_stats));
+    if (spec)
+      CTRAIN_RETURN_IF_ERROR(LoadSpecExamples(job.train, *spec, &tr, "train", &tr_stats));
+    else
+      CTRAIN_RETURN_IF_ERROR(LoadExamples(job.train, job.data, o.model.feature_size, &tr, "train", &tr_stats));
 #if CTRAIN_HAVE_MPI
     if (mpi != nullptr && mpi->size() > 1 && !per_rank_inputs) {  // memory mode shards its rows too
       tr = dist::ShardRows(tr, mpi->size(), mpi->rank());
@@ -235,11 +252,16 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
     }
 #endif
     if (!job.valid.empty()) {
-      CTRAIN_RETURN_IF_ERROR(LoadExamples(job.valid, job.data, o.model.feature_size, &va, "valid", &va_stats));
+      if (spec)
+        CTRAIN_RETURN_IF_ERROR(LoadSpecExamples(job.valid, *spec, &va, "valid", &va_stats));
+      else
+        CTRAIN_RETURN_IF_ERROR(LoadExamples(job.valid, job.data, o.model.feature_size, &va, "valid", &va_stats));
       have_valid = true;
     }
   }
-  if (!job.train.empty()) {
+  if (spec) {  // recorded in checkpoints with the spec itself: eval/predict read through it
+    o.data = train::MakeSpecDataSource(*spec, tr_stats);
+  } else if (!job.train.empty()) {
     // Recorded in checkpoints: the format actually read (never auto), id base,
     // sizes, hashing or vocabulary (train/data_source.h).
     CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, job.data.ReaderOptions());

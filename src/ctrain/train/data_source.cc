@@ -64,7 +64,7 @@ StatusOr<std::optional<data::FeatureSpec>> ResolveInferenceSpec(const DataSource
                                    "): its ids were not made by this spec");
   }
   CTRAIN_ASSIGN_OR_RETURN(data::FeatureSpec stored,
-                          data::ParseFeatureSpec(model.feature_spec, model_dir + " (the checkpoint's feature spec)"));
+                          data::ParseFeatureSpec(model.feature_spec, "the checkpoint in " + model_dir));
   if (flag && flag->ToJson() != stored.ToJson())
     return FailedPreconditionError("--feature-spec " + flag_path + " differs from the feature spec the model in " +
                                    model_dir + " was trained with (the checkpoint keeps it: leave out "
