@@ -23,6 +23,8 @@ std::vector<Command> BuildApp(CLI::App& app) {
   commands.push_back(AddEvalCommand(app));
   commands.push_back(AddPredictCommand(app));
   commands.push_back(AddDataServiceCommand(app));
+  commands.push_back(AddLaunchCommand(app));
+  commands.push_back(AddReportCommand(app));
   DescribeBoolSwitches(app);
   return commands;
 }

@@ -22,6 +22,8 @@
 #include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/cli/monitor_flags.h"
+#include "ctrain/monitor/train_monitor.h"
 #include "ctrain/cli/service_flags.h"
 #include "ctrain/dataservice/client.h"
 #include "ctrain/data/file_list.h"
@@ -151,6 +153,7 @@ struct TrainFlags {
   CLI::Option* num_shards_opt = nullptr;
   CLI::Option* shard_index_opt = nullptr;
   DataServiceClientFlags data_service;  // --data-service: batches from remote workers (docs/data-service.md)
+  MonitorFlags monitor;                 // --monitor-dir (docs/launch.md#monitoring)
 
   static data::PipelineOptions DefaultTrainPipeline() {
     data::PipelineOptions p;
@@ -567,6 +570,9 @@ Status RunTrainJob(TrainFlags& fl, MpiJob* mpi) {
 #endif
   train::TrainResult r;
   trainer->set_stop_flag(PendingInterruptFlag());
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<monitor::Monitor> mon, fl.monitor.Start("trainer"));
+  std::unique_ptr<monitor::TrainMonitor> train_mon;
+  if (mon) trainer->set_observer((train_mon = std::make_unique<monitor::TrainMonitor>(mon.get(), 1)).get());
   if (have_valid && !fl.valid.empty()) trainer->set_valid_formats(train::InputFormatsRead(va_stats));
   if (data_service_factory) trainer->set_batch_source_factory(data_service_factory);
 #if CTRAIN_HAVE_MPI
@@ -896,6 +902,7 @@ Command AddTrainCommand(CLI::App& app) {
   sub->add_option("--eval-every-steps,--eval_every_steps", o.eval_every_steps,
                   "Also evaluate on --valid every N steps (0 = epoch ends only)")
       ->capture_default_str();
+  fl->monitor.Register(sub);
   sub->add_option("--metrics-json,--metrics_json", fl->metrics_json,
                   "Write final auc, logloss, examples_per_sec, examples, steps, epochs as JSON");
   sub->add_option("--progress", fl->progress, "auto|bar|log|none")->capture_default_str();
