@@ -234,6 +234,7 @@ std::string FormatMarkdown(const std::vector<RunSummary>& runs, const Prices& pr
     row("$ per million examples", [](const RunSummary& s) { return Money(s.cost_per_million); });
     const double base = runs[0].cost_per_million;
     row("vs the first run", [&](const RunSummary& s) -> std::string {
+      if (&s == &runs[0]) return "baseline";
       if (base <= 0 || s.cost_per_million < 0) return "-";
       const double d = 100.0 * (1.0 - s.cost_per_million / base);
       return d >= 0 ? Fmt("%.0f %% cheaper", d) : Fmt("%.0f %% dearer", -d);
