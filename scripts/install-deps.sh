@@ -17,18 +17,25 @@ PKGS=(
   openssl              # tests: a self-signed certificate for the services' TLS
   libopenmpi-dev openmpi-bin  # dist/: multi-host allreduce under mpirun
   clang libclang-rt-14-dev libomp-14-dev llvm  # libFuzzer targets (clang needs its OpenMP runtime)
+  gnuplot-nox          # ctrain report: PNG charts (docs/launch.md#report)
+  python3 python3-pip  # tests: TensorBoard's reader (pip line at the end)
 )
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PKGS[@]} packages present"
-  exit 0
-fi
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "install-deps: installed ${missing[*]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PKGS[@]} packages present"
+else
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "install-deps: installed ${missing[*]}"
+fi
+# tests: TensorBoard's EventAccumulator loads the event files ctrain writes (tests/monitor, tests/launch).
+# Debian's own python3 marks its site-packages externally managed: pip then needs --break-system-packages.
+# INSTALL_DEPS_NO_PIP=1 skips it (the Dockerfile: an image that only trains needs no TensorBoard).
+[ "${INSTALL_DEPS_NO_PIP:-0}" = 1 ] || python3 -c 'import tensorboard' 2>/dev/null || python3 -m pip install --quiet tensorboard 2>/dev/null ||
+  $SUDO python3 -m pip install --quiet --break-system-packages tensorboard
