@@ -269,5 +269,43 @@ TEST_F(LaunchAcceptance, SigtermCheckpointsAndTheSameLaunchResumes) {
   EXPECT_FALSE(fs::exists(d + "/run/algo-1/output/failure"));
 }
 
+TEST_F(LaunchAcceptance, PipeChannelReadsTheFifosAndReachesTheSameAuc) {
+  ASSERT_EQ(local_->exit_code, 0) << local_->out;
+  const std::string d = *dir_ + "/pipe";
+  fs::create_directories(d);
+  std::string ch = Channels(*dir_);
+  ch.replace(ch.find("mode = \"File\""), 13, "mode = \"Pipe\"");  // the train channel only
+  std::ofstream(d + "/p.toml") << "[[group]]\nname = \"train\"\ninstance_type = \"ml.m5.xlarge\"\ncount = 1\n"
+                               << "[hyperparameters]\n" << kHps << ch;
+  RunResult r = Shell("timeout 300 " + kCtrain + " launch --local-cluster p.toml --work-dir run", d);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(Slurp(d + "/run/algo-1/input/config/inputdataconfig.json").find("\"Pipe\"") != std::string::npos, true);
+  EXPECT_TRUE(fs::is_fifo(d + "/run/algo-1/input/data/train_0"));
+  EXPECT_TRUE(fs::is_fifo(d + "/run/algo-1/input/data/train_1"));
+  EXPECT_EQ(AucOf(d + "/run/algo-1/output/data/metrics.json"), AucOf(*dir_ + "/local.json")) << r.out;
+}
+
+TEST_F(LaunchAcceptance, TwoHomogeneousHostsTrainUnderMpirun) {
+  if (Shell("command -v mpirun >/dev/null").exit_code != 0) GTEST_SKIP() << "mpirun is not installed";
+  const std::string d = *dir_ + "/mpi";
+  fs::create_directories(d);
+  std::ofstream(d + "/m.toml") << "[[group]]\nname = \"train\"\ninstance_type = \"ml.m5.xlarge\"\ncount = 2\n"
+                               << "[hyperparameters]\n" << kHps << Channels(*dir_);
+  RunResult r = Shell("timeout 300 " + kCtrain + " launch --local-cluster m.toml --work-dir run", d);
+  if (r.out.find("built without MPI") != std::string::npos) {
+    EXPECT_NE(Slurp(d + "/run/algo-1/output/failure").find("need multi-host training over MPI"), std::string::npos);
+    GTEST_SKIP() << "this ctrain has no MPI: the failure names it";
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("algo-2: homogeneous cluster of 2 hosts: algo-1 runs mpirun over every host"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("mpirun: 2 rank(s)"), std::string::npos) << r.out;
+  EXPECT_GE(AucOf(d + "/run/algo-1/output/data/metrics.json"), 0.6) << r.out;
+  for (const char* rank : {"rank0", "rank1"})
+    EXPECT_TRUE(fs::exists(d + "/run/algo-1/output/data/monitor/algo-1/trainer/" + std::string(rank) + "/metrics.jsonl"))
+        << rank;
+  EXPECT_EQ(ProcessesMentioning(d + "/run"), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace ctrain::testing

@@ -17,6 +17,7 @@
 #include "ctrain/io/file.h"
 #include "ctrain/launch/hyperparameters.h"
 #include "ctrain/launch/supervisor.h"
+#include "ctrain/service/auth.h"
 
 namespace ctrain::launch {
 namespace fs = std::filesystem;
@@ -235,7 +236,10 @@ int Run::Go(std::string* reason) {
   }
   if (disp >= 0 && !sup_.Exited(disp)) {
     if (sup_.status(*w) == 0 && stopped_by_ == 0) {
-      Status s = dataservice::ShutdownService(dispatcher, service::ChannelConfig{}, 5000);
+      service::ChannelConfig channel;  // the roles' token: CTRAIN_SERVICE_TOKEN, inherited from this process
+      StatusOr<std::string> token = service::LoadToken("");
+      channel.token = token.ok() ? *token : "";
+      Status s = dataservice::ShutdownService(dispatcher, channel, 5000);
       if (!s.ok()) Say("shutting the data service down: " + s.ToString() + "; stopping the dispatcher");
       if (!s.ok() || sup_.Wait(disp, std::chrono::seconds(30)) < 0) sup_.Signal(disp, SIGTERM);
     } else {
