@@ -245,6 +245,8 @@ int Run::Go(std::string* reason) {
     } else {
       sup_.Signal(disp, SIGTERM);
     }
+  } else if (disp >= 0 && !sup_.Exited(*w)) {
+    sup_.Signal(*w, SIGTERM);  // the dispatcher is gone: the worker would wait for it forever
   }
   WaitAll();
   return Finish(reason);
