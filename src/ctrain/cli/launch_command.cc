@@ -42,6 +42,9 @@ Command AddLaunchCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--mpirun", fl->o.mpirun, "mpirun for multi-host training")->capture_default_str();
   sub->add_option("--mpirun-arg,--mpirun_arg", fl->o.mpirun_args, "An extra mpirun argument; repeatable");
+  sub->add_option("--mpi-host-wait-s,--mpi_host_wait_s", fl->o.mpi_host_wait_s,
+                  "Homogeneous cluster, hosts after the first: wait this long for mpirun's daemon (0 = exit at once)")
+      ->capture_default_str();
   sub->add_option("--local-cluster,--local_cluster", fl->local_cluster,
                   "SPEC.toml: simulate a SageMaker cluster on this machine (needs --work-dir)");
   sub->add_option("--work-dir,--work_dir", fl->work_dir, "--local-cluster: where the hosts' /opt/ml trees go");

@@ -111,6 +111,20 @@ Status CopyCheckpointTo(const std::string& from, const std::string& to) {
   return Status::OK();
 }
 
+// Processes of this machine named like an Open MPI daemon (orted: Open MPI 4, prted: 5).
+int CountMpiDaemons() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = e.path().filename().string();
+    if (pid.empty() || pid[0] < '0' || pid[0] > '9') continue;
+    std::ifstream in(e.path() / "comm");
+    std::string comm;
+    if (std::getline(in, comm) && (comm == "orted" || comm == "prted")) ++n;
+  }
+  return n;
+}
+
 class Run {
  public:
   explicit Run(const LaunchOptions& o) : o_(o) {}
@@ -122,6 +136,8 @@ class Run {
   StatusOr<int> StartTrainer(const std::vector<std::string>& train_hosts, const std::string& data_service);
   // Waits until every child has exited, forwarding a stop signal once.
   void WaitAll();
+  // A host mpirun reaches: waits for the Open MPI daemon to appear, then to end.
+  int WaitForMpiRanks(std::string* reason);
   int Finish(std::string* reason);
 
   const LaunchOptions& o_;
@@ -158,7 +174,7 @@ int Run::Go(std::string* reason) {
     if (rc.hosts.size() > 1 && me != rc.hosts[0]) {
       Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " hosts: " + rc.hosts[0] +
           " runs mpirun over every host; nothing to start here");
-      return 0;
+      return WaitForMpiRanks(reason);
     }
     Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " host(s): training");
     StatusOr<int> t = StartTrainer(rc.hosts, "");
@@ -311,6 +327,30 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
   argv.insert(argv.end(), hp_.train_args.begin(), hp_.train_args.end());
   if (fs::exists(ckpt_ + "/checkpoint")) Say(me + ": " + ckpt_ + " holds a checkpoint: resuming from it");
   return sup_.Start(hosts.size() > 1 ? "mpirun" : "trainer", argv);
+}
+
+int Run::WaitForMpiRanks(std::string* reason) {
+  if (o_.mpi_host_wait_s <= 0) return 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o_.mpi_host_wait_s);
+  bool seen = false;
+  for (;;) {
+    if (int sig = PendingInterrupt(); sig != 0) {
+      *reason = c_.resources.current_host + ": stopped by signal " + std::to_string(sig) + " while serving mpirun";
+      return 128 + sig;
+    }
+    const int daemons = CountMpiDaemons();
+    if (!seen && daemons > 0) {
+      seen = true;
+      Say(c_.resources.current_host + ": mpirun's daemon is here; waiting for it to end");
+    }
+    if (seen && daemons == 0) return 0;
+    if (!seen && std::chrono::steady_clock::now() >= deadline) {
+      *reason = c_.resources.current_host + ": the mpirun of " + c_.resources.hosts[0] + " did not reach this host within " +
+                std::to_string(o_.mpi_host_wait_s) + " s (mpirun starts its daemon through ssh: does the image run sshd?)";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
 }
 
 void Run::WaitAll() {

@@ -7,7 +7,8 @@
 //   homogeneous, 1 host        trainer: ctrain train (reads the channels itself)
 //   homogeneous, N hosts       the first host runs `mpirun -np N --host a:1,b:1,...
 //                              ctrain train` (docs/distributed.md); the others have
-//                              nothing to start (mpirun reaches them) and exit 0.
+//                              nothing to start: mpirun reaches them through sshd; they
+//                              wait for its Open MPI daemon to come and go, then exit 0.
 //                              Without MPI built in: FailedPrecondition naming it.
 //   heterogeneous (hyperparameter data_group = G)
 //     hosts of G               data-service worker --exit-when-idle; the first host of G
@@ -53,6 +54,10 @@ struct LaunchOptions {
   std::string mpirun = "mpirun";
   std::vector<std::string> mpirun_args;  // extra mpirun arguments (e.g. --oversubscribe)
   bool have_mpi = false;                 // built with CTRAIN_HAVE_MPI
+  // A homogeneous cluster's other hosts wait this long for the first host's mpirun to
+  // reach them (an Open MPI daemon, orted or prted, appears), then until it is gone,
+  // as SageMaker's MPI containers do; 0 = exit at once (local clusters: one machine).
+  int64_t mpi_host_wait_s = 300;
   EnvLookup getenv;                      // SM_* lookup (null: none)
 };
 

@@ -301,6 +301,8 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
                                     "--worker-port=" + std::to_string((*ports)[i + 1]),
                                     "--monitor-interval-ms=" + std::to_string(base.monitor_interval_ms)};
       for (const std::string& h : hosts) argv.push_back("--host-address=" + h + "=127.0.0.1");
+      // One machine: mpirun starts every rank itself, no daemon comes to the other hosts.
+      argv.push_back("--mpi-host-wait-s=0");
       // Several ranks on one machine (Open MPI refuses more ranks than cores otherwise).
       argv.push_back("--mpirun-arg=--oversubscribe");
       for (const std::string& a : base.mpirun_args) argv.push_back("--mpirun-arg=" + a);
