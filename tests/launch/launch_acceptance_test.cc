@@ -307,5 +307,49 @@ TEST_F(LaunchAcceptance, TwoHomogeneousHostsTrainUnderMpirun) {
   EXPECT_EQ(ProcessesMentioning(d + "/run"), std::vector<std::string>{});
 }
 
+TEST_F(LaunchAcceptance, SigtermStopsAHeterogeneousClusterCleanlyAndItResumes) {
+  const std::string d = *dir_ + "/hterm";
+  fs::create_directories(d);
+  std::string hps = kHps;
+  hps.replace(hps.find("epochs = \"2\""), 12, "epochs = \"6\"");
+  std::ofstream(d + "/t.toml") << "[[group]]\nname = \"data\"\ninstance_type = \"ml.c5.xlarge\"\ncount = 2\n"
+                               << "[[group]]\nname = \"train\"\ninstance_type = \"ml.m5.xlarge\"\ncount = 1\n"
+                               << "[hyperparameters]\ndata_group = \"data\"\nnum_splits = \"1\"\n" << hps
+                               << Channels(*dir_);
+  const std::vector<std::string> argv{kCtrain, "launch", "--local-cluster", d + "/t.toml", "--work-dir", d + "/run"};
+  ChildProcess first;
+  ASSERT_TRUE(first.Start(argv, d + "/out1", d + "/err1"));
+  const std::string jsonl = d + "/run/algo-3/output/data/monitor/algo-3/trainer/metrics.jsonl";
+  const auto end = std::chrono::steady_clock::now() + 120s;
+  while (std::chrono::steady_clock::now() < end && Slurp(jsonl).find("\"step\":40,") == std::string::npos &&
+         first.Wait(0ms) < 0)
+    std::this_thread::sleep_for(100ms);
+  ASSERT_NE(Slurp(jsonl).find("\"step\":40,"), std::string::npos) << first.Err();
+  first.Kill(SIGTERM);
+  EXPECT_EQ(first.Wait(120s), 143) << first.Err();
+  // The trainer checkpointed; the data roles stopped cleanly (exit 0: the hosts report only the signal).
+  EXPECT_NE(Slurp(d + "/run/algo-3/output/failure").find("interrupted by SIGTERM at step"), std::string::npos)
+      << first.Err();
+  for (const char* host : {"algo-1", "algo-2"})
+    EXPECT_EQ(Slurp(d + "/run/" + std::string(host) + "/output/failure"), std::string(host) + ": stopped by signal 15\n")
+        << first.Err();
+  EXPECT_EQ(ProcessesMentioning(d + "/run"), std::vector<std::string>{});
+  nlohmann::json index = nlohmann::json::parse(Slurp(d + "/run/algo-3/checkpoints/checkpoint"), nullptr, false);
+  ASSERT_FALSE(index.is_discarded()) << first.Err();
+  const int64_t saved = index["latest_step"].get<int64_t>();
+
+  ChildProcess second;
+  ASSERT_TRUE(second.Start(argv, d + "/out2", d + "/err2"));
+  EXPECT_EQ(second.Wait(600s), 0) << second.Err();
+  EXPECT_NE(second.Err().find("resumed from " + d + "/run/algo-3/checkpoints at step " + std::to_string(saved)),
+            std::string::npos)
+      << second.Err();
+  nlohmann::json m = nlohmann::json::parse(Slurp(d + "/run/algo-3/output/data/metrics.json"), nullptr, false);
+  ASSERT_FALSE(m.is_discarded());
+  EXPECT_EQ(m["steps"].get<int64_t>(), 6 * 32);
+  EXPECT_EQ(m["examples"].get<int64_t>(), 6 * 8000);  // every example of every epoch, once
+  EXPECT_EQ(ProcessesMentioning(d + "/run"), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace ctrain::testing

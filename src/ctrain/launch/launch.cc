@@ -258,10 +258,10 @@ int Run::Go(std::string* reason) {
       Status s = dataservice::ShutdownService(dispatcher, channel, 5000);
       if (!s.ok()) Say("shutting the data service down: " + s.ToString() + "; stopping the dispatcher");
       if (!s.ok() || sup_.Wait(disp, std::chrono::seconds(30)) < 0) sup_.Signal(disp, SIGTERM);
-    } else {
+    } else if (stopped_by_ == 0) {  // (after a stop signal it has had its SIGTERM: a second would kill it)
       sup_.Signal(disp, SIGTERM);
     }
-  } else if (disp >= 0 && !sup_.Exited(*w)) {
+  } else if (disp >= 0 && !sup_.Exited(*w) && stopped_by_ == 0) {
     sup_.Signal(*w, SIGTERM);  // the dispatcher is gone: the worker would wait for it forever
   }
   WaitAll();
