@@ -1,5 +1,6 @@
-// --monitor-dir / --monitor-interval-ms, shared by `train` and `data-service
-// dispatcher|worker` (monitor/monitor.h; docs/launch.md#monitoring).
+// --monitor-dir / --monitor-interval-ms of `data-service dispatcher|worker`
+// (monitor/monitor.h; docs/launch.md#monitoring). `train` registers the same two
+// flags onto job::TrainJobOptions.
 #pragma once
 
 #include <cstdint>
