@@ -84,6 +84,10 @@ TEST(Report, VerdictsComputeBoundAndFullQueues) {
             0u);
   run.roles = {Worker("algo-1", 90, 40), Trainer(5, 30)};
   EXPECT_NE(Summarize(run, TestPrices()).verdict.find("the limit is the transfer or the trainer"), std::string::npos);
+  run.roles = {Worker("algo-1", 80, 30), Trainer(5, 2)};
+  EXPECT_EQ(Summarize(run, TestPrices()).verdict,
+            "compute-bound: the trainer waits only 2 % on input; the data workers run ahead (queues 80 % full, CPU "
+            "30 %): fewer or smaller data hosts would cost less");
 }
 
 TEST(Report, SideBySideAndCsvAndMissingPrices) {

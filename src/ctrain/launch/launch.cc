@@ -137,7 +137,7 @@ class Run {
   // Waits until every child has exited, forwarding a stop signal once.
   void WaitAll();
   // A host mpirun reaches: waits for the Open MPI daemon to appear, then to end.
-  int WaitForMpiRanks(std::string* reason);
+  int WaitForMpiRanks(const std::string& leader, std::string* reason);
   int Finish(std::string* reason);
 
   const LaunchOptions& o_;
@@ -174,7 +174,7 @@ int Run::Go(std::string* reason) {
     if (rc.hosts.size() > 1 && me != rc.hosts[0]) {
       Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " hosts: " + rc.hosts[0] +
           " runs mpirun over every host; nothing to start here");
-      return WaitForMpiRanks(reason);
+      return WaitForMpiRanks(rc.hosts[0], reason);
     }
     Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " host(s): training");
     StatusOr<int> t = StartTrainer(rc.hosts, "");
@@ -200,8 +200,9 @@ int Run::Go(std::string* reason) {
   const std::string dispatcher = Address(o_, data->hosts[0]) + ":" + std::to_string(o_.dispatcher_port);
   if (rc.current_group != hp_.data_group) {
     if (me != train_hosts[0]) {
-      Say(me + ": trainer hosts " + train_hosts[0] + "... run mpirun from " + train_hosts[0] + "; nothing to start here");
-      return 0;
+      Say(me + ": one of " + std::to_string(train_hosts.size()) + " training hosts: " + train_hosts[0] +
+          " runs mpirun over them; nothing to start here");
+      return WaitForMpiRanks(train_hosts[0], reason);
     }
     Say(me + ": heterogeneous cluster: training through the data service at " + dispatcher);
     StatusOr<int> t = StartTrainer(train_hosts, dispatcher);
@@ -329,7 +330,7 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
   return sup_.Start(hosts.size() > 1 ? "mpirun" : "trainer", argv);
 }
 
-int Run::WaitForMpiRanks(std::string* reason) {
+int Run::WaitForMpiRanks(const std::string& leader, std::string* reason) {
   if (o_.mpi_host_wait_s <= 0) return 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o_.mpi_host_wait_s);
   bool seen = false;
@@ -345,7 +346,7 @@ int Run::WaitForMpiRanks(std::string* reason) {
     }
     if (seen && daemons == 0) return 0;
     if (!seen && std::chrono::steady_clock::now() >= deadline) {
-      *reason = c_.resources.current_host + ": the mpirun of " + c_.resources.hosts[0] + " did not reach this host within " +
+      *reason = c_.resources.current_host + ": the mpirun of " + leader + " did not reach this host within " +
                 std::to_string(o_.mpi_host_wait_s) + " s (mpirun starts its daemon through ssh: does the image run sshd?)";
       return 1;
     }

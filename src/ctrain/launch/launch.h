@@ -15,7 +15,8 @@
 //                              also runs the dispatcher, and when its worker has exited
 //                              (every job finished) shuts the service down, so every data
 //                              host and the dispatcher exit 0 by themselves
-//     the other hosts          the trainer (mpirun over them when more than one), reading
+//     the other hosts          the trainer (the first of them runs mpirun over them all when
+//                              there are several; the others wait as above), reading
 //                              through --data-service <first host of G>:<dispatcher port>
 //
 // Every role runs with --monitor-dir <output/data>/monitor/<host>/<role> (with a

@@ -172,9 +172,12 @@ std::string Verdict(const RunSummary& s) {
   const std::string wait = Fmt("%.0f %%", 100 * w);
   if (w < 0.10) {
     std::string v = "compute-bound: the trainer waits only " + wait + " on input";
-    if (data != nullptr)
-      v += "; the data workers run at " + Pct(data->cpu_mean) + " CPU with queues " +
-           Pct(data->data_queue_fill_percent) + " full: fewer or smaller data hosts would cost less";
+    if (data != nullptr && data->data_queue_fill_percent >= 50)
+      v += "; the data workers run ahead (queues " + Pct(data->data_queue_fill_percent) + " full, CPU " +
+           Pct(data->cpu_mean) + "): fewer or smaller data hosts would cost less";
+    else if (data != nullptr)
+      v += "; the data workers keep up (CPU " + Pct(data->cpu_mean) + ", queues " +
+           Pct(data->data_queue_fill_percent) + " full)";
     else
       v += "; a faster trainer instance (or more trainers) would speed it up";
     return v;
