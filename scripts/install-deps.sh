@@ -18,22 +18,30 @@ PKGS=(
   openssl              # tests: a self-signed certificate for the services' TLS
   libopenmpi-dev openmpi-bin  # dist/: multi-host allreduce under mpirun
   clang libclang-rt-14-dev libomp-14-dev llvm  # libFuzzer targets (clang needs its OpenMP runtime)
+  gnuplot-nox          # ctrain report: PNG charts (docs/launch.md#report)
+  python3 python3-pip  # tests: TensorBoard's reader (pip line at the end)
 )
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages present"
 else
-  SUDO=""
-  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
   echo "install-deps: installed ${missing[*]}"
 fi
-# Python packages the tests use (python3 on PATH).
-# tests/export: run the exported ONNX graph, read the .npy files (the tests skip those checks without them).
-python3 -m pip install -q onnxruntime numpy ||
-  echo "install-deps: pip install onnxruntime numpy failed: tests/export will skip the ONNX and .npy checks" >&2
+# Python packages the tests use (python3 on PATH). Debian's own python3 marks its site-packages
+# externally managed: pip then needs --break-system-packages.
+# tests/export: onnxruntime runs the exported ONNX graph, numpy reads the .npy files.
+# tests/monitor, tests/launch: TensorBoard's EventAccumulator loads the event files ctrain writes.
+# INSTALL_DEPS_NO_PIP=1 skips them (the Dockerfile: an image that only trains needs none of them).
+PIP_PKGS=(onnxruntime numpy tensorboard)
+if [ "${INSTALL_DEPS_NO_PIP:-0}" != 1 ]; then
+  python3 -m pip install --quiet "${PIP_PKGS[@]}" 2>/dev/null ||
+    $SUDO python3 -m pip install --quiet --break-system-packages "${PIP_PKGS[@]}"
+fi

@@ -89,7 +89,7 @@ std::vector<std::string> SubcommandNames() {
 
 TEST(ArgParsingTest, EverySubcommandIsChecked) {
   EXPECT_EQ(SubcommandNames(),
-            (std::vector<std::string>{"inspect", "convert", "synth", "train", "eval", "predict", "data-service", "export"}));
+            (std::vector<std::string>{"inspect", "convert", "synth", "train", "eval", "predict", "data-service", "export", "launch", "report"}));
 }
 
 TEST(ArgParsingTest, KnownSwitchesAreFound) {
@@ -212,7 +212,7 @@ TEST(ArgParsingTest, UnknownFlagNamesItselfItsValueAndTheClosestFlag) {
 TEST(ArgParsingTest, UnknownCommandListsTheCommandsAndTheClosest) {
   TestApp app_holder;
   CLI::App& app = app_holder.app;
-  const std::string list = "inspect, convert, synth, train, eval, predict, data-service, export";
+  const std::string list = "inspect, convert, synth, train, eval, predict, data-service, export, launch, report";
   EXPECT_EQ(CheckCommandAndFlags(app, {"fit", "--train", "x"}),
             "ctrain: unknown command 'fit'; the commands are " + list + "; did you mean 'train'?");
   EXPECT_EQ(CheckCommandAndFlags(app, {"trian"}),

@@ -24,5 +24,7 @@ Command AddEvalCommand(CLI::App& app);
 Command AddPredictCommand(CLI::App& app);
 Command AddDataServiceCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
+Command AddLaunchCommand(CLI::App& app);
+Command AddReportCommand(CLI::App& app);
 
 }  // namespace ctrain::cli

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/cli/monitor_flags.h"
 #include "ctrain/cli/service_flags.h"
 #include "ctrain/dataservice/admin.h"
 #include "ctrain/dataservice/dispatcher.h"
@@ -37,6 +39,7 @@ struct DispatcherFlags {
   ServerFlags server;
   std::string work_dir;
   int64_t worker_timeout_ms = 5000;
+  MonitorFlags monitor;
 };
 
 Status RunDispatcher(const DispatcherFlags& fl) {
@@ -47,6 +50,7 @@ Status RunDispatcher(const DispatcherFlags& fl) {
   o.worker_timeout = std::chrono::milliseconds(fl.worker_timeout_ms);
   InterruptDeferral defer;  // SIGTERM/SIGINT: stop serving, close the journal, exit 0
   CTRAIN_ASSIGN_OR_RETURN(auto d, dataservice::Dispatcher::Start(o));
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<monitor::Monitor> mon, fl.monitor.Start("dispatcher"));
   Announce("data-service dispatcher", d->address(), o.server);
   return d->Run(PendingInterruptFlag());
 }
@@ -58,6 +62,7 @@ struct WorkerFlags {
   int64_t buffer_bytes = int64_t{64} << 20;
   int64_t heartbeat_ms = 500;
   bool exit_when_idle = false;
+  MonitorFlags monitor;
 };
 
 Status RunWorker(const WorkerFlags& fl) {
@@ -77,6 +82,19 @@ Status RunWorker(const WorkerFlags& fl) {
   // docs/performance.md#6-data-service-issue-8). One arena per core keeps the
   // worker's RSS near its byte limits at no measured cost.
   mallopt(M_ARENA_MAX, std::max(2, train::AvailableCpus()));
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<monitor::Monitor> mon, fl.monitor.Start("data-worker"));
+  if (mon) {  // data/* scalars: the worker's figures at its last heartbeat
+    auto last = std::make_shared<std::vector<monitor::Scalar>>();
+    auto mu = std::make_shared<std::mutex>();
+    o.on_stats = [last, mu](double bps, double Bps, double fill) {
+      std::lock_guard<std::mutex> l(*mu);
+      *last = {{"data/batches_per_sec", bps}, {"data/bytes_per_sec", Bps}, {"data/queue_fill_percent", 100.0 * fill}};
+    };
+    mon->AddSource([last, mu] {
+      std::lock_guard<std::mutex> l(*mu);
+      return *last;
+    });
+  }
   InterruptDeferral defer;
   CTRAIN_ASSIGN_OR_RETURN(auto w, dataservice::Worker::Start(o));
   Announce("data-service worker", w->address(), o.server);
@@ -155,6 +173,7 @@ Command AddDataServiceCommand(CLI::App& app) {
   d->add_option("--worker-timeout-ms,--worker_timeout_ms", dfl->worker_timeout_ms,
                 "A worker silent this long is dead; its splits go to others")
       ->capture_default_str();
+  dfl->monitor.Register(d);
   subs.push_back({d, [dfl] { return RunDispatcher(*dfl); }});
 
   auto wfl = std::make_shared<WorkerFlags>();  // owned by the run functions below (CLI11 points into it)
@@ -169,6 +188,7 @@ Command AddDataServiceCommand(CLI::App& app) {
   w->add_option("--heartbeat-ms,--heartbeat_ms", wfl->heartbeat_ms, "Heartbeat interval")->capture_default_str();
   w->add_flag("--exit-when-idle,--exit_when_idle", wfl->exit_when_idle,
               "Exit 0 once every job has finished and no stream is open");
+  wfl->monitor.Register(w);
   subs.push_back({w, [wfl] { return RunWorker(*wfl); }});
 
   auto rfl = std::make_shared<ReadFlags>();  // owned by the run functions below (CLI11 points into it)

@@ -311,6 +311,12 @@ Command AddTrainCommand(CLI::App& app) {
   sub->add_option("--eval-every-steps,--eval_every_steps", o.eval_every_steps,
                   "Also evaluate on --valid every N steps (0 = epoch ends only)")
       ->capture_default_str();
+  sub->add_option("--monitor-dir,--monitor_dir", fl->job.monitor_dir,
+                  "Sample this process (CPU total and per core, RSS, GPU via NVML) and the training steps into "
+                  "TensorBoard event files and metrics.jsonl here (docs/launch.md#monitoring)");
+  sub->add_option("--monitor-interval-ms,--monitor_interval_ms", fl->job.monitor_interval_ms,
+                  "Sampling interval of --monitor-dir")
+      ->capture_default_str();
   sub->add_option("--metrics-json,--metrics_json", fl->job.metrics_json,
                   "Write final auc, logloss, examples_per_sec, examples, steps, epochs as JSON");
   sub->add_option("--progress", fl->job.progress, "auto|bar|log|none")->capture_default_str();

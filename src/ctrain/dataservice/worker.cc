@@ -299,6 +299,7 @@ Status Worker::Run(const std::atomic<int>* stop) {
       st->set_queue_fill(std::min(1.0, static_cast<double>(m.buffered) / m.options.max_buffer_bytes));
     }
     st->set_rss_bytes(ProcessRssBytes());
+    if (m.options.on_stats) m.options.on_stats(bps, Bps, st->queue_fill());
     grpc::ClientContext ctx;
     service::PrepareContext(&ctx, m.options.channel, std::chrono::milliseconds(2000));
     proto::WorkerHeartbeatResponse resp;

@@ -42,6 +42,9 @@ struct WorkerOptions {
   bool exit_when_idle = false;
   int zstd_level = 1;
   std::function<void(const std::string&)> log;  // null: stderr "ctrain: worker: ..."
+  // Called at every heartbeat (monitoring): batches/s and bytes/s produced over the
+  // last >= 0.5 s, and the fill of the frame queue ahead of credits, [0, 1]. Null: none.
+  std::function<void(double batches_per_sec, double bytes_per_sec, double queue_fill)> on_stats;
 };
 
 class Worker {

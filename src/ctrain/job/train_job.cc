@@ -25,6 +25,8 @@
 #include "ctrain/job/load_examples.h"
 #include "ctrain/job/metrics_json.h"
 #include "ctrain/model/layers/bf16.h"
+#include "ctrain/monitor/monitor.h"
+#include "ctrain/monitor/train_monitor.h"
 #include "ctrain/train/autotune.h"
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/input_checks.h"
@@ -351,6 +353,17 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
 #endif
   train::TrainResult r;
   trainer->set_stop_flag(PendingInterruptFlag());
+  std::unique_ptr<monitor::Monitor> mon;
+  std::unique_ptr<monitor::TrainMonitor> train_mon;
+  if (!job.monitor_dir.empty()) {
+    monitor::MonitorOptions mo;
+    mo.dir = monitor::RankDir(job.monitor_dir);
+    mo.role = "trainer";
+    mo.interval_ms = job.monitor_interval_ms;
+    CTRAIN_ASSIGN_OR_RETURN(mon, monitor::Monitor::Start(mo));
+    train_mon = std::make_unique<monitor::TrainMonitor>(mon.get(), 1);
+    trainer->set_observer(train_mon.get());
+  }
   if (have_valid && !job.valid.empty()) trainer->set_valid_formats(train::InputFormatsRead(va_stats));
   if (data_service_factory) trainer->set_batch_source_factory(data_service_factory);
 #if CTRAIN_HAVE_MPI

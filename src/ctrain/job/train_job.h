@@ -44,6 +44,11 @@ struct TrainJobOptions {
   std::string metrics_json;                 // "" = none
   std::string config;                       // the config file the options came from (an input: never overwritten)
   std::string progress = "auto";            // auto|bar|log|none
+  // Monitoring (monitor/monitor.h, docs/launch.md#monitoring): "" = none; else this process's
+  // CPU/RSS/GPU samples every monitor_interval_ms and every step's figures go to event files
+  // and metrics.jsonl here (under mpirun: monitor_dir/rank<R>).
+  std::string monitor_dir;
+  int64_t monitor_interval_ms = 1000;
   train::ParallelOptions parallel;          // intra_op threads, towers, hogwild, affinity, deterministic
   bool autotune = false;
   int64_t autotune_steps = 5;

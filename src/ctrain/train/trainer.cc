@@ -193,6 +193,7 @@ struct Trainer::Impl {
   std::function<void(const std::string&)> sink;
   bool terminal = false;
   const std::atomic<int>* stop_flag = nullptr;  // set_stop_flag
+  TrainObserver* observer = nullptr;             // set_observer
 
   int StopSignal() const { return stop_flag != nullptr ? stop_flag->load(std::memory_order_acquire) : 0; }
   // Between steps, after a stop request: checkpoint this position (unless
@@ -233,6 +234,7 @@ struct Trainer::Impl {
     CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
     result->evaluated = true;
     *eval_step = pos.global_step;
+    if (observer != nullptr) observer->OnEval(pos.global_step, result->eval);
     char buf[256];
     std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
                   terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
@@ -1119,6 +1121,7 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
         prog.loss_n += 1;
         epoch_loss_sum += loss;
         epoch_loss_n += 1;
+        if (observer != nullptr) observer->OnStep({pos.global_step, step_examples, Seconds(t0, Clock::now()), 0.0, loss});
       }
       train_seconds += Seconds(t0, Clock::now());
       PrintProgress(prog, false);
@@ -1372,6 +1375,8 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
         prog.loss_n += 1;
         epoch_loss_sum += loss;
         epoch_loss_n += 1;
+        if (observer != nullptr)
+          observer->OnStep({pos.global_step, step_examples, Seconds(t0, Clock::now()), Seconds(t0, t1), loss});
       }
       PrintProgress(prog, false);
       if (epoch_done) break;
@@ -1745,6 +1750,7 @@ int64_t Trainer::global_step() const { return impl_->pos.global_step; }
 const TrainOptions& Trainer::options() const { return impl_->options; }
 void Trainer::set_log_sink(std::function<void(const std::string&)> sink) { impl_->sink = std::move(sink); }
 void Trainer::set_stop_flag(const std::atomic<int>* flag) { impl_->stop_flag = flag; }
+void Trainer::set_observer(TrainObserver* observer) { impl_->observer = observer; }
 void Trainer::set_batch_source_factory(BatchSourceFactory factory) { impl_->source_factory = std::move(factory); }
 void Trainer::set_gradient_exchange(GradientExchange* exchange) { impl_->exch = exchange; }
 int64_t Trainer::examples_left_over() const { return impl_->left_over; }

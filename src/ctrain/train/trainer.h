@@ -124,6 +124,25 @@ struct TrainResult {
   std::vector<std::string> warnings;
 };
 
+// One synchronous training step, as an observer sees it (monitoring: monitor/train_monitor.h).
+struct StepInfo {
+  int64_t global_step = 0;         // after the step
+  int64_t examples = 0;            // examples in the step (all ranks under mpirun)
+  double step_seconds = 0;         // wall time of the step, input wait included
+  double input_wait_seconds = 0;   // time blocked on the input (stream mode; 0 in memory mode)
+  double loss = 0;                 // the step's mean training loss
+};
+
+// Called by Train/TrainStream on the training thread (keep it cheap): after
+// every synchronous step (not in hogwild mode, whose steps run on several
+// threads at once), and after every validation.
+class TrainObserver {
+ public:
+  virtual ~TrainObserver() = default;
+  virtual void OnStep(const StepInfo& step) {}
+  virtual void OnEval(int64_t global_step, const EvalResult& eval) {}
+};
+
 class Trainer {
  public:
   ~Trainer();
@@ -229,6 +248,9 @@ class Trainer {
 
   // Called (if set) with each progress/log line instead of writing stderr.
   void set_log_sink(std::function<void(const std::string&)> sink);
+
+  // Gets every step and validation (null = none). Not owned; must outlive training calls.
+  void set_observer(TrainObserver* observer);
 
   // A stop request (base/signals.h PendingInterruptFlag(): the signal number,
   // 0 = none), polled between steps by Train/TrainStream. When it is set they

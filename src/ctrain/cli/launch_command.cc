@@ -1,0 +1,83 @@
+// `ctrain launch`: the SageMaker training-container entry point
+// (docs/launch.md). The work is in the library (launch/launch.h,
+// launch/local_cluster.h); this file parses flags.
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ctrain/cli/commands.h"
+#include "ctrain/launch/launch.h"
+#include "ctrain/launch/local_cluster.h"
+
+namespace ctrain::cli {
+namespace {
+
+struct LaunchFlags {
+  launch::LaunchOptions o;
+  std::vector<std::string> host_addresses;
+  std::string local_cluster, work_dir;
+};
+
+}  // namespace
+
+Command AddLaunchCommand(CLI::App& app) {
+  auto fl = std::make_shared<LaunchFlags>();  // owned by the run function (CLI11 points into it)
+  CLI::App* sub = app.add_subcommand(
+      "launch", "Run as a SageMaker training container: read /opt/ml, start this host's roles (docs/launch.md)");
+  sub->add_option("--sm-root,--sm_root", fl->o.sm_root, "The SageMaker container root")->capture_default_str();
+  sub->add_option("--checkpoint-dir,--checkpoint_dir", fl->o.checkpoint_dir,
+                  "Checkpoints (resumed when present; default: <sm-root>/checkpoints, /opt/ml/checkpoints in a container)");
+  sub->add_option("--host-address,--host_address", fl->host_addresses,
+                  "NAME=ADDR: reach host NAME at ADDR instead of its name (local runs); repeatable");
+  sub->add_option("--dispatcher-port,--dispatcher_port", fl->o.dispatcher_port,
+                  "Data-service dispatcher port on the data group's first host")
+      ->capture_default_str();
+  sub->add_option("--worker-port,--worker_port", fl->o.worker_port, "Data-service worker port on every data host")
+      ->capture_default_str();
+  sub->add_option("--monitor-interval-ms,--monitor_interval_ms", fl->o.monitor_interval_ms,
+                  "Every role samples its CPU, RSS (and GPU) this often")
+      ->capture_default_str();
+  sub->add_option("--mpirun", fl->o.mpirun, "mpirun for multi-host training")->capture_default_str();
+  sub->add_option("--mpirun-arg,--mpirun_arg", fl->o.mpirun_args, "An extra mpirun argument; repeatable");
+  sub->add_option("--mpi-host-wait-s,--mpi_host_wait_s", fl->o.mpi_host_wait_s,
+                  "Homogeneous cluster, hosts after the first: wait this long for mpirun's daemon (0 = exit at once)")
+      ->capture_default_str();
+  sub->add_option("--local-cluster,--local_cluster", fl->local_cluster,
+                  "SPEC.toml: simulate a SageMaker cluster on this machine (needs --work-dir)");
+  sub->add_option("--work-dir,--work_dir", fl->work_dir, "--local-cluster: where the hosts' /opt/ml trees go");
+  Command c;
+  c.app = sub;
+  c.run = [fl, &app]() -> int {
+    for (const std::string& ha : fl->host_addresses) {
+      const size_t eq = ha.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == ha.size()) {
+        std::fprintf(stderr, "ctrain: --host-address %s: expected NAME=ADDR\n", ha.c_str());
+        return 2;
+      }
+      fl->o.host_addresses[ha.substr(0, eq)] = ha.substr(eq + 1);
+    }
+    for (const CLI::Option* opt : app.get_subcommand("train")->get_options())
+      for (const std::string& n : opt->get_lnames()) {
+        std::string h = n;
+        std::replace(h.begin(), h.end(), '_', '-');
+        fl->o.train_flags.insert(h);
+      }
+    fl->o.train_flags.erase("help");
+#if CTRAIN_HAVE_MPI
+    fl->o.have_mpi = true;
+#endif
+    fl->o.getenv = [](const char* name) -> const char* { return std::getenv(name); };
+    if (!fl->local_cluster.empty()) return launch::RunLocalCluster(fl->local_cluster, fl->work_dir, fl->o);
+    if (!fl->work_dir.empty()) {
+      std::fprintf(stderr, "ctrain: --work-dir is for --local-cluster\n");
+      return 2;
+    }
+    return launch::RunLaunch(fl->o);
+  };
+  return c;
+}
+
+}  // namespace ctrain::cli

@@ -1,0 +1,445 @@
+#include "ctrain/launch/launch.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "ctrain/base/signals.h"
+#include "ctrain/dataservice/admin.h"
+#include "ctrain/io/file.h"
+#include "ctrain/launch/hyperparameters.h"
+#include "ctrain/launch/supervisor.h"
+#include "ctrain/service/auth.h"
+
+namespace ctrain::launch {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr auto kListenTimeout = std::chrono::seconds(120);
+
+void Say(const std::string& line) {
+  std::fprintf(stderr, "ctrain: launch: %s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+std::string Address(const LaunchOptions& o, const std::string& host) {
+  auto it = o.host_addresses.find(host);
+  return it != o.host_addresses.end() ? it->second : host;
+}
+
+bool IsLoopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
+
+struct Role {
+  std::string name;  // "trainer", "dispatcher", "data-worker"
+  std::string monitor_dir;
+};
+
+// role.json beside a role's monitoring files: what `ctrain report` groups by.
+Status WriteRoleJson(const std::string& dir, const Contract& c, const std::string& role, int32_t ranks) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return IOError(dir + ": cannot create: " + ec.message());
+  const InstanceGroup* g = c.resources.GroupOf(c.resources.current_host);
+  nlohmann::json j{{"host", c.resources.current_host},
+                   {"role", role},
+                   {"instance_group", g ? g->name : ""},
+                   {"instance_type", g ? g->instance_type : c.resources.current_instance_type},
+                   {"group_hosts", g ? static_cast<int64_t>(g->hosts.size()) : 1},
+                   {"ranks", ranks}};
+  return io::WriteStringToFileAtomic(dir + "/role.json", j.dump(2) + "\n");
+}
+
+StatusOr<std::vector<std::string>> InputArgs(const Contract& c, bool remote) {
+  std::vector<std::string> args;
+  bool have_train = false;
+  for (const Channel& ch : c.channels) {
+    std::string flag;
+    if (ch.name == "train") flag = "--train";
+    else if (ch.name == "validation" || ch.name == "valid") flag = "--valid";
+    else
+      return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
+                                  "\" has no ctrain input (channels: train, validation)");
+    if (ch.mode == InputMode::kPipe) {
+      if (flag == "--valid")
+        return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
+                                    "\" is in Pipe mode; the validation set is read into memory: use File or FastFile");
+      if (remote)
+        return InvalidArgumentError("inputdataconfig.json: channel \"train\" is in Pipe mode, but with data_group the "
+                                    "data hosts read the files: use File or FastFile");
+      args.push_back(flag);
+      args.push_back("pipe:" + ch.dir);
+    } else if (remote && flag == "--train") {
+      // The dispatcher expands the directory on its host (the same path on every host).
+      CTRAIN_RETURN_IF_ERROR(ChannelFiles(ch).status());
+      args.push_back(flag);
+      args.push_back(ch.dir);
+    } else {
+      CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, ChannelFiles(ch));
+      args.push_back(flag);
+      args.insert(args.end(), files.begin(), files.end());
+    }
+    have_train |= flag == "--train";
+  }
+  if (!have_train) return InvalidArgumentError("inputdataconfig.json: no \"train\" channel (nothing to train on)");
+  return args;
+}
+
+Status CopyCheckpointTo(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::create_directories(to, ec);
+  if (ec) return IOError(to + ": cannot create: " + ec.message());
+  int copied = 0;
+  for (const auto& e : fs::directory_iterator(from, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool ckpt = name == "checkpoint" || (name.rfind("ckpt-", 0) == 0 && name.size() > 4 &&
+                                               name.compare(name.size() - 4, 4, ".bin") == 0);
+    if (!ckpt) continue;
+    fs::copy_file(e.path(), fs::path(to) / name, fs::copy_options::overwrite_existing, ec);
+    if (ec) return IOError(e.path().string() + " -> " + to + ": " + ec.message());
+    ++copied;
+  }
+  if (ec) return IOError(from + ": " + ec.message());
+  if (copied == 0) return NotFoundError(from + ": no checkpoint to copy to " + to);
+  return Status::OK();
+}
+
+// Processes of this machine named like an Open MPI daemon (orted: Open MPI 4, prted: 5).
+int CountMpiDaemons() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = e.path().filename().string();
+    if (pid.empty() || pid[0] < '0' || pid[0] > '9') continue;
+    std::ifstream in(e.path() / "comm");
+    std::string comm;
+    if (std::getline(in, comm) && (comm == "orted" || comm == "prted")) ++n;
+  }
+  return n;
+}
+
+class Run {
+ public:
+  explicit Run(const LaunchOptions& o) : o_(o) {}
+
+  // Returns the exit status; *reason is set on failure.
+  int Go(std::string* reason);
+
+ private:
+  StatusOr<int> StartTrainer(const std::vector<std::string>& train_hosts, const std::string& data_service);
+  // Waits until every child has exited, forwarding a stop signal once.
+  void WaitAll();
+  // A host mpirun reaches: waits for the Open MPI daemon to appear, then to end.
+  int WaitForMpiRanks(const std::string& leader, std::string* reason);
+  int Finish(std::string* reason);
+
+  const LaunchOptions& o_;
+  Contract c_;
+  MappedHyperparameters hp_;
+  std::string ckpt_;
+  Supervisor sup_;
+  int trainer_ = -1;
+  int stopped_by_ = 0;
+};
+
+int Run::Go(std::string* reason) {
+  auto fail = [&](const Status& s) {
+    *reason = s.ToString();
+    return 1;
+  };
+  StatusOr<Contract> c = LoadContract(o_.sm_root, o_.getenv);
+  if (!c.ok()) return fail(c.status());
+  c_ = std::move(*c);
+  StatusOr<MappedHyperparameters> hp =
+      MapHyperparameters(c_.hyperparameters, o_.train_flags, o_.sm_root + "/input/config/hyperparameters.json");
+  if (!hp.ok()) return fail(hp.status());
+  hp_ = std::move(*hp);
+  if (hp_.skipped_sagemaker_keys > 0)
+    Say("skipped " + std::to_string(hp_.skipped_sagemaker_keys) + " sagemaker_* hyperparameters (the SDK's own)");
+  ckpt_ = o_.checkpoint_dir.empty() ? o_.sm_root + "/checkpoints" : o_.checkpoint_dir;
+  const ResourceConfig& rc = c_.resources;
+  const std::string& me = rc.current_host;
+  std::error_code ec;
+  fs::remove(c_.failure_path, ec);  // a relaunch starts clean
+
+  InterruptDeferral defer;  // SIGTERM: forwarded to the roles (WaitAll)
+  if (hp_.data_group.empty()) {
+    if (rc.hosts.size() > 1 && me != rc.hosts[0]) {
+      Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " hosts: " + rc.hosts[0] +
+          " runs mpirun over every host; nothing to start here");
+      return WaitForMpiRanks(rc.hosts[0], reason);
+    }
+    Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " host(s): training");
+    StatusOr<int> t = StartTrainer(rc.hosts, "");
+    if (!t.ok()) return fail(t.status());
+    trainer_ = *t;
+    WaitAll();
+    return Finish(reason);
+  }
+
+  const InstanceGroup* data = rc.FindGroup(hp_.data_group);
+  if (data == nullptr) {
+    std::string names;
+    for (const auto& g : rc.groups) names += (names.empty() ? "" : ", ") + g.name;
+    return fail(InvalidArgumentError("hyperparameter data_group \"" + hp_.data_group +
+                                     "\" names no instance group of resourceconfig.json (groups: " + names + ")"));
+  }
+  std::vector<std::string> train_hosts;
+  for (const std::string& h : rc.hosts)
+    if (std::find(data->hosts.begin(), data->hosts.end(), h) == data->hosts.end()) train_hosts.push_back(h);
+  if (train_hosts.empty())
+    return fail(InvalidArgumentError("hyperparameter data_group \"" + hp_.data_group +
+                                     "\" holds every host: no host is left to train"));
+  const std::string dispatcher = Address(o_, data->hosts[0]) + ":" + std::to_string(o_.dispatcher_port);
+  if (rc.current_group != hp_.data_group) {
+    if (me != train_hosts[0]) {
+      Say(me + ": one of " + std::to_string(train_hosts.size()) + " training hosts: " + train_hosts[0] +
+          " runs mpirun over them; nothing to start here");
+      return WaitForMpiRanks(train_hosts[0], reason);
+    }
+    Say(me + ": heterogeneous cluster: training through the data service at " + dispatcher);
+    StatusOr<int> t = StartTrainer(train_hosts, dispatcher);
+    if (!t.ok()) return fail(t.status());
+    trainer_ = *t;
+    WaitAll();
+    return Finish(reason);
+  }
+
+  // A data host.
+  const std::string addr = Address(o_, me);
+  const std::string bind = IsLoopback(addr) ? "127.0.0.1" : "0.0.0.0";
+  const bool runs_dispatcher = me == data->hosts[0];
+  const std::string mon = c_.output_data_dir + "/monitor/" + me + "/";
+  const std::string interval = "--monitor-interval-ms=" + std::to_string(o_.monitor_interval_ms);
+  const std::string exe = o_.exe.empty() ? SelfExe() : o_.exe;
+  int disp = -1;
+  if (runs_dispatcher) {
+    if (Status s = WriteRoleJson(mon + "dispatcher", c_, "dispatcher", 1); !s.ok()) return fail(s);
+    StatusOr<int> d = sup_.Start("dispatcher", {exe, "data-service", "dispatcher",
+                                                "--port=" + std::to_string(o_.dispatcher_port), "--bind=" + bind,
+                                                "--monitor-dir=" + mon + "dispatcher", interval});
+    if (!d.ok()) return fail(d.status());
+    disp = *d;
+    StatusOr<std::string> where = sup_.WaitListening(disp, kListenTimeout, PendingInterruptFlag());
+    if (!where.ok()) {
+      stopped_by_ = PendingInterrupt();
+      return stopped_by_ != 0 ? Finish(reason) : fail(where.status());
+    }
+    Say(me + ": dispatcher listening on " + *where + " (trainers dial " + dispatcher + ")");
+  }
+  if (Status s = WriteRoleJson(mon + "data-worker", c_, "data-worker", 1); !s.ok()) return fail(s);
+  StatusOr<int> w = sup_.Start(
+      "data-worker", {exe, "data-service", "worker", "--dispatcher=" + dispatcher,
+                      "--port=" + std::to_string(o_.worker_port), "--bind=" + bind,
+                      "--worker-address=" + addr + ":" + std::to_string(o_.worker_port), "--exit-when-idle",
+                      "--monitor-dir=" + mon + "data-worker", interval});
+  if (!w.ok()) return fail(w.status());
+  Say(me + ": data worker of group " + data->name + (runs_dispatcher ? " (and the dispatcher)" : ""));
+  // The worker exits 0 once every job has finished; then the dispatcher host shuts the service down.
+  while (!sup_.Exited(*w)) {
+    if (int sig = PendingInterrupt(); sig != 0 && stopped_by_ == 0) {
+      stopped_by_ = sig;
+      sup_.SignalAll(SIGTERM);
+    }
+    if (disp >= 0 && sup_.Exited(disp)) break;  // the dispatcher died: the worker cannot finish
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (disp >= 0 && !sup_.Exited(disp)) {
+    if (sup_.status(*w) == 0 && stopped_by_ == 0) {
+      service::ChannelConfig channel;  // the roles' token: CTRAIN_SERVICE_TOKEN, inherited from this process
+      StatusOr<std::string> token = service::LoadToken("");
+      channel.token = token.ok() ? *token : "";
+      Status s = dataservice::ShutdownService(dispatcher, channel, 5000);
+      if (!s.ok()) Say("shutting the data service down: " + s.ToString() + "; stopping the dispatcher");
+      if (!s.ok() || sup_.Wait(disp, std::chrono::seconds(30)) < 0) sup_.Signal(disp, SIGTERM);
+    } else if (stopped_by_ == 0) {  // (after a stop signal it has had its SIGTERM: a second would kill it)
+      sup_.Signal(disp, SIGTERM);
+    }
+  } else if (disp >= 0 && !sup_.Exited(*w) && stopped_by_ == 0) {
+    sup_.Signal(*w, SIGTERM);  // the dispatcher is gone: the worker would wait for it forever
+  }
+  WaitAll();
+  return Finish(reason);
+}
+
+StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std::string& data_service) {
+  const std::string& me = c_.resources.current_host;
+  CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> inputs, InputArgs(c_, !data_service.empty()));
+  const std::string mon = c_.output_data_dir + "/monitor/" + me + "/trainer";
+  CTRAIN_RETURN_IF_ERROR(WriteRoleJson(mon, c_, "trainer", static_cast<int32_t>(hosts.size())));
+  std::error_code ec;
+  fs::create_directories(ckpt_, ec);
+  if (ec) return IOError(ckpt_ + ": cannot create the checkpoint directory: " + ec.message());
+  const std::string exe = o_.exe.empty() ? SelfExe() : o_.exe;
+  std::vector<std::string> argv;
+  if (hosts.size() > 1) {
+    if (!o_.have_mpi)
+      return FailedPreconditionError(std::to_string(hosts.size()) +
+                                     " training hosts need multi-host training over MPI (mpirun, docs/distributed.md), "
+                                     "but this ctrain was built without MPI (-DCTRAIN_MPI=ON and libopenmpi-dev)");
+    std::map<std::string, int> slots;
+    std::vector<std::string> order;
+    for (const std::string& h : hosts) {
+      const std::string a = Address(o_, h);
+      if (slots[a]++ == 0) order.push_back(a);
+    }
+    std::string list;
+    for (const std::string& a : order) list += (list.empty() ? "" : ",") + a + ":" + std::to_string(slots[a]);
+    argv = {o_.mpirun};
+    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // containers run as root
+    argv.insert(argv.end(), o_.mpirun_args.begin(), o_.mpirun_args.end());
+    argv.insert(argv.end(), {"-np", std::to_string(hosts.size()), "--host", list});
+    // mpirun is found on PATH: resolve it so that execv can run it.
+    if (o_.mpirun.find('/') == std::string::npos) {
+      std::string found;
+      if (const char* path = std::getenv("PATH")) {
+        std::string p = path;
+        for (size_t a = 0; a <= p.size();) {
+          size_t b = p.find(':', a);
+          if (b == std::string::npos) b = p.size();
+          const std::string cand = p.substr(a, b - a) + "/" + o_.mpirun;
+          if (::access(cand.c_str(), X_OK) == 0) {
+            found = cand;
+            break;
+          }
+          a = b + 1;
+        }
+      }
+      if (found.empty())
+        return FailedPreconditionError(std::to_string(hosts.size()) + " training hosts need " + o_.mpirun +
+                                       " (Open MPI, docs/distributed.md), which is not on PATH");
+      argv[0] = found;
+    }
+  }
+  argv.insert(argv.end(), {exe, "train"});
+  argv.insert(argv.end(), inputs.begin(), inputs.end());
+  argv.push_back("--model-dir=" + ckpt_);
+  argv.push_back("--metrics-json=" + c_.output_data_dir + "/metrics.json");
+  argv.push_back("--monitor-dir=" + mon);
+  argv.push_back("--monitor-interval-ms=" + std::to_string(o_.monitor_interval_ms));
+  if (!data_service.empty()) argv.push_back("--data-service=" + data_service);
+  argv.insert(argv.end(), hp_.train_args.begin(), hp_.train_args.end());
+  if (fs::exists(ckpt_ + "/checkpoint")) Say(me + ": " + ckpt_ + " holds a checkpoint: resuming from it");
+  return sup_.Start(hosts.size() > 1 ? "mpirun" : "trainer", argv);
+}
+
+int Run::WaitForMpiRanks(const std::string& leader, std::string* reason) {
+  if (o_.mpi_host_wait_s <= 0) return 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o_.mpi_host_wait_s);
+  bool seen = false;
+  for (;;) {
+    if (int sig = PendingInterrupt(); sig != 0) {
+      *reason = c_.resources.current_host + ": stopped by signal " + std::to_string(sig) + " while serving mpirun";
+      return 128 + sig;
+    }
+    const int daemons = CountMpiDaemons();
+    if (!seen && daemons > 0) {
+      seen = true;
+      Say(c_.resources.current_host + ": mpirun's daemon is here; waiting for it to end");
+    }
+    if (seen && daemons == 0) return 0;
+    if (!seen && std::chrono::steady_clock::now() >= deadline) {
+      *reason = c_.resources.current_host + ": the mpirun of " + leader + " did not reach this host within " +
+                std::to_string(o_.mpi_host_wait_s) + " s (mpirun starts its daemon through ssh: does the image run sshd?)";
+      return 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+void Run::WaitAll() {
+  for (;;) {
+    bool all = true;
+    for (int i = 0; i < sup_.size(); ++i) all &= sup_.Exited(i);
+    if (all) return;
+    if (int sig = PendingInterrupt(); sig != 0 && stopped_by_ == 0) {
+      stopped_by_ = sig;
+      Say("got signal " + std::to_string(sig) + ": stopping every role (the trainer checkpoints first)");
+      sup_.SignalAll(SIGTERM);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+int Run::Finish(std::string* reason) {
+  for (int i = 0; i < sup_.size(); ++i) {
+    const int st = sup_.status(i);
+    if (st == 0) continue;
+    const std::string why = sup_.last_line(i);
+    *reason = c_.resources.current_host + " " + sup_.name(i) + " exited with status " + std::to_string(st) +
+              (why.empty() ? "" : ": " + why.substr(why.rfind("ctrain: ", 0) == 0 ? 8 : 0));
+    return stopped_by_ != 0 ? 128 + stopped_by_ : 1;
+  }
+  if (stopped_by_ != 0) {
+    *reason = c_.resources.current_host + ": stopped by signal " + std::to_string(stopped_by_);
+    return 128 + stopped_by_;
+  }
+  if (trainer_ >= 0) {
+    if (Status s = CopyCheckpointTo(ckpt_, c_.model_dir); !s.ok()) {
+      *reason = s.ToString();
+      return 1;
+    }
+    Say(c_.resources.current_host + ": training done; model in " + c_.model_dir);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Status WriteFailure(const std::string& path, const std::string& reason) {
+  std::string line = reason;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  std::ofstream out(path, std::ios::trunc);
+  out << line << "\n";
+  out.close();
+  if (!out) return IOError(path + ": cannot write the failure reason");
+  return Status::OK();
+}
+
+StatusOr<std::vector<std::string>> ChannelFiles(const Channel& ch) {
+  std::error_code ec;
+  if (!fs::is_directory(ch.dir, ec))
+    return NotFoundError("channel \"" + ch.name + "\": " + ch.dir + " is not a directory");
+  std::vector<std::string> files;
+  for (auto it = fs::recursive_directory_iterator(ch.dir, fs::directory_options::follow_directory_symlink, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    const std::string name = it->path().filename().string();
+    if (!name.empty() && name[0] == '.') {
+      if (it->is_directory()) it.disable_recursion_pending();
+      continue;
+    }
+    if (fs::is_regular_file(it->path())) files.push_back(it->path().string());
+  }
+  if (ec) return IOError(ch.dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return InvalidArgumentError("channel \"" + ch.name + "\": " + ch.dir + " holds no file");
+  return files;
+}
+
+int RunLaunch(const LaunchOptions& options) {
+  std::string reason;
+  int rc;
+  {
+    Run run(options);
+    rc = run.Go(&reason);
+  }
+  if (rc != 0) {
+    if (reason.empty()) reason = "failed with status " + std::to_string(rc);
+    std::fprintf(stderr, "ctrain: launch: %s\n", reason.c_str());
+    if (Status s = WriteFailure(options.sm_root + "/output/failure", reason); !s.ok())
+      std::fprintf(stderr, "ctrain: launch: %s\n", s.ToString().c_str());
+  }
+  return rc;
+}
+
+}  // namespace ctrain::launch

@@ -1,0 +1,76 @@
+// `ctrain launch`: runs this host's part of a SageMaker training job
+// (docs/launch.md). Reads the contract (launch/sagemaker_config.h), maps the
+// hyperparameters onto `ctrain train` flags (launch/hyperparameters.h), finds
+// this host's roles and runs them as child processes of this binary
+// (launch/supervisor.h):
+//
+//   homogeneous, 1 host        trainer: ctrain train (reads the channels itself)
+//   homogeneous, N hosts       the first host runs `mpirun -np N --host a:1,b:1,...
+//                              ctrain train` (docs/distributed.md); the others have
+//                              nothing to start: mpirun reaches them through sshd; they
+//                              wait for its Open MPI daemon to come and go, then exit 0.
+//                              Without MPI built in: FailedPrecondition naming it.
+//   heterogeneous (hyperparameter data_group = G)
+//     hosts of G               data-service worker --exit-when-idle; the first host of G
+//                              also runs the dispatcher, and when its worker has exited
+//                              (every job finished) shuts the service down, so every data
+//                              host and the dispatcher exit 0 by themselves
+//     the other hosts          the trainer (the first of them runs mpirun over them all when
+//                              there are several; the others wait as above), reading
+//                              through --data-service <first host of G>:<dispatcher port>
+//
+// Every role runs with --monitor-dir <output/data>/monitor/<host>/<role> (with a
+// role.json beside: host, role, instance group and type) for `ctrain report`.
+// Outputs: checkpoints in the checkpoint dir (a present checkpoint is resumed, as
+// on a spot restart); after a successful training the latest checkpoint is copied
+// to model/ (usable by `ctrain predict --model-dir`); metrics.json in output/data.
+// SIGTERM/SIGINT: forwarded to every role (the trainer checkpoints, the data roles
+// exit 0); the launcher then exits 143/130.
+// Any failure: the one-line reason goes to output/failure and to stderr, and
+// RunLaunch returns non-zero (1, or the signal status).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ctrain/base/status.h"
+#include "ctrain/launch/sagemaker_config.h"
+
+namespace ctrain::launch {
+
+struct LaunchOptions {
+  std::string sm_root = "/opt/ml";
+  // "" = <sm_root>/checkpoints (/opt/ml/checkpoints in a container, SageMaker's
+  // checkpoint_local_path default).
+  std::string checkpoint_dir;
+  std::map<std::string, std::string> host_addresses;  // --host-address NAME=ADDR; others: the name itself
+  int32_t dispatcher_port = 5050;
+  int32_t worker_port = 5051;
+  int64_t monitor_interval_ms = 1000;
+  std::set<std::string> train_flags;  // `ctrain train`'s long flag names (launch/hyperparameters.h)
+  std::string exe;                    // this binary; "" = /proc/self/exe
+  std::string mpirun = "mpirun";
+  std::vector<std::string> mpirun_args;  // extra mpirun arguments (e.g. --oversubscribe)
+  bool have_mpi = false;                 // built with CTRAIN_HAVE_MPI
+  // A homogeneous cluster's other hosts wait this long for the first host's mpirun to
+  // reach them (an Open MPI daemon, orted or prted, appears), then until it is gone,
+  // as SageMaker's MPI containers do; 0 = exit at once (local clusters: one machine).
+  int64_t mpi_host_wait_s = 300;
+  EnvLookup getenv;                      // SM_* lookup (null: none)
+};
+
+// Runs this host's roles; returns the process exit status (0 = success).
+int RunLaunch(const LaunchOptions& options);
+
+// Writes `reason` (newlines folded to spaces) + "\n" to `path`, creating its directory.
+Status WriteFailure(const std::string& path, const std::string& reason);
+
+// The files of a File/FastFile channel directory: regular files (symlinks followed),
+// recursively, sorted; names starting with '.' skipped. Errors: NotFound for a missing
+// directory, InvalidArgument for an empty one (naming the channel).
+StatusOr<std::vector<std::string>> ChannelFiles(const Channel& channel);
+
+}  // namespace ctrain::launch

@@ -1,0 +1,189 @@
+#include "ctrain/launch/supervisor.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace ctrain::launch {
+namespace {
+
+// Copies `fd` to `out` line by line with `prefix`, calling on_line for each.
+template <typename F>
+void CopyLines(int fd, FILE* out, const std::string& prefix, F on_line) {
+  std::string buf;
+  char chunk[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    buf.append(chunk, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = buf.find('\n')) != std::string::npos) {
+      std::string line = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      // Progress lines redraw with \r: keep what the last redraw shows.
+      if (size_t cr = line.rfind('\r'); cr != std::string::npos) line = line.substr(cr + 1);
+      std::fprintf(out, "%s%s\n", prefix.c_str(), line.c_str());
+      std::fflush(out);
+      on_line(line);
+    }
+  }
+  if (!buf.empty()) {
+    std::fprintf(out, "%s%s\n", prefix.c_str(), buf.c_str());
+    std::fflush(out);
+    on_line(buf);
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+std::string SelfExe() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "/proc/self/exe";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+Supervisor::~Supervisor() {
+  SignalAll(SIGTERM);
+  for (int i = 0; i < size(); ++i)
+    if (Wait(i, std::chrono::seconds(10)) < 0) {
+      Signal(i, SIGKILL);
+      Wait(i, std::chrono::seconds(10));
+    }
+  for (auto& c : children_)
+    for (auto& t : c->readers)
+      if (t.joinable()) t.join();
+}
+
+StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::string>& argv) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return ErrnoError(name, "pipe", errno);
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]), ::close(out[1]);
+    return ErrnoError(name, "pipe", errno);
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) return ErrnoError(name, "fork", errno);
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(143);  // the launcher died before prctl
+    // The child starts with default signal handling and an empty mask.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGTERM, SIG_DFL), ::signal(SIGINT, SIG_DFL), ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(out[1], 1), ::dup2(err[1], 2);
+    ::execv(args[0], args.data());
+    std::fprintf(stderr, "ctrain: launch: cannot execute %s: %s\n", args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(out[1]), ::close(err[1]);
+  auto c = std::make_unique<Child>();
+  c->name = name;
+  c->pid = pid;
+  Child* raw = c.get();
+  const std::string prefix = "[" + name + "] ";
+  c->readers.emplace_back([raw, fd = out[0], prefix] {
+    CopyLines(fd, stdout, prefix, [raw](const std::string& line) {
+      static const std::string kListen = " listening on ";
+      if (line.rfind("ctrain: ", 0) != 0) return;
+      if (size_t p = line.find(kListen); p != std::string::npos) {
+        std::lock_guard<std::mutex> l(raw->mu);
+        raw->listening = line.substr(p + kListen.size());
+        raw->cv.notify_all();
+      }
+    });
+  });
+  c->readers.emplace_back([raw, fd = err[0], prefix] {
+    CopyLines(fd, stderr, prefix, [raw](const std::string& line) {
+      if (line.rfind("ctrain: ", 0) != 0) return;
+      std::lock_guard<std::mutex> l(raw->mu);
+      raw->last_line = line;
+    });
+  });
+  children_.push_back(std::move(c));
+  return size() - 1;
+}
+
+void Supervisor::Reap(Child& c, bool block) {
+  if (c.reaped || c.pid <= 0) return;
+  int st = 0;
+  pid_t r;
+  do r = ::waitpid(c.pid, &st, block ? 0 : WNOHANG);
+  while (r < 0 && errno == EINTR);
+  if (r == c.pid) {
+    c.reaped = true;
+    c.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+    for (auto& t : c.readers)
+      if (t.joinable()) t.join();  // the pipes end with the process (its children hold no copy: CLOEXEC)
+  }
+}
+
+bool Supervisor::Exited(int i) {
+  Reap(*children_[i], false);
+  return children_[i]->reaped;
+}
+
+int Supervisor::status(int i) {
+  Reap(*children_[i], false);
+  return children_[i]->reaped ? children_[i]->status : -1;
+}
+
+std::string Supervisor::last_line(int i) {
+  std::lock_guard<std::mutex> l(children_[i]->mu);
+  return children_[i]->last_line;
+}
+
+void Supervisor::Signal(int i, int sig) {
+  Child& c = *children_[i];
+  Reap(c, false);
+  if (!c.reaped && c.pid > 0) ::kill(c.pid, sig);
+}
+
+void Supervisor::SignalAll(int sig) {
+  for (int i = 0; i < size(); ++i) Signal(i, sig);
+}
+
+int Supervisor::Wait(int i, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    if (Exited(i)) return children_[i]->status;
+    if (std::chrono::steady_clock::now() >= end) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+StatusOr<std::string> Supervisor::WaitListening(int i, std::chrono::milliseconds limit, const std::atomic<int>* stop) {
+  Child& c = *children_[i];
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(c.mu);
+      if (!c.listening.empty()) return c.listening;
+      c.cv.wait_for(l, std::chrono::milliseconds(20));
+      if (!c.listening.empty()) return c.listening;
+    }
+    if (Exited(i))
+      return UnavailableError(c.name + " exited with status " + std::to_string(c.status) + " before listening" +
+                              (last_line(i).empty() ? "" : ": " + last_line(i)));
+    if (stop != nullptr && stop->load() != 0) return CancelledError(c.name + ": stopped while waiting for it to listen");
+    if (std::chrono::steady_clock::now() >= end)
+      return DeadlineExceededError(c.name + " did not say where it listens within " +
+                                   std::to_string(limit.count()) + " ms");
+  }
+}
+
+}  // namespace ctrain::launch

@@ -1,0 +1,77 @@
+// The processes of one host's roles (`ctrain launch`): children of this process,
+// each with its stdout and stderr read line by line and copied to ours with a
+// "[<name>] " prefix, so one log shows every role.
+//
+// Each child gets PR_SET_PDEATHSIG = SIGTERM: if the launcher dies, its roles get
+// the same stop SageMaker would send, so nothing is left running.
+// Remembered per child: its exit status, the last line it wrote that starts with
+// "ctrain: " (the CLI's error lines do: the failure reason), and the address of a
+// "ctrain: <what> listening on ADDR" line on stdout (data-service servers).
+//
+// Thread safety: one thread drives a Supervisor; the reader threads are internal.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ctrain/base/status.h"
+
+namespace ctrain::launch {
+
+class Supervisor {
+ public:
+  Supervisor() = default;
+  ~Supervisor();  // SIGTERM, then (after 10 s) SIGKILL, to every child still running; reaps them
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Starts argv (argv[0] is the program path) as `name`; returns its index.
+  // Errors: the fork/pipe failure (an exec failure shows as exit status 127).
+  StatusOr<int> Start(const std::string& name, const std::vector<std::string>& argv);
+
+  // Waits up to `limit` for child i's "listening on ADDR" line; returns ADDR.
+  // Errors: Unavailable naming the child and its exit status when it exits
+  // first; DeadlineExceeded after `limit`; Cancelled when *stop becomes non-zero.
+  StatusOr<std::string> WaitListening(int i, std::chrono::milliseconds limit, const std::atomic<int>* stop);
+
+  // Reaps children that exited (non-blocking). Returns true if child i has exited.
+  bool Exited(int i);
+  // Exit status: the code, 128 + signal, -1 while running.
+  int status(int i);
+  std::string last_line(int i);
+  const std::string& name(int i) const { return children_[i]->name; }
+  pid_t pid(int i) const { return children_[i]->pid; }
+  int size() const { return static_cast<int>(children_.size()); }
+
+  void Signal(int i, int sig);
+  void SignalAll(int sig);
+  // Waits (bounded) for child i; returns its status or -1 on timeout.
+  int Wait(int i, std::chrono::milliseconds limit);
+
+ private:
+  struct Child {
+    std::string name;
+    pid_t pid = -1;
+    int status = -1;
+    bool reaped = false;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::string last_line, listening;
+    std::vector<std::thread> readers;
+  };
+  void Reap(Child& c, bool block);
+  std::vector<std::unique_ptr<Child>> children_;
+};
+
+// The path of the running executable (/proc/self/exe resolved).
+std::string SelfExe();
+
+}  // namespace ctrain::launch

@@ -1,0 +1,115 @@
+// The local-cluster spec (docs/launch.md#local-clusters) and the process
+// supervisor the launcher runs its roles with.
+#include "ctrain/launch/local_cluster.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "ctrain/launch/supervisor.h"
+#include "testing/temp_dir.h"
+
+namespace ctrain::launch {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(LocalClusterSpec, GroupsHyperparametersAndChannels) {
+  const std::string dir = testing::TestTempDir("local_cluster", "spec");
+  std::ofstream(dir + "/tr.libsvm") << "1 1:1\n";
+  std::filesystem::create_directories(dir + "/va");
+  std::ofstream(dir + "/va/b.libsvm") << "0 1:1\n";
+  std::ofstream(dir + "/va/a.libsvm") << "1 1:1\n";
+  StatusOr<LocalClusterSpec> s = ParseLocalClusterSpec(
+      "[[group]]\nname = \"data\"\ninstance_type = \"ml.c5.xlarge\"\ncount = 2\n"
+      "[[group]]\nname = \"train\"\ninstance_type = \"ml.g5.xlarge\"\ncount = 1\n"
+      "[hyperparameters]\ndata_group = \"data\"\nepochs = 3\nlearning_rate = 0.001\nbatch_norm = true\n"
+      "[channels.train]\nmode = \"Pipe\"\nfiles = [\"tr.libsvm\"]\n"
+      "[channels.validation]\nfiles = [\"va\"]\n",
+      dir + "/spec.toml");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->groups.size(), 2u);
+  EXPECT_EQ(s->groups[0].count, 2);
+  EXPECT_EQ(s->groups[1].instance_type, "ml.g5.xlarge");
+  // Written to hyperparameters.json as strings (toml++ keeps a table's keys sorted).
+  EXPECT_EQ(s->hyperparameters, (Hyperparameters{{"batch_norm", "true"}, {"data_group", "data"}, {"epochs", "3"},
+                                                 {"learning_rate", "0.001"}}));
+  ASSERT_EQ(s->channels.size(), 2u);
+  EXPECT_EQ(s->channels[0].mode, InputMode::kPipe);
+  EXPECT_EQ(s->channels[0].files, std::vector<std::string>{dir + "/tr.libsvm"});
+  EXPECT_EQ(s->channels[1].mode, InputMode::kFile);  // the default
+  EXPECT_EQ(s->channels[1].files, (std::vector<std::string>{dir + "/va/a.libsvm", dir + "/va/b.libsvm"}));
+}
+
+TEST(LocalClusterSpec, ErrorsNameTheKey) {
+  auto err = [](const std::string& toml) { return ParseLocalClusterSpec(toml, "/x/s.toml").status().ToString(); };
+  EXPECT_NE(err("").find("/x/s.toml: no [[group]]"), std::string::npos);
+  EXPECT_NE(err("[[group]]\nname = \"a\"\ninstance_type = \"t\"\ncount = 0\n").find("group 1: \"count\" must be"),
+            std::string::npos);
+  EXPECT_NE(err("[[group]]\nname = \"a\"\ninstance_type = \"t\"\ncount = 1\ncores = 2\n").find("unknown key \"cores\""),
+            std::string::npos);
+  EXPECT_NE(err("[[group]]\nname = \"a\"\ninstance_type = \"t\"\ncount = 1\n[channels.train]\nmode = \"Stream\"\n"
+                "files = [\"x\"]\n")
+                .find("channels.train.mode \"Stream\" is not File, Pipe or FastFile"),
+            std::string::npos);
+  EXPECT_NE(err("[[group]]\nname = \"a\"\ninstance_type = \"t\"\ncount = 1\n[channels.train]\nfiles = [\"/nope\"]\n")
+                .find("/nope does not exist"),
+            std::string::npos);
+  EXPECT_NE(err("[[group]]\nname = \"a\"\n").find("\"instance_type\" (a string) is missing"), std::string::npos);
+  EXPECT_NE(err("[[group]\n").find("not TOML (line 1)"), std::string::npos);
+  EXPECT_NE(err("[[group]]\nname = \"a\"\ninstance_type = \"t\"\ncount = 1\n[oops]\n").find("unknown key \"oops\""),
+            std::string::npos);
+}
+
+TEST(Supervisor, CapturesListeningAddressLastLineAndStatus) {
+  Supervisor s;
+  StatusOr<int> a = s.Start("server", {"/bin/sh", "-c",
+                                       "echo 'ctrain: data-service worker listening on 127.0.0.1:4242'; "
+                                       "echo 'ctrain: first' >&2; echo 'ctrain: bad thing happened' >&2; "
+                                       "echo 'not a ctrain line' >&2; exit 3"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  StatusOr<std::string> addr = s.WaitListening(*a, 10s, nullptr);
+  ASSERT_TRUE(addr.ok()) << addr.status().ToString();
+  EXPECT_EQ(*addr, "127.0.0.1:4242");
+  EXPECT_EQ(s.Wait(*a, 10s), 3);
+  EXPECT_EQ(s.last_line(*a), "ctrain: bad thing happened");
+  EXPECT_EQ(s.name(*a), "server");
+}
+
+TEST(Supervisor, ExitBeforeListeningAndSignals) {
+  Supervisor s;
+  StatusOr<int> quit = s.Start("quitter", {"/bin/sh", "-c", "echo 'ctrain: no port' >&2; exit 1"});
+  ASSERT_TRUE(quit.ok());
+  Status st = s.WaitListening(*quit, 10s, nullptr).status();
+  EXPECT_EQ(st.code(), StatusCode::kUnavailable);
+  EXPECT_NE(st.ToString().find("quitter exited with status 1 before listening: ctrain: no port"), std::string::npos)
+      << st.ToString();
+  StatusOr<int> sleeper = s.Start("sleeper", {"/bin/sleep", "30"});
+  ASSERT_TRUE(sleeper.ok());
+  EXPECT_FALSE(s.Exited(*sleeper));
+  EXPECT_EQ(s.WaitListening(*sleeper, 50ms, nullptr).status().code(), StatusCode::kDeadlineExceeded);
+  s.Signal(*sleeper, SIGTERM);
+  EXPECT_EQ(s.Wait(*sleeper, 10s), 128 + SIGTERM);
+  StatusOr<int> missing = s.Start("missing", {"/nonexistent/binary"});
+  ASSERT_TRUE(missing.ok());
+  EXPECT_EQ(s.Wait(*missing, 10s), 127);
+  EXPECT_NE(s.last_line(*missing).find("cannot execute /nonexistent/binary"), std::string::npos);
+}
+
+TEST(Supervisor, DestructorStopsWhatIsStillRunning) {
+  pid_t pid;
+  {
+    Supervisor s;
+    StatusOr<int> a = s.Start("sleeper", {"/bin/sleep", "30"});
+    ASSERT_TRUE(a.ok());
+    pid = s.pid(*a);
+    EXPECT_EQ(::kill(pid, 0), 0);
+  }
+  EXPECT_NE(::kill(pid, 0), 0);  // reaped: gone
+}
+
+}  // namespace
+}  // namespace ctrain::launch
