@@ -23,5 +23,6 @@ Command AddTrainCommand(CLI::App& app);
 Command AddEvalCommand(CLI::App& app);
 Command AddPredictCommand(CLI::App& app);
 Command AddDataServiceCommand(CLI::App& app);
+Command AddPsCommand(CLI::App& app);
 
 }  // namespace ctrain::cli
