@@ -13,6 +13,7 @@
 
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/random.h"
+#include "ctrain/ps/admin.h"
 #include "ctrain/train/metrics.h"
 #include "ctrain/train/sharded_checkpoint.h"
 #include "ctrain/train/threads.h"
@@ -299,7 +300,43 @@ Status RunPsTraining(const train::TrainOptions& options, const PsTrainOptions& p
   result->train.compute_seconds = seconds;
   result->client = w.client->stats();
   result->global_step = round;
+  if (is_chief) {
+    StatusOr<nlohmann::json> st = GetPsStatus(ps.client.addresses, ps.client.channel, 5000);
+    if (st.ok()) result->servers = std::move(*st);
+  }
   return Status::OK();
+}
+
+nlohmann::json PsMetricsJson(const PsTrainResult& r, int32_t worker_index, int32_t num_workers, bool sync) {
+  const double steps = r.train.steps > 0 ? static_cast<double>(r.train.steps) : 1.0;
+  const ClientStats& c = r.client;
+  nlohmann::json j{{"worker_index", worker_index},
+                   {"num_workers", num_workers},
+                   {"sync_replicas", sync},
+                   {"steps", r.train.steps},
+                   {"pulls_per_step", c.pulls / steps},
+                   {"pushes_per_step", c.pushes / steps},
+                   {"bytes_sent_per_step", c.bytes_sent / steps},
+                   {"bytes_received_per_step", c.bytes_received / steps},
+                   {"encode_seconds_per_step", c.encode_seconds / steps},
+                   {"rpc_seconds_per_step", c.rpc_seconds / steps},
+                   {"seconds_per_step", r.train.seconds / steps},
+                   {"dropped_stale", c.dropped_stale}};
+  if (!r.servers.is_null()) j["servers"] = r.servers;
+  return j;
+}
+
+std::string PsMetricsLine(const nlohmann::json& m) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "ps: worker %d per step: %.1f pulls + %.1f pushes, %.0f bytes sent, %.0f received; %.2f ms of "
+                "%.2f ms in the calls (network + servers), %.2f ms packing; %lld stale pushes dropped",
+                m.value("worker_index", 0), m.value("pulls_per_step", 0.0), m.value("pushes_per_step", 0.0),
+                m.value("bytes_sent_per_step", 0.0), m.value("bytes_received_per_step", 0.0),
+                1e3 * m.value("rpc_seconds_per_step", 0.0), 1e3 * m.value("seconds_per_step", 0.0),
+                1e3 * m.value("encode_seconds_per_step", 0.0),
+                static_cast<long long>(m.value("dropped_stale", int64_t{0})));
+  return buf;
 }
 
 }  // namespace ctrain::ps

@@ -31,6 +31,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "ctrain/base/status.h"
 #include "ctrain/ps/client.h"
@@ -52,9 +55,18 @@ struct PsTrainResult {
   ClientStats client;         // this worker's traffic
   int64_t global_step = 0;    // sync: the global step at the end; async: this worker's steps
   std::string manifest;       // chief with model_dir: the manifest written last
+  nlohmann::json servers;     // chief: GetPsStatus at the end (null if a server did not answer)
 };
 
 Status RunPsTraining(const train::TrainOptions& options, const PsTrainOptions& ps, const train::Dataset& train,
                      const train::Dataset* valid, PsTrainResult* result);
+
+// The "ps" object of `ctrain train --metrics-json` (docs/parameter-servers.md#metrics):
+// per step of this worker: pulls, pushes, bytes sent and received, seconds
+// encoding (splitting ids, packing and scattering rows), in the calls
+// (network + server) and in total; dropped stale pushes; the servers' status.
+nlohmann::json PsMetricsJson(const PsTrainResult& result, int32_t worker_index, int32_t num_workers, bool sync);
+// One line for stderr: the same figures per step.
+std::string PsMetricsLine(const nlohmann::json& metrics);
 
 }  // namespace ctrain::ps
