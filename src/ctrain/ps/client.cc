@@ -61,10 +61,17 @@ struct PsClient::Impl {
     bool reported = false;
     auto attempt = [&]() -> Status {
       Status st = once();
-      if (!st.ok() && st.code() == StatusCode::kUnavailable && !reported) {
-        reported = true;
-        Log(Name(s) + " is unavailable (" + std::string(st.message()) + "): waiting up to " +
-            std::to_string(options.max_wait.count() / 1000) + " s for it to come back");
+      if (!st.ok() && st.code() == StatusCode::kUnavailable) {
+        if (!reported) {
+          reported = true;
+          Log(Name(s) + " is unavailable (" + std::string(st.message()) + "): waiting up to " +
+              std::to_string(options.max_wait.count() / 1000) + " s for it to come back");
+        }
+        // A fresh channel connects at the next attempt; the old one would wait
+        // out gRPC's reconnect backoff (1 s growing to 120 s) first.
+        if (StatusOr<std::shared_ptr<grpc::Channel>> ch = service::MakeChannel(options.addresses[s], options.channel);
+            ch.ok())
+          stubs[s] = proto::ParameterServer::NewStub(*ch);
       }
       if (!st.ok() && st.code() == StatusCode::kFailedPrecondition && initialized &&
           st.message().find("is not initialised") != std::string_view::npos) {
