@@ -3,7 +3,9 @@
 // parameter server.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "ps/ps_cluster.h"
 #include "testing/temp_dir.h"
@@ -52,6 +54,83 @@ TEST(PsCliTest, BadFlagsAreNamed) {
   r = RunCtrain("ps --shard 0 --num-shards 1 --partitioner div");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("--partitioner 'div'"), std::string::npos) << r.out;
+}
+
+
+// A small synthetic job (2,000 rows, F = 8, 400 ids, MLP 16) in `dir`; returns the common train flags.
+std::vector<std::string> SmallJob(const std::string& dir, int epochs) {
+  RunResult r = RunCtrain("synth --rows 2000 --format libsvm --field-size 8 --feature-size 400 --num-numeric 2 "
+                          "--seed 3 --output " + dir + "/tr.libsvm");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  return {"train", "--train", dir + "/tr.libsvm", "--input-mode", "memory", "--format", "libsvm",
+          "--field-size", "8", "--feature-size", "400", "--embedding-size", "4", "--deep-layers", "16",
+          "--batch-size", "50", "--epochs", std::to_string(epochs), "--intra-op-parallelism-threads", "1",
+          "--progress", "log"};
+}
+
+std::vector<std::string> Plus(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Waits (bounded) until `path`'s content contains `text`.
+bool WaitForText(const std::string& path, const std::string& text, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (ChildProcess::Read(path).find(text) != std::string::npos) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+TEST(PsCliTest, KillingAWorkerLeavesTheOthersGoing) {
+  const std::string dir = TestTempDir("ps_cli", "kill_worker");
+  PsCluster c(dir);
+  const std::string a0 = c.StartPs(0, 2), a1 = c.StartPs(1, 2);
+  ASSERT_FALSE(a0.empty() || a1.empty()) << c.Logs();
+  const std::vector<std::string> job = SmallJob(dir, 40);
+  const std::vector<std::string> ps = {"--ps", a0 + "," + a1, "--num-workers", "2"};
+  ChildProcess* w1 = c.Start(Plus(Plus(job, ps), {"--worker-index", "1"}), "worker1");
+  ChildProcess* w0 = c.Start(Plus(Plus(job, ps), {"--worker-index", "0"}), "worker0");
+  ASSERT_TRUE(w0 != nullptr && w1 != nullptr);
+  ASSERT_TRUE(WaitForText(c.Path("worker1.err"), "epoch 2/40", 60s)) << c.Logs();
+  w1->Kill(SIGKILL);
+  EXPECT_EQ(w1->Wait(10s), 128 + SIGKILL);
+  EXPECT_EQ(w0->Wait(120s), 0) << c.Logs();
+  EXPECT_NE(ChildProcess::Read(c.Path("worker0.err")).find("epoch 40/40"), std::string::npos) << c.Logs();
+}
+
+TEST(PsCliTest, KillingAServerMakesWorkersWaitAndARestartFromItsCheckpointContinues) {
+  const std::string dir = TestTempDir("ps_cli", "kill_ps");
+  const std::string model = dir + "/model";
+  PsCluster c(dir);
+  const std::string a0 = c.StartPs(0, 2, {"--model-dir", model, "--partitioner", "mod"});
+  const std::string a1 = c.StartPs(1, 2, {"--model-dir", model, "--partitioner", "mod"});
+  ASSERT_FALSE(a0.empty() || a1.empty()) << c.Logs();
+  const std::vector<std::string> job = SmallJob(dir, 12);
+  ChildProcess* w = c.Start(Plus(job, {"--ps", a0 + "," + a1, "--worker-index", "0", "--num-workers", "1",
+                                       "--model-dir", model, "--save-checkpoints-steps", "25"}),
+                            "worker0");
+  ASSERT_NE(w, nullptr);
+  ASSERT_TRUE(WaitForText(c.Path("worker0.err"), "epoch 2/12", 60s)) << c.Logs();
+  ASSERT_TRUE(std::filesystem::exists(model + "/ps_checkpoint.json"));
+  c.ps(1).Kill(SIGKILL);
+  ASSERT_EQ(c.ps(1).Wait(10s), 128 + SIGKILL);
+  ASSERT_TRUE(WaitForText(c.Path("worker0.err"), "parameter server shard 1 at " + a1 + " is unavailable", 30s))
+      << c.Logs();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(w->Wait(0ms), -1) << "the worker must wait for the server, not exit\n" << c.Logs();
+  const std::string again = c.StartPs(1, 2, {"--model-dir", model, "--partitioner", "mod"}, PortOf(a1));
+  ASSERT_EQ(again, a1) << c.Logs();
+  EXPECT_EQ(w->Wait(120s), 0) << c.Logs();
+  const std::string err = ChildProcess::Read(c.Path("worker0.err"));
+  EXPECT_NE(err.find("parameter server shard 1 at " + a1 + " is back"), std::string::npos) << err;
+  EXPECT_NE(err.find("epoch 12/12"), std::string::npos) << err;
+  EXPECT_NE(c.Logs().find("restored "), std::string::npos) << c.Logs();
+  // eval loads the sharded checkpoint.
+  RunResult ev = RunCtrain("eval --model-dir " + model + " --input " + dir + "/tr.libsvm --format libsvm");
+  EXPECT_EQ(ev.exit_code, 0) << ev.out;
+  EXPECT_NE(ev.out.find("auc"), std::string::npos) << ev.out;
 }
 
 }  // namespace

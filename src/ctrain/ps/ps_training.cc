@@ -180,6 +180,26 @@ struct Worker {
 
 }  // namespace
 
+StatusOr<PsTrainOptions> PsWorkerSettings::Options(const service::ChannelConfig& channel,
+                                                   const std::atomic<int>* stop) const {
+  if (num_workers < 1) return InvalidArgumentError("--num-workers must be >= 1");
+  if (worker_index < 0 || worker_index >= num_workers)
+    return InvalidArgumentError("--worker-index " + std::to_string(worker_index) + " not in [0, " +
+                                std::to_string(num_workers) + ") (--num-workers " + std::to_string(num_workers) + ")");
+  if (!(wait_seconds > 0)) return InvalidArgumentError("--ps-wait-seconds must be > 0");
+  if (max_staleness < 0) return InvalidArgumentError("--max-staleness must be >= 0");
+  PsTrainOptions o;
+  o.client.addresses = addresses;
+  o.client.channel = channel;
+  o.client.worker_index = worker_index;
+  o.client.max_wait = std::chrono::milliseconds(static_cast<int64_t>(wait_seconds * 1000));
+  o.client.stop = stop;
+  o.num_workers = num_workers;
+  o.sync_replicas = sync_replicas;
+  o.max_staleness = max_staleness;
+  return o;
+}
+
 Status RunPsTraining(const train::TrainOptions& options, const PsTrainOptions& ps, const train::Dataset& train,
                      const train::Dataset* valid, PsTrainResult* result) {
   *result = PsTrainResult();

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +49,20 @@ struct PsTrainOptions {
   int32_t num_workers = 1;
   bool sync_replicas = false;
   int64_t max_staleness = 0;  // async only; 0 = no bound
+};
+
+// What `ctrain train --ps ...` is told (docs/parameter-servers.md#workers).
+struct PsWorkerSettings {
+  std::vector<std::string> addresses;  // --ps, shard order; empty = not a parameter-server job
+  int32_t worker_index = 0;            // --worker-index (0 = the chief)
+  int32_t num_workers = 1;             // --num-workers
+  bool sync_replicas = false;          // --sync-replicas
+  int64_t max_staleness = 0;           // --max-staleness (async; 0 = no bound)
+  double wait_seconds = 120;           // --ps-wait-seconds: how long an unavailable server is waited for
+
+  bool enabled() const { return !addresses.empty(); }
+  // The worker's options. Errors: InvalidArgument naming the flag.
+  StatusOr<PsTrainOptions> Options(const service::ChannelConfig& channel, const std::atomic<int>* stop) const;
 };
 
 struct PsTrainResult {
