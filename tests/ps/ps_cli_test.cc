@@ -3,6 +3,7 @@
 // parameter server.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -131,6 +132,31 @@ TEST(PsCliTest, KillingAServerMakesWorkersWaitAndARestartFromItsCheckpointContin
   RunResult ev = RunCtrain("eval --model-dir " + model + " --input " + dir + "/tr.libsvm --format libsvm");
   EXPECT_EQ(ev.exit_code, 0) << ev.out;
   EXPECT_NE(ev.out.find("auc"), std::string::npos) << ev.out;
+}
+
+// The flags path end to end: `train --ps ... --sync-replicas` with one worker predicts exactly what
+// local `train` predicts (the library test, ps_training_test.cc, compares every tensor).
+TEST(PsCliTest, OneSyncWorkerPredictsExactlyWhatLocalTrainingPredicts) {
+  const std::string dir = TestTempDir("ps_cli", "sync_equals_local");
+  PsCluster c(dir);
+  const std::vector<std::string> job = SmallJob(dir, 3);
+  std::string local_cmd;
+  for (const std::string& a : job) local_cmd += " " + a;
+  RunResult local = RunCtrain(local_cmd + " --model-dir " + dir + "/local");
+  ASSERT_EQ(local.exit_code, 0) << local.out;
+  const std::string a0 = c.StartPs(0, 2, {"--model-dir", dir + "/ps"}), a1 = c.StartPs(1, 2, {"--model-dir", dir + "/ps"});
+  ASSERT_FALSE(a0.empty() || a1.empty()) << c.Logs();
+  RunResult ps = RunCtrain(local_cmd + " --ps " + a0 + "," + a1 + " --sync-replicas --model-dir " + dir + "/ps");
+  ASSERT_EQ(ps.exit_code, 0) << ps.out << c.Logs();
+  EXPECT_NE(ps.out.find("worker 0 of 1, sync replicas"), std::string::npos) << ps.out;
+  for (const char* m : {"local", "ps"}) {
+    RunResult p = RunCtrain(std::string("predict --model-dir ") + dir + "/" + m + " --input " + dir +
+                            "/tr.libsvm --format libsvm --output " + dir + "/" + m + ".pred");
+    ASSERT_EQ(p.exit_code, 0) << p.out;
+  }
+  const std::string want = ChildProcess::Read(dir + "/local.pred"), got = ChildProcess::Read(dir + "/ps.pred");
+  EXPECT_EQ(std::count(want.begin(), want.end(), '\n'), 2000);
+  EXPECT_TRUE(want == got) << "predictions differ";
 }
 
 }  // namespace
