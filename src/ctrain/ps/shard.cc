@@ -366,7 +366,19 @@ Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* 
   round_.push_back(std::move(p));
   const int64_t my_round = rounds_done_;
   if (static_cast<int32_t>(round_.size()) < spec_.num_workers()) {
-    sync_cv_.wait(l, [&] { return rounds_done_ > my_round || shutdown_; });
+    // A lost worker stalls the round (as in TF): say which ones are missing, every 10 s.
+    const auto since = Clock::now();
+    while (!sync_cv_.wait_for(l, std::chrono::seconds(10), [&] { return rounds_done_ > my_round || shutdown_; })) {
+      std::string missing;
+      for (int32_t w = 0; w < spec_.num_workers(); ++w) {
+        bool in = false;
+        for (const auto& q : round_) in = in || q->worker == w;
+        if (!in) missing += (missing.empty() ? "" : ", ") + std::to_string(w);
+      }
+      Log("sync round " + std::to_string(my_round + 1) + ": waiting " +
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since).count()) +
+          " s for worker(s) " + missing + " (a lost worker stalls --sync-replicas training)");
+    }
     if (rounds_done_ <= my_round)
       return AbortedError("parameter server shard " + std::to_string(options_.shard) +
                           " shut down while a sync round waited for workers");
