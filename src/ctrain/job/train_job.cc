@@ -149,6 +149,9 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
     return InvalidArgumentError("--ps: a worker reads its training data in memory (--input-mode memory)");
   if (job.ps.enabled() && !job.data_service.address.empty())
     return InvalidArgumentError("--ps and --data-service cannot be combined yet (docs/parameter-servers.md#limits)");
+  if (job.ps.enabled()) CTRAIN_RETURN_IF_ERROR(job.ps.Options({}, nullptr).status());  // before any data is read
+  if (job.ps.enabled() && job.autotune)
+    return InvalidArgumentError("--autotune measures local thread layouts; with --ps give --intra-op-parallelism-threads");
   if (job.ps.enabled() && job.ps.worker_index != 0) o.model_dir.clear();  // the chief (worker 0) checkpoints
   if (mode != "stream" && mode != "memory")
     return InvalidArgumentError("--input-mode must be stream or memory (or auto), got '" + job.input_mode + "'");
