@@ -229,5 +229,38 @@ TEST(PsRpcTest, ShardRestartsFromItsCheckpoint) {
   EXPECT_EQ(bad.status().code(), StatusCode::kFailedPrecondition);
 }
 
+// A server that comes back without a checkpoint is initialised again from the client's spec.
+TEST(PsRpcTest, AServerRestartedWithoutACheckpointIsInitialisedAgain) {
+  const model::DeepFMConfig m = SmallModel(50, 4);
+  std::vector<int64_t> ids = {2, 7};
+  std::vector<float> w0(2), v0(8), w1(2), v1(8), gw = {1, 1}, gv(8, 1.0f);
+  std::vector<std::string> lines;
+  ClientOptions co;
+  co.max_wait = std::chrono::milliseconds(5000);
+  co.log = [&](const std::string& l) { lines.push_back(l); };
+  int port = 0;
+  std::unique_ptr<PsClient> c;
+  {
+    auto servers = StartServers(1, "fixed_size");
+    co.addresses = Addresses(servers);
+    port = std::stoi(co.addresses[0].substr(co.addresses[0].rfind(':') + 1));
+    c = std::move(PsClient::Connect(co)).value();
+    ASSERT_TRUE(c->Init(Spec(m, "sgd")).ok());
+    ASSERT_TRUE(c->Pull(ids, w0.data(), v0.data(), nullptr).ok());
+    ASSERT_TRUE(c->Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok());
+  }
+  ServerOptions o;
+  o.server.port = port;
+  o.shard.log = [](const std::string&) {};
+  auto again = ParameterServer::Start(o);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_TRUE(c->Pull(ids, w1.data(), v1.data(), nullptr).ok());
+  EXPECT_EQ(w0, w1);  // the initial values again: the pushed update died with the old server
+  EXPECT_EQ(v0, v1);
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  EXPECT_NE(all.find("restarted without a checkpoint: initialising it again"), std::string::npos) << all;
+}
+
 }  // namespace
 }  // namespace ctrain::ps
