@@ -12,6 +12,7 @@
 #   bytes_sent/received_per_step  serialized request/response sizes
 #   encode_seconds_per_step  splitting ids by server, packing and scattering rows
 #   rpc_seconds_per_step     the parallel calls: network, gRPC and the servers
+#   protobuf_seconds_per_step  serializing + parsing the step's messages once (sampled)
 #   servers: pull_seconds (copying rows out), apply_seconds (the optimizer)
 # Prints min and median examples/s per setup, the ratios of the medians,
 # the per-step breakdown, then one JSON object on the last line.
@@ -103,6 +104,7 @@ for label, pre in (("1 worker", "ps1"), ("2 workers", "ps2")):
     step = med([x["ps"]["seconds_per_step"] for x in j])
     rpc = med([x["ps"]["rpc_seconds_per_step"] for x in j])
     enc = med([x["ps"]["encode_seconds_per_step"] for x in j])
+    pb = med([x["ps"].get("protobuf_seconds_per_step", 0) for x in j])
     servers = p.get("servers", {}).get("shards", [])
     apply_s = sum(s.get("apply_seconds", 0) for s in servers)
     pull_s = sum(s.get("pull_seconds", 0) for s in servers)
@@ -114,12 +116,13 @@ for label, pre in (("1 worker", "ps1"), ("2 workers", "ps2")):
     per_step_pull = pull_s / pulls * len(servers)
     print(f"{label}, chief per step (median of rounds): {1e3*step:.2f} ms = compute {1e3*(step-rpc-enc):.2f} ms"
           f" + packing {1e3*enc:.2f} ms + calls {1e3*rpc:.2f} ms (of which servers: optimizer {1e3*per_step_apply:.2f} ms,"
-          f" row copy {1e3*per_step_pull:.2f} ms; the rest network + gRPC (de)serialisation, and in async the servers' lock)")
+          f" row copy {1e3*per_step_pull:.2f} ms; protobuf (de)serialisation on both ends {1e3*pb:.2f} ms;"
+          f" the rest {1e3*(rpc-per_step_apply-per_step_pull-pb):.2f} ms: network, gRPC, and in async the servers' lock)")
     print(f"  {p['pulls_per_step']:.1f} pulls + {p['pushes_per_step']:.1f} pushes per step, "
           f"{p['bytes_sent_per_step']:,.0f} bytes sent + {p['bytes_received_per_step']:,.0f} received per step; "
           f"servers: {pulls/up:,.1f} pulls/s, {pushes/up:,.1f} pushes/s over their uptime (last round)")
     res[pre] = {"seconds_per_step": step, "rpc_seconds_per_step": rpc, "encode_seconds_per_step": enc,
-                "server_apply_seconds_per_step": per_step_apply, "server_pull_seconds_per_step": per_step_pull,
+                "server_apply_seconds_per_step": per_step_apply, "protobuf_seconds_per_step": pb, "server_pull_seconds_per_step": per_step_pull,
                 "pulls_per_step": p["pulls_per_step"], "pushes_per_step": p["pushes_per_step"],
                 "bytes_sent_per_step": p["bytes_sent_per_step"], "bytes_received_per_step": p["bytes_received_per_step"]}
 print(json.dumps(res))

@@ -19,6 +19,21 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 
+// Seconds to serialize and parse `req` and `resp` once each (what gRPC does with them on both ends).
+template <typename Req, typename Resp>
+double ProtobufSeconds(const Req& req, const Resp& resp) {
+  const auto t0 = Clock::now();
+  std::string a, b;
+  req.SerializeToString(&a);
+  resp.SerializeToString(&b);
+  Req r2;
+  Resp p2;
+  r2.ParseFromString(a);
+  p2.ParseFromString(b);
+  return Seconds(t0);
+}
+constexpr int64_t kProtobufSampleEvery = 16;
+
 void PutFloats(const float* p, int64_t n, std::string* out) {
   out->assign(reinterpret_cast<const char*>(p), static_cast<size_t>(n) * sizeof(float));
 }
@@ -217,6 +232,9 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
     });
   }));
   m.stats.rpc_seconds += Seconds(t0);
+  if (m.stats.pulls / S % kProtobufSampleEvery == 0)
+    for (int32_t s = 0; s < S; ++s)
+      m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.pull_req[s], m.pull_resp[s]);
   m.stats.pulls += S;
   t0 = Clock::now();
   for (int32_t s = 0; s < S; ++s) {
@@ -308,6 +326,9 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
     });
   }));
   m.stats.rpc_seconds += Seconds(t0);
+  if (m.stats.pushes / S % kProtobufSampleEvery == 0)
+    for (int32_t s = 0; s < S; ++s)
+      m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.push_req[s], m.push_resp[s]);
   m.stats.pushes += S;
   for (int32_t s = 0; s < S; ++s) {
     m.stats.bytes_received += static_cast<int64_t>(m.push_resp[s].ByteSizeLong());

@@ -52,6 +52,10 @@ struct ClientStats {
   double encode_seconds = 0;              // building and splitting requests, scattering responses
   double rpc_seconds = 0;                 // wall time of the parallel calls (network + server)
   int64_t dropped_stale = 0;              // pushes a shard dropped as too stale
+  // Protobuf cost of the messages, sampled every 16th Pull and Push: serializing
+  // and parsing each request and response once (the work gRPC does on the two
+  // ends), scaled to every call. Part of rpc_seconds (client and servers).
+  double protobuf_seconds = 0;
 };
 
 class PsClient {

@@ -340,6 +340,7 @@ nlohmann::json PsMetricsJson(const PsTrainResult& r, int32_t worker_index, int32
                    {"bytes_received_per_step", c.bytes_received / steps},
                    {"encode_seconds_per_step", c.encode_seconds / steps},
                    {"rpc_seconds_per_step", c.rpc_seconds / steps},
+                   {"protobuf_seconds_per_step", c.protobuf_seconds / steps},
                    {"seconds_per_step", r.train.seconds / steps},
                    {"dropped_stale", c.dropped_stale}};
   if (!r.servers.is_null()) j["servers"] = r.servers;
