@@ -159,5 +159,26 @@ TEST(PsCliTest, OneSyncWorkerPredictsExactlyWhatLocalTrainingPredicts) {
   EXPECT_TRUE(want == got) << "predictions differ";
 }
 
+// The service plumbing's TLS: a trainer and `ps status` given the CA get through, plaintext does not.
+TEST(PsCliTest, TlsServesTrainersAndRefusesPlaintext) {
+  const std::string dir = TestTempDir("ps_cli", "tls");
+  if (Shell("command -v openssl").exit_code != 0) GTEST_SKIP() << "openssl not installed (scripts/install-deps.sh)";
+  RunResult gen = Shell("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + dir + "/key.pem -out " + dir +
+                        "/cert.pem -days 1 -subj /CN=localhost -addext subjectAltName=IP:127.0.0.1,DNS:localhost");
+  ASSERT_EQ(gen.exit_code, 0) << gen.out;
+  PsCluster c(dir);
+  const std::string a = c.StartPs(0, 1, {"--tls-cert", dir + "/cert.pem", "--tls-key", dir + "/key.pem"});
+  ASSERT_FALSE(a.empty()) << c.Logs();
+  RunResult plain = RunCtrain("ps status " + a + " --timeout-ms 2000");
+  EXPECT_EQ(plain.exit_code, 1) << plain.out;
+  std::string cmd;
+  for (const std::string& x : SmallJob(dir, 1)) cmd += " " + x;
+  RunResult tr = RunCtrain(cmd + " --ps " + a + " --tls-ca " + dir + "/cert.pem");
+  ASSERT_EQ(tr.exit_code, 0) << tr.out << c.Logs();
+  RunResult st = RunCtrain("ps status " + a + " --tls-ca " + dir + "/cert.pem --json");
+  ASSERT_EQ(st.exit_code, 0) << st.out;
+  EXPECT_NE(st.out.find("\"global_step\": 40"), std::string::npos) << st.out;  // 2000 rows / 50
+}
+
 }  // namespace
 }  // namespace ctrain::testing
