@@ -9,6 +9,7 @@
 #include "ctrain/model/deepfm.h"
 #include "ctrain/ps/admin.h"
 #include "ctrain/ps/client.h"
+#include "ctrain/ps/dense_placement.h"
 #include "ctrain/ps/parameter_server.grpc.pb.h"
 #include "ctrain/ps/server.h"
 #include "ps/ps_testing.h"
@@ -260,6 +261,39 @@ TEST(PsRpcTest, AServerRestartedWithoutACheckpointIsInitialisedAgain) {
   std::string all;
   for (const auto& l : lines) all += l + "\n";
   EXPECT_NE(all.find("restarted without a checkpoint: initialising it again"), std::string::npos) << all;
+}
+
+// Dense parameters are spread over the servers (ps/dense_placement.h), pulled and pushed in spec order.
+TEST(PsRpcTest, DenseParametersAreSpreadOverTheServers) {
+  EXPECT_EQ(PlaceDense({96, 8, 8, 1, 1}, 2), (std::vector<int32_t>{0, 1, 1, 1, 1}));
+  EXPECT_EQ(PlaceDense({10, 30, 20}, 3), (std::vector<int32_t>{2, 0, 1}));
+  auto servers = StartServers(2, "mod");
+  auto c = Connect(Addresses(servers));
+  const proto::ModelSpec spec = Spec(SmallModel(50, 4), "sgd");  // fm_bias [1], mlp0 [12, 8] + [8], deep_out [8, 1] + [1]
+  ASSERT_TRUE(c->Init(spec).ok());
+  EXPECT_EQ(servers[0]->shard().StatusJson()["dense_parameters"], 1);  // mlp0/weights (96 floats)
+  EXPECT_EQ(servers[1]->shard().StatusJson()["dense_parameters"], 4);
+  std::vector<int64_t> ids = {1};
+  std::vector<float> w(1), v(4);
+  std::vector<std::vector<float>> dense, after;
+  ASSERT_TRUE(c->Pull(ids, w.data(), v.data(), &dense).ok());
+  ASSERT_EQ(dense.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    const std::string& b = spec.dense(i).values();
+    ASSERT_EQ(dense[i].size() * 4, b.size()) << spec.dense(i).name();
+    EXPECT_EQ(std::memcmp(dense[i].data(), b.data(), b.size()), 0) << spec.dense(i).name();
+  }
+  std::vector<std::vector<float>> grads(5);
+  std::vector<const float*> gp;
+  for (int i = 0; i < 5; ++i) {
+    grads[i].assign(dense[i].size(), static_cast<float>(i + 1));
+    gp.push_back(grads[i].data());
+  }
+  ASSERT_TRUE(c->Push(ids, nullptr, nullptr, &gp, 0.5f, 1).ok());
+  ASSERT_TRUE(c->Pull(ids, w.data(), v.data(), &after).ok());
+  for (int i = 0; i < 5; ++i)
+    for (size_t e = 0; e < dense[i].size(); ++e)
+      ASSERT_FLOAT_EQ(after[i][e], dense[i][e] - 0.5f * (i + 1)) << spec.dense(i).name() << " " << e;
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ struct PsStatusFlags {
 
 Command AddPsCommand(CLI::App& app) {
   CLI::App* ps = app.add_subcommand(
-      "ps", "Run a parameter server: one shard of the embeddings (and on shard 0 the dense parameters) with its "
+      "ps", "Run a parameter server: one shard of the embeddings and of the dense parameters, with its "
             "optimizer, for `ctrain train --ps` (docs/parameter-servers.md)");
   auto fl = std::make_shared<PsFlags>();  // owned by the run function (CLI11 points into it)
   fl->server.Register(ps, 0);

@@ -8,6 +8,7 @@
 
 #include <grpcpp/client_context.h>
 
+#include "ctrain/ps/dense_placement.h"
 #include "ctrain/ps/parameter_server.grpc.pb.h"
 #include "ctrain/service/grpc_status.h"
 #include "ctrain/service/server.h"
@@ -48,6 +49,7 @@ struct PsClient::Impl {
   std::optional<train::Partitioner> part;
   int32_t K = 0;
   std::vector<int64_t> dense_sizes;
+  std::vector<std::vector<int32_t>> dense_of;  // per shard: the indices of its dense parameters (PlaceDense)
   std::string restored_meta;
   int64_t initial_step = 0;
   std::vector<int64_t> versions;  // per shard: the version of the last pull
@@ -115,7 +117,6 @@ struct PsClient::Impl {
   Status InitShard(int32_t s) {
     proto::InitRequest req;
     *req.mutable_spec() = spec;
-    if (s != 0) req.mutable_spec()->clear_dense();  // dense parameters live on shard 0
     req.set_worker_index(options.worker_index);
     proto::InitResponse resp;
     grpc::ClientContext ctx;
@@ -188,6 +189,9 @@ Status PsClient::Init(const proto::ModelSpec& spec) {
   m.K = mj.value("embedding_size", 0);
   m.dense_sizes.clear();
   for (const auto& d : spec.dense()) m.dense_sizes.push_back(static_cast<int64_t>(d.values().size() / 4));
+  m.dense_of.assign(num_shards(), {});
+  const std::vector<int32_t> place = PlaceDense(m.dense_sizes, num_shards());
+  for (size_t i = 0; i < place.size(); ++i) m.dense_of[place[i]].push_back(static_cast<int32_t>(i));
   // Shard 0 first (it decides the partitioner the others must share), then the rest.
   for (int32_t s = 0; s < num_shards(); ++s)
     CTRAIN_RETURN_IF_ERROR(m.Retry(s, [&] { return m.InitShard(s); }));
@@ -221,7 +225,8 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
     m.pull_req[s].add_ids(id);
     m.pos[s].push_back(static_cast<int64_t>(i));
   }
-  if (dense != nullptr) m.pull_req[0].set_dense(true);
+  if (dense != nullptr)
+    for (int32_t s = 0; s < S; ++s) m.pull_req[s].set_dense(!m.dense_of[s].empty());
   for (int32_t s = 0; s < S; ++s) m.stats.bytes_sent += static_cast<int64_t>(m.pull_req[s].ByteSizeLong());
   m.stats.encode_seconds += Seconds(t0);
   t0 = Clock::now();
@@ -254,17 +259,20 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
     m.versions[s] = r.version();
   }
   if (dense != nullptr) {
-    const proto::PullResponse& r = m.pull_resp[0];
-    if (r.dense_size() != static_cast<int>(m.dense_sizes.size()))
-      return DataLossError(m.Name(0) + ": Pull answered " + std::to_string(r.dense_size()) + " dense parameters, want " +
-                           std::to_string(m.dense_sizes.size()));
     dense->resize(m.dense_sizes.size());
-    for (size_t i = 0; i < m.dense_sizes.size(); ++i) {
-      const std::string& b = r.dense(static_cast<int>(i));
-      if (static_cast<int64_t>(b.size()) != m.dense_sizes[i] * 4)
-        return DataLossError(m.Name(0) + ": dense parameter " + std::to_string(i) + " has the wrong size");
-      (*dense)[i].resize(m.dense_sizes[i]);
-      std::memcpy((*dense)[i].data(), b.data(), b.size());
+    for (int32_t s = 0; s < S; ++s) {
+      const proto::PullResponse& r = m.pull_resp[s];
+      if (r.dense_size() != static_cast<int>(m.dense_of[s].size()))
+        return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.dense_size()) +
+                             " dense parameters, want " + std::to_string(m.dense_of[s].size()));
+      for (size_t j = 0; j < m.dense_of[s].size(); ++j) {
+        const int32_t i = m.dense_of[s][j];
+        const std::string& b = r.dense(static_cast<int>(j));
+        if (static_cast<int64_t>(b.size()) != m.dense_sizes[i] * 4)
+          return DataLossError(m.Name(s) + ": dense parameter " + std::to_string(i) + " has the wrong size");
+        (*dense)[i].resize(m.dense_sizes[i]);
+        std::memcpy((*dense)[i].data(), b.data(), b.size());
+      }
     }
   }
   m.stats.encode_seconds += Seconds(t0);
@@ -314,7 +322,8 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
     if (dense->size() != m.dense_sizes.size())
       return InvalidArgumentError("Push: " + std::to_string(dense->size()) + " dense gradients for " +
                                   std::to_string(m.dense_sizes.size()) + " dense parameters");
-    for (size_t i = 0; i < dense->size(); ++i) PutFloats((*dense)[i], m.dense_sizes[i], m.push_req[0].add_dense_grad());
+    for (int32_t s = 0; s < S; ++s)
+      for (int32_t i : m.dense_of[s]) PutFloats((*dense)[i], m.dense_sizes[i], m.push_req[s].add_dense_grad());
   }
   for (int32_t s = 0; s < S; ++s) m.stats.bytes_sent += static_cast<int64_t>(m.push_req[s].ByteSizeLong());
   m.stats.encode_seconds += Seconds(t0);

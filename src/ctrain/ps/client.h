@@ -4,8 +4,9 @@
 //
 // Per step a trainer makes ONE Pull and ONE Push call per shard, in parallel
 // (one thread per shard): the step's unique ids are split by the partitioner
-// the servers announce in Init; the rows of w and V travel together; shard 0's
-// calls also carry the dense parameters (Pull) and their gradients (Push).
+// the servers announce in Init; the rows of w and V travel together; each
+// server's calls also carry the dense parameters it holds (Pull) and their
+// gradients (Push) (ps/dense_placement.h).
 //
 // A shard that goes away (UNAVAILABLE: killed, restarting) is waited for with
 // backoff up to `max_wait`: the first failure is reported at once as
@@ -76,7 +77,8 @@ class PsClient {
   int64_t initial_global_step() const;
 
   // ids: unique (any order). w_rows [n] and v_rows [n, K] (either may be null
-  // to skip it); dense (may be null): shard 0's dense values in spec order.
+  // to skip it); dense (may be null): every dense parameter's values, in spec
+  // order, gathered from the servers holding them.
   Status Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows, std::vector<std::vector<float>>* dense);
   // ids strictly increasing; w_grad [n] / v_grad [n, K] may be null; dense
   // (may be null or empty): one gradient per dense parameter.

@@ -3,7 +3,7 @@
 // the servers (ps/shard.h); this process keeps a DeepFM for the forward and
 // backward passes (and its BN moving statistics), and per step:
 //   1. takes its batch (below), DeepFM::UniqueIds
-//   2. Pulls the rows of w and V (and, from shard 0, the dense parameters):
+//   2. Pulls the rows of w and V and the dense parameters (spread over the servers):
 //      one call per shard, in parallel
 //   3. DeepFM::TrainStep
 //   4. Pushes the sparse and dense gradients, the step's learning rate

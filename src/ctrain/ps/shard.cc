@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "ctrain/model/deepfm.h"
+#include "ctrain/ps/dense_placement.h"
 #include "ctrain/train/checkpoint.h"
 #include "ctrain/train/sharded_checkpoint.h"
 #include "ctrain/train/train_config.h"
@@ -98,7 +99,7 @@ nlohmann::json ParameterShard::SpecJson() const {
   return j;
 }
 
-// Builds the tables (and on shard 0 the dense parameters) for `spec`; with
+// Builds the tables and this server's dense parameters for `spec`; with
 // init_values, fills them with their initial values. REQUIRES: table_mu_ exclusive.
 Status ParameterShard::CreateTables(const proto::ModelSpec& spec, bool init_values) {
   const nlohmann::json mj = nlohmann::json::parse(spec.model_json(), nullptr, false);
@@ -122,8 +123,14 @@ Status ParameterShard::CreateTables(const proto::ModelSpec& spec, bool init_valu
   CTRAIN_ASSIGN_OR_RETURN(w_, train::LocalParameterTable::Create("embeddings/w", rows_, 1, std::move(wopt), to));
   CTRAIN_ASSIGN_OR_RETURN(v_, train::LocalParameterTable::Create("embeddings/V", rows_, K_, std::move(vopt), to));
   dense_.clear();
-  if (options_.shard == 0) {
-    for (const proto::DenseTensor& d : spec.dense()) {
+  {  // this server's dense parameters (ps/dense_placement.h)
+    std::vector<int64_t> sizes;
+    for (const proto::DenseTensor& d : spec.dense())
+      sizes.push_back(Product(std::vector<int64_t>(d.shape().begin(), d.shape().end())));
+    const std::vector<int32_t> place = PlaceDense(sizes, options_.num_shards);
+    for (int i = 0; i < spec.dense_size(); ++i) {
+      if (place[i] != options_.shard) continue;
+      const proto::DenseTensor& d = spec.dense(i);
       Dense x;
       x.name = d.name();
       x.shape.assign(d.shape().begin(), d.shape().end());
@@ -187,14 +194,13 @@ Status ParameterShard::CheckSpec(const proto::ModelSpec& spec) const {
     return differs("--sync-replicas", spec_.sync_replicas() ? "on" : "off", spec.sync_replicas() ? "on" : "off");
   if (spec.seed() != spec_.seed())
     return differs("--seed", std::to_string(spec_.seed()), std::to_string(spec.seed()));
-  if (options_.shard == 0) {
-    if (spec.dense_size() != static_cast<int>(dense_.size()))
-      return differs("dense parameter count", std::to_string(dense_.size()), std::to_string(spec.dense_size()));
-    for (int i = 0; i < spec.dense_size(); ++i)
-      if (spec.dense(i).name() != dense_[i].name ||
-          std::vector<int64_t>(spec.dense(i).shape().begin(), spec.dense(i).shape().end()) != dense_[i].shape)
-        return differs("dense parameter " + std::to_string(i), dense_[i].name, spec.dense(i).name());
-  }
+  if (spec.dense_size() != spec_.dense_size())
+    return differs("dense parameter count", std::to_string(spec_.dense_size()), std::to_string(spec.dense_size()));
+  for (int i = 0; i < spec.dense_size(); ++i)
+    if (spec.dense(i).name() != spec_.dense(i).name() ||
+        !std::equal(spec.dense(i).shape().begin(), spec.dense(i).shape().end(), spec_.dense(i).shape().begin(),
+                    spec_.dense(i).shape().end()))
+      return differs("dense parameter " + std::to_string(i), spec_.dense(i).name(), spec.dense(i).name());
   return Status::OK();
 }
 
@@ -206,7 +212,7 @@ Status ParameterShard::Init(const proto::InitRequest& req, proto::InitResponse* 
       start_ = Clock::now();
       Log("initialised by worker " + std::to_string(req.worker_index()) + ": " + std::to_string(rows_) + " of " +
           std::to_string(part_.rows()) + " rows (" + std::string(part_.name()) + "), K " + std::to_string(K_) +
-          (options_.shard == 0 ? ", " + std::to_string(dense_.size()) + " dense parameters" : "") + ", " +
+          ", " + std::to_string(dense_.size()) + " of " + std::to_string(spec_.dense_size()) + " dense parameters, " +
           (spec_.sync_replicas() ? "sync replicas" : "async") + ", " + std::to_string(spec_.num_workers()) +
           " workers");
     } else {
@@ -228,8 +234,6 @@ Status ParameterShard::Pull(const proto::PullRequest& req, proto::PullResponse* 
   if (!initialized_)
     return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) +
                                    " is not initialised (no trainer has called Init yet)");
-  if (req.dense() && options_.shard != 0)
-    return InvalidArgumentError("Pull: dense parameters live on shard 0, not shard " + std::to_string(options_.shard));
   const int64_t n = req.ids_size();
   std::vector<int64_t> local(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -288,7 +292,6 @@ Status ParameterShard::ValidatePush(const proto::PushRequest& req) const {
     return InvalidArgumentError("Push: v_grad has " + std::to_string(req.v_grad().size()) + " bytes for " +
                                 std::to_string(n) + " ids x K " + std::to_string(K_));
   if (req.dense_grad_size() != 0) {
-    if (options_.shard != 0) return InvalidArgumentError("Push: dense gradients go to shard 0");
     if (req.dense_grad_size() != static_cast<int>(dense_.size()))
       return InvalidArgumentError("Push: " + std::to_string(req.dense_grad_size()) + " dense gradients for " +
                                   std::to_string(dense_.size()) + " dense parameters");
@@ -496,7 +499,8 @@ Status ParameterShard::Save(const proto::SaveRequest& req, proto::SaveResponse* 
   meta["global_step"] = global_step_;
   meta["spec"] = SpecJson();
   nlohmann::json dn = nlohmann::json::array();
-  for (const Dense& d : dense_) dn.push_back({{"name", d.name}, {"shape", d.shape}});
+  for (const proto::DenseTensor& d : spec_.dense())  // all of them: the placement is computed from the list
+    dn.push_back({{"name", d.name()}, {"shape", std::vector<int64_t>(d.shape().begin(), d.shape().end())}});
   meta["spec"]["dense"] = dn;
   nlohmann::json sn = nlohmann::json::array();
   for (const Dense& s : state_) sn.push_back({{"name", s.name}, {"shape", s.shape}});

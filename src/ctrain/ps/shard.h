@@ -1,7 +1,7 @@
 // ParameterShard: the state of one parameter server (docs/parameter-servers.md):
 // the rows of w [feature_size] and V [feature_size, K] that the partitioner
 // (train/partitioner.h) assigns to shard `shard`, their optimizer slots, and
-// on shard 0 the dense parameters with theirs. The optimizer is the one local
+// the dense parameters ps/dense_placement.h gives it, with theirs. The optimizer is the one local
 // training uses (optim/), built from the trainers' ModelSpec.
 //
 // Updates:

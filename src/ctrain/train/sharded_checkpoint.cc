@@ -71,8 +71,10 @@ StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::strin
                            ") as the manifest " + mpath + " says");
     const int64_t n = part->ShardRows(s);
     for (NamedTensor& t : ck.tensors) {
-      if (!IsTableTensor(t.name)) {
-        if (s == 0) out.ckpt.tensors.push_back(std::move(t));
+      if (!IsTableTensor(t.name)) {  // dense parameters and slots (spread over the shards), BN state
+        if (out.ckpt.Find(t.name) != nullptr)
+          return DataLossError(path + ": tensor '" + t.name + "' is in another shard too");
+        out.ckpt.tensors.push_back(std::move(t));
         continue;
       }
       if (t.dtype != DType::kF32 || t.shape.empty() || t.shape[0] != n || t.shape.size() > 2)

@@ -5,8 +5,8 @@
 //     ps_checkpoint.json                  manifest, written last (atomic rename) by the chief
 //     ps-shard-00000-of-00002/checkpoint  each PS's own train/checkpoint.h directory:
 //     ps-shard-00000-of-00002/ckpt-N.bin    its rows of embeddings/w, embeddings/V and their
-//     ps-shard-00001-of-00002/...           optimizer slots; shard 0 also the dense parameters,
-//                                           their slots and the chief's BN state
+//     ps-shard-00001-of-00002/...           optimizer slots, its dense parameters and their
+//                                           slots; shard 0 also the chief's BN state
 //
 // Manifest: {"format": "ctrain-ps-checkpoint-v1", "step", "partitioner",
 // "num_shards", "feature_size", "shards": [file path per shard, relative to
