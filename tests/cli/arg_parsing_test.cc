@@ -89,7 +89,7 @@ std::vector<std::string> SubcommandNames() {
 
 TEST(ArgParsingTest, EverySubcommandIsChecked) {
   EXPECT_EQ(SubcommandNames(),
-            (std::vector<std::string>{"inspect", "convert", "synth", "train", "eval", "predict", "data-service", "export", "launch", "report"}));
+            (std::vector<std::string>{"inspect", "convert", "synth", "train", "eval", "predict", "data-service", "ps", "export", "launch", "report"}));
 }
 
 TEST(ArgParsingTest, KnownSwitchesAreFound) {
@@ -212,7 +212,7 @@ TEST(ArgParsingTest, UnknownFlagNamesItselfItsValueAndTheClosestFlag) {
 TEST(ArgParsingTest, UnknownCommandListsTheCommandsAndTheClosest) {
   TestApp app_holder;
   CLI::App& app = app_holder.app;
-  const std::string list = "inspect, convert, synth, train, eval, predict, data-service, export, launch, report";
+  const std::string list = "inspect, convert, synth, train, eval, predict, data-service, ps, export, launch, report";
   EXPECT_EQ(CheckCommandAndFlags(app, {"fit", "--train", "x"}),
             "ctrain: unknown command 'fit'; the commands are " + list + "; did you mean 'train'?");
   EXPECT_EQ(CheckCommandAndFlags(app, {"trian"}),
@@ -292,6 +292,9 @@ TEST(ArgParsingTest, NestedCommandsAreCheckedAtTheirOwnLevel) {
             "ctrain data-service worker: unknown flag --thread (value '2'); did you mean --threads? (ctrain "
             "data-service worker --help lists the flags)");
   EXPECT_EQ(CheckCommandAndFlags(app, {"data-service", "dispatcher", "--port", "0"}), "");
+  // ps serves without a command; `ps status` is its optional one.
+  EXPECT_EQ(CheckCommandAndFlags(app, {"ps", "--shard", "0", "--num-shards", "1"}), "");
+  EXPECT_EQ(CheckCommandAndFlags(app, {"ps", "status", "127.0.0.1:1", "--json"}), "");
   EXPECT_EQ(HelpWins(app, {"data-service", "worker", "--bogus", "--help"}),
             (std::vector<std::string>{"data-service", "worker", "--help"}));
   EXPECT_EQ(HelpWins(app, {"train", "--help", "--train"}), (std::vector<std::string>{"train", "--help"}));

@@ -97,7 +97,7 @@ TEST_F(CliArgsTest, UnknownCommandListsTheCommands) {
   RunResult r = RunWithEnv("fit --train " + data_);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("ctrain: unknown command 'fit'; the commands are inspect, convert, synth, train, eval, "
-                       "predict, data-service, export, launch, report; did you mean 'train'?"),
+                       "predict, data-service, ps, export, launch, report; did you mean 'train'?"),
             std::string::npos)
       << r.out;
   r = RunWithEnv("");

@@ -223,7 +223,7 @@ std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::str
   }
   sub = LeafSubcommand(sub, args, &at);
   if (std::vector<const CLI::App*> nested = sub->get_subcommands([](const CLI::App*) { return true; });
-      !nested.empty()) {  // a command group (data-service) without its command
+      !nested.empty() && sub->get_require_subcommand_min() > 0) {  // a command group (data-service) without its command
     std::vector<std::string> names;
     for (const CLI::App* n : nested) names.push_back(n->get_name());
     bool help = false;

@@ -23,6 +23,7 @@ Command AddTrainCommand(CLI::App& app);
 Command AddEvalCommand(CLI::App& app);
 Command AddPredictCommand(CLI::App& app);
 Command AddDataServiceCommand(CLI::App& app);
+Command AddPsCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
 Command AddLaunchCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);

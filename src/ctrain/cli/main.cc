@@ -23,6 +23,7 @@ std::vector<Command> BuildApp(CLI::App& app) {
   commands.push_back(AddEvalCommand(app));
   commands.push_back(AddPredictCommand(app));
   commands.push_back(AddDataServiceCommand(app));
+  commands.push_back(AddPsCommand(app));
   commands.push_back(AddExportCommand(app));
   commands.push_back(AddLaunchCommand(app));
   commands.push_back(AddReportCommand(app));

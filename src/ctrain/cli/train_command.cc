@@ -322,6 +322,22 @@ Command AddTrainCommand(CLI::App& app) {
   sub->add_option("--progress", fl->job.progress, "auto|bar|log|none")->capture_default_str();
   fl->RegisterPipeline(sub);
   fl->data_service.Register(sub, /*required=*/false);
+  sub->add_option("--ps", fl->job.ps.addresses,
+                  "Train as one worker of a parameter-server job: the servers' HOST:PORT,... in shard order "
+                  "(docs/parameter-servers.md)")
+      ->delimiter(',');
+  sub->add_option("--worker-index,--worker_index", fl->job.ps.worker_index, "--ps: this worker (0 = the chief)")
+      ->capture_default_str();
+  sub->add_option("--num-workers,--num_workers", fl->job.ps.num_workers, "--ps: workers in the job")
+      ->capture_default_str();
+  sub->add_flag("--sync-replicas,--sync_replicas", fl->job.ps.sync_replicas,
+                "--ps: synchronous rounds over all workers (TF's SyncReplicasOptimizer); default asynchronous");
+  sub->add_option("--max-staleness,--max_staleness", fl->job.ps.max_staleness,
+                  "--ps, async: servers drop gradients computed on parameters more than N updates old (0 = keep all)")
+      ->capture_default_str();
+  sub->add_option("--ps-wait-seconds,--ps_wait_seconds", fl->job.ps.wait_seconds,
+                  "--ps: how long an unavailable parameter server is waited for")
+      ->capture_default_str();
   fl->par.Register(sub);
   sub->add_option("--lr-scaling,--lr_scaling", fl->job.lr_scaling,
                   "Under mpirun: scale --learning-rate with the N ranks: none, linear (x N) or sqrt (x sqrt N)")

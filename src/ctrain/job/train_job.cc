@@ -42,6 +42,43 @@ using MpiJob = dist::MpiExchange;
 struct MpiJob;  // built without MPI (-DCTRAIN_MPI=OFF)
 #endif
 
+// --ps: this process is worker job.ps.worker_index of a parameter-server job (ps/ps_training.h).
+Status RunPsWorker(const TrainJobOptions& job, const train::TrainOptions& o, const train::Dataset& tr,
+                   const train::Dataset* va, train::TrainResult* result) {
+  CTRAIN_ASSIGN_OR_RETURN(service::ChannelConfig channel, job.data_service.security.Channel());
+  CTRAIN_ASSIGN_OR_RETURN(ps::PsTrainOptions po, job.ps.Options(channel, PendingInterruptFlag()));
+  std::string servers;
+  for (const std::string& a : job.ps.addresses) servers += (servers.empty() ? "" : ",") + a;
+  std::fprintf(stderr, "ctrain: worker %d of %d, %s, parameter servers %s\n", job.ps.worker_index,
+               job.ps.num_workers, job.ps.sync_replicas ? "sync replicas" : "async", servers.c_str());
+  ps::PsTrainResult pr;
+  {
+    InterruptDeferral defer;  // SIGINT/SIGTERM: the chief saves, then exit 130/143
+    CTRAIN_RETURN_IF_ERROR(ps::RunPsTraining(o, po, tr, va, &pr));
+  }
+  const train::TrainResult& r = pr.train;
+  std::fprintf(stderr, "ctrain: done: worker %d: %lld steps, %lld examples, %.0f examples/s", job.ps.worker_index,
+               static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.examples_per_sec);
+  if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
+  std::fprintf(stderr, "\n");
+  const nlohmann::json pj = ps::PsMetricsJson(pr, job.ps.worker_index, job.ps.num_workers, job.ps.sync_replicas);
+  std::fprintf(stderr, "ctrain: %s\n", ps::PsMetricsLine(pj).c_str());
+  if (!job.metrics_json.empty()) {
+    nlohmann::json j{{"auc", r.evaluated ? JsonNumber(r.eval.auc) : nlohmann::json(nullptr)},
+                     {"logloss", r.evaluated ? JsonNumber(r.eval.logloss) : nlohmann::json(nullptr)},
+                     {"examples_per_sec", r.examples_per_sec},
+                     {"examples", r.examples},
+                     {"steps", r.steps},
+                     {"train_loss", JsonNumber(r.last_loss)},
+                     {"seconds", r.seconds},
+                     {"input_mode", "memory"},
+                     {"ps", pj}};
+    CTRAIN_RETURN_IF_ERROR(WriteMetricsJson(job.metrics_json, j));
+  }
+  if (result != nullptr) *result = r;
+  return Status::OK();
+}
+
 Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result) {
   bool per_rank_inputs = false;  // --train held {local_rank} or {rank}
   train::TrainOptions& o = job.train_options;
@@ -129,10 +166,18 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
   else return InvalidArgumentError("--progress must be auto|bar|log|none, got '" + job.progress + "'");
 
   std::string mode = job.input_mode;
-  if (mode == "auto") mode = job.train.empty() || spec ? "memory" : "stream";
+  if (mode == "auto") mode = job.train.empty() || spec || job.ps.enabled() ? "memory" : "stream";
   if (spec && (job.train.empty() || mode != "memory" || !job.data_service.address.empty()))
     return InvalidArgumentError("--feature-spec reads --train in memory: give --train, and not --input-mode stream "
                                 "or --data-service (they read the seed layout only)");
+  if (job.ps.enabled() && mode != "memory")
+    return InvalidArgumentError("--ps: a worker reads its training data in memory (--input-mode memory)");
+  if (job.ps.enabled() && !job.data_service.address.empty())
+    return InvalidArgumentError("--ps and --data-service cannot be combined yet (docs/parameter-servers.md#limits)");
+  if (job.ps.enabled()) CTRAIN_RETURN_IF_ERROR(job.ps.Options({}, nullptr).status());  // before any data is read
+  if (job.ps.enabled() && job.autotune)
+    return InvalidArgumentError("--autotune measures local thread layouts; with --ps give --intra-op-parallelism-threads");
+  if (job.ps.enabled() && job.ps.worker_index != 0) o.model_dir.clear();  // the chief (worker 0) checkpoints
   if (mode != "stream" && mode != "memory")
     return InvalidArgumentError("--input-mode must be stream or memory (or auto), got '" + job.input_mode + "'");
   if (mode == "stream" && job.train.empty())
@@ -338,6 +383,7 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
                o.optimizer.name.c_str(), o.optimizer.learning_rate,
                static_cast<long long>(o.batch_size), o.epochs, intra, o.parallel.towers, o.parallel.hogwild,
                o.parallel.affinity ? " affinity" : "");
+  if (job.ps.enabled()) return RunPsWorker(job, o, tr, have_valid ? &va : nullptr, result);
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer, train::Trainer::Create(o));
   bool restored = false;
   CTRAIN_RETURN_IF_ERROR(trainer->Restore(&restored));

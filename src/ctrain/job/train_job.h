@@ -18,6 +18,7 @@
 #include "ctrain/dataservice/client_settings.h"
 #include "ctrain/job/data_options.h"
 #include "ctrain/job/explicit_options.h"
+#include "ctrain/ps/ps_training.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::job {
@@ -55,6 +56,9 @@ struct TrainJobOptions {
   std::string input_mode = "auto";          // stream|memory|auto
   data::PipelineOptions pipeline = DefaultTrainPipeline();
   dataservice::DataServiceSettings data_service;  // address set: batches from remote workers
+  // addresses set: one worker of a parameter-server job (docs/parameter-servers.md); memory mode;
+  // uses data_service.security for its channels.
+  ps::PsWorkerSettings ps;
   // mpirun (docs/distributed.md): Horovod's learning-rate scaling and stall detector.
   std::string lr_scaling = "none";          // none|linear|sqrt
   double stall_warning_secs = 60, stall_shutdown_secs = 0;

@@ -1,7 +1,8 @@
 // ParameterTable: a sparse [rows, dim] float table (embeddings) that a trainer
 // reads rows from (Pull) and sends row gradients to (Push). The interface is
-// what a remote parameter server would implement; LocalParameterTable keeps the
-// table and its optimizer state in this process.
+// what the parameter servers implement (ps/client.h RemoteParameterTable, one
+// batched call per server); LocalParameterTable keeps the table and its
+// optimizer state in this process.
 //
 // Ids are row indices (feature ids after hashing / vocabulary lookup), valid
 // in [0, rows()).

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "ctrain/train/sharded_checkpoint.h"
+
 namespace ctrain::train {
 
 // ---- checkpoint files (train/checkpoint.h) ----
@@ -31,7 +33,8 @@ Status WriteTrainerCheckpoint(const std::string& model_dir, int64_t step, const 
 StatusOr<std::optional<LoadedCheckpoint>> ReadTrainerCheckpoint(const std::string& model_dir) {
   StatusOr<std::string> latest = LatestCheckpointPath(model_dir);
   if (!latest.ok()) {
-    if (latest.status().code() == StatusCode::kNotFound) return std::optional<LoadedCheckpoint>();
+    // No local checkpoint: a parameter-server job's sharded one, if any (train/sharded_checkpoint.h).
+    if (latest.status().code() == StatusCode::kNotFound) return ReadShardedCheckpoint(model_dir);
     return latest.status();
   }
   CTRAIN_ASSIGN_OR_RETURN(Checkpoint ck, LoadLatestCheckpoint(model_dir));

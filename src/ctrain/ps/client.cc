@@ -1,0 +1,409 @@
+#include "ctrain/ps/client.h"
+
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include <grpcpp/client_context.h>
+
+#include "ctrain/ps/dense_placement.h"
+#include "ctrain/ps/parameter_server.grpc.pb.h"
+#include "ctrain/service/grpc_status.h"
+#include "ctrain/service/server.h"
+
+namespace ctrain::ps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
+
+// Seconds to serialize and parse `req` and `resp` once each (what gRPC does with them on both ends).
+template <typename Req, typename Resp>
+double ProtobufSeconds(const Req& req, const Resp& resp) {
+  const auto t0 = Clock::now();
+  std::string a, b;
+  req.SerializeToString(&a);
+  resp.SerializeToString(&b);
+  Req r2;
+  Resp p2;
+  r2.ParseFromString(a);
+  p2.ParseFromString(b);
+  return Seconds(t0);
+}
+constexpr int64_t kProtobufSampleEvery = 16;
+
+void PutFloats(const float* p, int64_t n, std::string* out) {
+  out->assign(reinterpret_cast<const char*>(p), static_cast<size_t>(n) * sizeof(float));
+}
+
+}  // namespace
+
+struct PsClient::Impl {
+  ClientOptions options;
+  std::vector<std::unique_ptr<proto::ParameterServer::Stub>> stubs;
+  proto::ModelSpec spec;
+  bool initialized = false;
+  std::optional<train::Partitioner> part;
+  int32_t K = 0;
+  std::vector<int64_t> dense_sizes;
+  std::vector<std::vector<int32_t>> dense_of;  // per shard: the indices of its dense parameters (PlaceDense)
+  std::string restored_meta;
+  int64_t initial_step = 0;
+  std::vector<int64_t> versions;  // per shard: the version of the last pull
+  ClientStats stats;
+  // Per-shard scratch, reused across steps.
+  std::vector<proto::PullRequest> pull_req;
+  std::vector<proto::PullResponse> pull_resp;
+  std::vector<proto::PushRequest> push_req;
+  std::vector<proto::PushResponse> push_resp;
+  std::vector<std::vector<int64_t>> pos;  // per shard: positions of its ids in the caller's array
+  std::vector<Status> status;
+
+  void Log(const std::string& line) const {
+    if (options.log)
+      options.log(line);
+    else
+      std::fprintf(stderr, "ctrain: worker %d: %s\n", options.worker_index, line.c_str());
+  }
+  std::string Name(int32_t s) const {
+    return "parameter server shard " + std::to_string(s) + " at " + options.addresses[s];
+  }
+
+  // Runs `once` for shard s, waiting for the shard while it is unavailable
+  // (bounded), and initialising a shard that restarted without a checkpoint.
+  Status Retry(int32_t s, const std::function<Status()>& once) {
+    bool reported = false;
+    auto attempt = [&]() -> Status {
+      Status st = once();
+      if (!st.ok() && st.code() == StatusCode::kUnavailable) {
+        if (!reported) {
+          reported = true;
+          Log(Name(s) + " is unavailable (" + std::string(st.message()) + "): waiting up to " +
+              std::to_string(options.max_wait.count() / 1000) + " s for it to come back");
+        }
+        // A fresh channel connects at the next attempt; the old one would wait
+        // out gRPC's reconnect backoff (1 s growing to 120 s) first.
+        if (StatusOr<std::shared_ptr<grpc::Channel>> ch = service::MakeChannel(options.addresses[s], options.channel);
+            ch.ok())
+          stubs[s] = proto::ParameterServer::NewStub(*ch);
+      }
+      if (!st.ok() && st.code() == StatusCode::kFailedPrecondition && initialized &&
+          st.message().find("is not initialised") != std::string_view::npos) {
+        Log(Name(s) + " restarted without a checkpoint: initialising it again");
+        CTRAIN_RETURN_IF_ERROR(InitShard(s));
+        return UnavailableError(Name(s) + " was initialised again");  // retried at once below
+      }
+      return st;
+    };
+    service::RetryOptions ro;
+    ro.max_wait = options.max_wait;
+    ro.stop = options.stop;
+    ro.log = [this](const std::string& l) { Log(l); };
+    Status st = service::RetryUnavailable(Name(s), ro, attempt);
+    if (st.ok() && reported) Log(Name(s) + " is back");
+    return st;
+  }
+  Status Call(int32_t s, const std::string& what, const std::function<grpc::Status(grpc::ClientContext*)>& call) {
+    return Retry(s, [&] {
+      grpc::ClientContext ctx;
+      service::PrepareContext(&ctx, options.channel);
+      return service::FromGrpcStatus(call(&ctx), Name(s) + ": " + what);
+    });
+  }
+
+  Status InitShard(int32_t s) {
+    proto::InitRequest req;
+    *req.mutable_spec() = spec;
+    req.set_worker_index(options.worker_index);
+    proto::InitResponse resp;
+    grpc::ClientContext ctx;
+    service::PrepareContext(&ctx, options.channel);
+    CTRAIN_RETURN_IF_ERROR(
+        service::FromGrpcStatus(stubs[s]->Init(&ctx, req, &resp), Name(s) + ": Init"));
+    if (resp.shard() != s || resp.num_shards() != static_cast<int32_t>(stubs.size()))
+      return FailedPreconditionError(Name(s) + " is shard " + std::to_string(resp.shard()) + " of " +
+                                     std::to_string(resp.num_shards()) + ": list the servers in shard order (--ps " +
+                                     std::to_string(stubs.size()) + " addresses, shard 0 first)");
+    if (part.has_value() && resp.partitioner() != part->name())
+      return FailedPreconditionError(Name(s) + " uses --partitioner " + resp.partitioner() + ", shard 0 uses " +
+                                     std::string(part->name()));
+    if (s == 0) {
+      restored_meta = resp.restored_meta_json();
+      initial_step = resp.global_step();
+    }
+    if (!part.has_value()) {
+      const nlohmann::json mj = nlohmann::json::parse(spec.model_json(), nullptr, false);
+      CTRAIN_ASSIGN_OR_RETURN(train::Partitioner p,
+                              train::Partitioner::Create(resp.partitioner(), mj.value("feature_size", int64_t{0}),
+                                                         static_cast<int32_t>(stubs.size())));
+      part = p;
+    }
+    return Status::OK();
+  }
+
+  // Runs fn(s) for every shard in `which` on its own thread; the first error (shard order) wins.
+  Status ForShards(const std::vector<int32_t>& which, const std::function<Status(int32_t)>& fn) {
+    if (which.size() == 1) return fn(which[0]);
+    std::vector<Status> st(which.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < which.size(); ++i) threads.emplace_back([&, i] { st[i] = fn(which[i]); });
+    st[0] = fn(which[0]);
+    for (auto& t : threads) t.join();
+    for (const Status& x : st) CTRAIN_RETURN_IF_ERROR(x);
+    return Status::OK();
+  }
+  std::vector<int32_t> AllShards() const {
+    std::vector<int32_t> v(stubs.size());
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i);
+    return v;
+  }
+};
+
+PsClient::PsClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PsClient::~PsClient() = default;
+
+StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions& options) {
+  if (options.addresses.empty()) return InvalidArgumentError("--ps: give the parameter servers' HOST:PORT addresses");
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  for (const std::string& a : options.addresses) {
+    CTRAIN_RETURN_IF_ERROR(service::CheckHostPort(a, "--ps"));
+    CTRAIN_ASSIGN_OR_RETURN(auto ch, service::MakeChannel(a, options.channel));
+    impl->stubs.push_back(proto::ParameterServer::NewStub(ch));
+  }
+  const size_t S = impl->stubs.size();
+  impl->versions.assign(S, 0);
+  impl->pull_req.resize(S), impl->pull_resp.resize(S), impl->push_req.resize(S), impl->push_resp.resize(S);
+  impl->pos.resize(S);
+  return std::unique_ptr<PsClient>(new PsClient(std::move(impl)));
+}
+
+Status PsClient::Init(const proto::ModelSpec& spec) {
+  Impl& m = *impl_;
+  m.spec = spec;
+  const nlohmann::json mj = nlohmann::json::parse(spec.model_json(), nullptr, false);
+  if (mj.is_discarded()) return InvalidArgumentError("Init: model JSON unreadable");
+  m.K = mj.value("embedding_size", 0);
+  m.dense_sizes.clear();
+  for (const auto& d : spec.dense()) m.dense_sizes.push_back(static_cast<int64_t>(d.values().size() / 4));
+  m.dense_of.assign(num_shards(), {});
+  const std::vector<int32_t> place = PlaceDense(m.dense_sizes, num_shards());
+  for (size_t i = 0; i < place.size(); ++i) m.dense_of[place[i]].push_back(static_cast<int32_t>(i));
+  // Shard 0 first (it decides the partitioner the others must share), then the rest.
+  for (int32_t s = 0; s < num_shards(); ++s)
+    CTRAIN_RETURN_IF_ERROR(m.Retry(s, [&] { return m.InitShard(s); }));
+  m.initialized = true;
+  return Status::OK();
+}
+
+const train::Partitioner& PsClient::partitioner() const { return *impl_->part; }
+const std::string& PsClient::restored_meta() const { return impl_->restored_meta; }
+int64_t PsClient::initial_global_step() const { return impl_->initial_step; }
+int32_t PsClient::num_shards() const { return static_cast<int32_t>(impl_->stubs.size()); }
+const std::string& PsClient::address(int32_t shard) const { return impl_->options.addresses.at(shard); }
+const ClientStats& PsClient::stats() const { return impl_->stats; }
+void PsClient::ResetStats() { impl_->stats = ClientStats(); }
+
+Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows,
+                      std::vector<std::vector<float>>* dense) {
+  Impl& m = *impl_;
+  if (!m.initialized) return FailedPreconditionError("PsClient::Pull before Init");
+  const int32_t S = num_shards();
+  const int32_t K = m.K;
+  auto t0 = Clock::now();
+  for (int32_t s = 0; s < S; ++s) {
+    m.pull_req[s].Clear();
+    m.pos[s].clear();
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    if (id < 0 || id >= m.part->rows()) return train::IdRangeError(id, m.part->rows());
+    const int32_t s = m.part->ShardOf(id);
+    m.pull_req[s].add_ids(id);
+    m.pos[s].push_back(static_cast<int64_t>(i));
+  }
+  if (dense != nullptr)
+    for (int32_t s = 0; s < S; ++s) m.pull_req[s].set_dense(!m.dense_of[s].empty());
+  for (int32_t s = 0; s < S; ++s) m.stats.bytes_sent += static_cast<int64_t>(m.pull_req[s].ByteSizeLong());
+  m.stats.encode_seconds += Seconds(t0);
+  t0 = Clock::now();
+  CTRAIN_RETURN_IF_ERROR(m.ForShards(m.AllShards(), [&](int32_t s) {
+    return m.Call(s, "Pull", [&](grpc::ClientContext* ctx) {
+      m.pull_resp[s].Clear();
+      return m.stubs[s]->Pull(ctx, m.pull_req[s], &m.pull_resp[s]);
+    });
+  }));
+  m.stats.rpc_seconds += Seconds(t0);
+  if (m.stats.pulls / S % kProtobufSampleEvery == 0)
+    for (int32_t s = 0; s < S; ++s)
+      m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.pull_req[s], m.pull_resp[s]);
+  m.stats.pulls += S;
+  t0 = Clock::now();
+  for (int32_t s = 0; s < S; ++s) {
+    const proto::PullResponse& r = m.pull_resp[s];
+    m.stats.bytes_received += static_cast<int64_t>(r.ByteSizeLong());
+    const size_t n = m.pos[s].size();
+    if (r.w().size() != n * 4 || r.v().size() != n * K * 4)
+      return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.w().size() + r.v().size()) +
+                           " bytes for " + std::to_string(n) + " rows");
+    const float* w = reinterpret_cast<const float*>(r.w().data());
+    const float* v = reinterpret_cast<const float*>(r.v().data());
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t p = m.pos[s][i];
+      if (w_rows != nullptr) w_rows[p] = w[i];
+      if (v_rows != nullptr) std::memcpy(v_rows + p * K, v + i * K, K * sizeof(float));
+    }
+    m.versions[s] = r.version();
+  }
+  if (dense != nullptr) {
+    dense->resize(m.dense_sizes.size());
+    for (int32_t s = 0; s < S; ++s) {
+      const proto::PullResponse& r = m.pull_resp[s];
+      if (r.dense_size() != static_cast<int>(m.dense_of[s].size()))
+        return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.dense_size()) +
+                             " dense parameters, want " + std::to_string(m.dense_of[s].size()));
+      for (size_t j = 0; j < m.dense_of[s].size(); ++j) {
+        const int32_t i = m.dense_of[s][j];
+        const std::string& b = r.dense(static_cast<int>(j));
+        if (static_cast<int64_t>(b.size()) != m.dense_sizes[i] * 4)
+          return DataLossError(m.Name(s) + ": dense parameter " + std::to_string(i) + " has the wrong size");
+        (*dense)[i].resize(m.dense_sizes[i]);
+        std::memcpy((*dense)[i].data(), b.data(), b.size());
+      }
+    }
+  }
+  m.stats.encode_seconds += Seconds(t0);
+  return Status::OK();
+}
+
+Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const float* v_grad,
+                      const std::vector<const float*>* dense, float learning_rate, int64_t examples) {
+  Impl& m = *impl_;
+  if (!m.initialized) return FailedPreconditionError("PsClient::Push before Init");
+  const int32_t S = num_shards();
+  const int32_t K = m.K;
+  auto t0 = Clock::now();
+  for (int32_t s = 0; s < S; ++s) {
+    proto::PushRequest& r = m.push_req[s];
+    r.Clear();
+    r.set_worker_index(m.options.worker_index);
+    r.set_learning_rate(learning_rate);
+    r.set_examples(examples);
+    r.set_pulled_version(m.versions[s]);
+    m.pos[s].clear();
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    if (id < 0 || id >= m.part->rows()) return train::IdRangeError(id, m.part->rows());
+    const int32_t s = m.part->ShardOf(id);
+    m.push_req[s].add_ids(id);
+    m.pos[s].push_back(static_cast<int64_t>(i));
+  }
+  for (int32_t s = 0; s < S; ++s) {
+    proto::PushRequest& r = m.push_req[s];
+    const size_t n = m.pos[s].size();
+    if (w_grad != nullptr) {
+      std::string* b = r.mutable_w_grad();
+      b->resize(n * 4);
+      float* d = reinterpret_cast<float*>(b->data());
+      for (size_t i = 0; i < n; ++i) d[i] = w_grad[m.pos[s][i]];
+    }
+    if (v_grad != nullptr) {
+      std::string* b = r.mutable_v_grad();
+      b->resize(n * K * 4);
+      float* d = reinterpret_cast<float*>(b->data());
+      for (size_t i = 0; i < n; ++i) std::memcpy(d + i * K, v_grad + m.pos[s][i] * K, K * sizeof(float));
+    }
+  }
+  if (dense != nullptr && !dense->empty()) {
+    if (dense->size() != m.dense_sizes.size())
+      return InvalidArgumentError("Push: " + std::to_string(dense->size()) + " dense gradients for " +
+                                  std::to_string(m.dense_sizes.size()) + " dense parameters");
+    for (int32_t s = 0; s < S; ++s)
+      for (int32_t i : m.dense_of[s]) PutFloats((*dense)[i], m.dense_sizes[i], m.push_req[s].add_dense_grad());
+  }
+  for (int32_t s = 0; s < S; ++s) m.stats.bytes_sent += static_cast<int64_t>(m.push_req[s].ByteSizeLong());
+  m.stats.encode_seconds += Seconds(t0);
+  t0 = Clock::now();
+  CTRAIN_RETURN_IF_ERROR(m.ForShards(m.AllShards(), [&](int32_t s) {
+    return m.Call(s, "Push", [&](grpc::ClientContext* ctx) {
+      m.push_resp[s].Clear();
+      return m.stubs[s]->Push(ctx, m.push_req[s], &m.push_resp[s]);
+    });
+  }));
+  m.stats.rpc_seconds += Seconds(t0);
+  if (m.stats.pushes / S % kProtobufSampleEvery == 0)
+    for (int32_t s = 0; s < S; ++s)
+      m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.push_req[s], m.push_resp[s]);
+  m.stats.pushes += S;
+  for (int32_t s = 0; s < S; ++s) {
+    m.stats.bytes_received += static_cast<int64_t>(m.push_resp[s].ByteSizeLong());
+    if (m.push_resp[s].dropped_stale()) ++m.stats.dropped_stale;
+  }
+  return Status::OK();
+}
+
+Status PsClient::Save(const nlohmann::json& trainer_meta, const std::vector<proto::DenseTensor>& state,
+                      std::vector<std::string>* paths, int64_t* global_step) {
+  Impl& m = *impl_;
+  const int32_t S = num_shards();
+  std::vector<proto::SaveResponse> resp(S);
+  CTRAIN_RETURN_IF_ERROR(m.ForShards(m.AllShards(), [&](int32_t s) {
+    proto::SaveRequest req;
+    req.set_meta_json(trainer_meta.dump());
+    if (s == 0)
+      for (const auto& t : state) *req.add_state() = t;
+    return m.Call(s, "Save", [&](grpc::ClientContext* ctx) { return m.stubs[s]->Save(ctx, req, &resp[s]); });
+  }));
+  paths->clear();
+  for (int32_t s = 0; s < S; ++s) paths->push_back(resp[s].path());
+  *global_step = resp[0].global_step();
+  return Status::OK();
+}
+
+// ---- RemoteParameterTable ----
+
+RemoteParameterTable::RemoteParameterTable(PsClient* client, int64_t rows, int32_t K, float learning_rate)
+    : client_(client), rows_(rows), K_(K), lr_(learning_rate) {}
+
+Status RemoteParameterTable::Pull(std::span<const int64_t> ids, float* rows) {
+  // The servers take unique ids: pull those once, then copy to every position.
+  unique_.assign(ids.begin(), ids.end());
+  std::sort(unique_.begin(), unique_.end());
+  unique_.erase(std::unique(unique_.begin(), unique_.end()), unique_.end());
+  w_.resize(unique_.size());
+  v_.resize(unique_.size() * K_);
+  CTRAIN_RETURN_IF_ERROR(client_->Pull(unique_, w_.data(), v_.data(), nullptr));
+  const int32_t D = 1 + K_;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const size_t u = std::lower_bound(unique_.begin(), unique_.end(), ids[i]) - unique_.begin();
+    rows[i * D] = w_[u];
+    std::memcpy(rows + i * D + 1, &v_[u * K_], K_ * sizeof(float));
+  }
+  return Status::OK();
+}
+
+Status RemoteParameterTable::Push(const train::SparseRows& grad, int64_t step) {
+  if (step < 1) return InvalidArgumentError("remote parameter table: step " + std::to_string(step) + " must be >= 1");
+  if (grad.dim != 1 + K_)
+    return InvalidArgumentError("remote parameter table: gradient dim " + std::to_string(grad.dim) + " != " +
+                                std::to_string(1 + K_) + " (w and V rows together)");
+  const size_t n = grad.ids.size();
+  for (size_t i = 1; i < n; ++i)
+    if (grad.ids[i] <= grad.ids[i - 1])
+      return InvalidArgumentError("remote parameter table: gradient ids not strictly increasing at index " +
+                                  std::to_string(i));
+  if (n > 0 && grad.grad == nullptr) return InvalidArgumentError("remote parameter table: null gradient");
+  w_.resize(n);
+  v_.resize(n * K_);
+  for (size_t i = 0; i < n; ++i) {
+    w_[i] = grad.grad[i * (1 + K_)];
+    std::memcpy(&v_[i * K_], grad.grad + i * (1 + K_) + 1, K_ * sizeof(float));
+  }
+  return client_->Push(grad.ids, w_.data(), v_.data(), nullptr, lr_, 1);
+}
+
+}  // namespace ctrain::ps

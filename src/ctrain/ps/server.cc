@@ -1,0 +1,76 @@
+#include "ctrain/ps/server.h"
+
+#include <chrono>
+#include <thread>
+
+#include <grpcpp/server_context.h>
+
+#include "ctrain/ps/parameter_server.grpc.pb.h"
+#include "ctrain/service/auth.h"
+#include "ctrain/service/grpc_status.h"
+
+namespace ctrain::ps {
+
+struct ParameterServer::Impl final : public proto::ParameterServer::Service {
+  ServerOptions options;
+  std::unique_ptr<ParameterShard> shard;
+  service::RunningServer server;
+
+  template <typename Fn>
+  grpc::Status Handle(grpc::ServerContext* ctx, Fn&& fn) {
+    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    return service::ToGrpcStatus(fn());
+  }
+  grpc::Status Init(grpc::ServerContext* ctx, const proto::InitRequest* req, proto::InitResponse* resp) override {
+    return Handle(ctx, [&] { return shard->Init(*req, resp); });
+  }
+  grpc::Status Pull(grpc::ServerContext* ctx, const proto::PullRequest* req, proto::PullResponse* resp) override {
+    return Handle(ctx, [&] { return shard->Pull(*req, resp); });
+  }
+  grpc::Status Push(grpc::ServerContext* ctx, const proto::PushRequest* req, proto::PushResponse* resp) override {
+    return Handle(ctx, [&] { return shard->Push(*req, resp); });
+  }
+  grpc::Status Save(grpc::ServerContext* ctx, const proto::SaveRequest* req, proto::SaveResponse* resp) override {
+    return Handle(ctx, [&] { return shard->Save(*req, resp); });
+  }
+  grpc::Status GetStatus(grpc::ServerContext* ctx, const proto::StatusRequest*, proto::StatusResponse* resp) override {
+    return Handle(ctx, [&] {
+      resp->set_json(shard->StatusJson().dump());
+      return Status::OK();
+    });
+  }
+};
+
+ParameterServer::ParameterServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+ParameterServer::~ParameterServer() {
+  if (impl_->server.server) {
+    impl_->shard->Shutdown();
+    impl_->server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    impl_->server.server->Wait();
+  }
+}
+
+StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Start(const ServerOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  // A push carries the dense gradients (MLP weights: megabytes).
+  impl->options.server.max_receive_message_bytes = std::max<int64_t>(options.server.max_receive_message_bytes, int64_t{1} << 30);
+  CTRAIN_ASSIGN_OR_RETURN(impl->shard, ParameterShard::Create(options.shard));
+  CTRAIN_ASSIGN_OR_RETURN(impl->server, service::StartServer(impl->options.server, {impl.get()}));
+  return std::unique_ptr<ParameterServer>(new ParameterServer(std::move(impl)));
+}
+
+const std::string& ParameterServer::address() const { return impl_->server.address; }
+ParameterShard& ParameterServer::shard() { return *impl_->shard; }
+
+Status ParameterServer::Run(const std::atomic<int>* stop) {
+  while (stop == nullptr || stop->load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  impl_->shard->Shutdown();
+  impl_->server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  impl_->server.server->Wait();
+  impl_->server.server.reset();
+  return Status::OK();
+}
+
+}  // namespace ctrain::ps

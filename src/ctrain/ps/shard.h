@@ -1,0 +1,140 @@
+// ParameterShard: the state of one parameter server (docs/parameter-servers.md):
+// the rows of w [feature_size] and V [feature_size, K] that the partitioner
+// (train/partitioner.h) assigns to shard `shard`, their optimizer slots, and
+// the dense parameters ps/dense_placement.h gives it, with theirs. The optimizer is the one local
+// training uses (optim/), built from the trainers' ModelSpec.
+//
+// Updates:
+//   async (default)  every Push is applied when it arrives (one global step
+//                    per push); with max_staleness > 0 a push computed on
+//                    parameters more than max_staleness updates old is dropped
+//                    and counted (dropped_stale), as TF's stale-gradient check.
+//   sync_replicas    like TF's SyncReplicasOptimizer: a Push waits until all
+//                    num_workers workers pushed for the round; the gradients
+//                    are averaged weighted by their examples (sparse rows
+//                    merged by id, in worker-index order, so the sums are
+//                    deterministic) and applied once; then every Push of the
+//                    round returns. One worker: its gradient is applied as is
+//                    (bit-identical to local training).
+//
+// Checkpoints (Save, and Create's restore): train/sharded_checkpoint.h; the
+// shard writes <model_dir>/ps-shard-<I>-of-<S>/ (train/checkpoint.h files,
+// atomic and CRC-checked). A shard restarted on the same --model-dir reloads
+// its last checkpoint and is ready before any trainer calls Init.
+//
+// Thread safety: every method may be called from many threads (gRPC handler
+// threads). Pulls share a reader lock; an update takes the writer lock.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ctrain/base/status.h"
+#include "ctrain/optim/optimizer.h"
+#include "ctrain/ps/parameter_server.pb.h"
+#include "ctrain/train/parameter_table.h"
+#include "ctrain/train/partitioner.h"
+
+namespace ctrain::ps {
+
+struct ShardOptions {
+  int32_t shard = 0;
+  int32_t num_shards = 1;
+  std::string partitioner = "fixed_size";  // fixed_size | mod
+  std::string model_dir;                   // checkpoints; "" = Save is refused
+  int32_t keep_checkpoints = 3;
+  std::function<void(const std::string&)> log;  // null: stderr "ctrain: ps shard I: ..."
+};
+
+class ParameterShard {
+ public:
+  // Restores the shard's latest checkpoint from options.model_dir when there is one.
+  // Errors: InvalidArgument for shard/num_shards/partitioner out of range;
+  // FailedPrecondition when the checkpoint is another shard's, or was written
+  // with another partitioner or shard count; the checkpoint's DataLoss errors.
+  static StatusOr<std::unique_ptr<ParameterShard>> Create(const ShardOptions& options);
+  ~ParameterShard();
+
+  // Creates the tables on the first call; later calls (and a restored shard)
+  // check that the spec matches (FailedPrecondition naming the field).
+  Status Init(const proto::InitRequest& req, proto::InitResponse* resp);
+  // Errors: FailedPrecondition before Init; InvalidArgument for an id that is
+  // out of range or belongs to another shard, or dense asked of a shard != 0.
+  Status Pull(const proto::PullRequest& req, proto::PullResponse* resp);
+  // Errors: Pull's, plus InvalidArgument for ids not strictly increasing,
+  // gradient sizes that do not match the ids, a bad learning rate or worker
+  // index; Aborted when the shard shuts down while a sync round waits.
+  // Nothing is applied on error.
+  Status Push(const proto::PushRequest& req, proto::PushResponse* resp);
+  // Errors: FailedPrecondition without a model_dir or before Init; file errors.
+  Status Save(const proto::SaveRequest& req, proto::SaveResponse* resp);
+
+  // Rows and bytes held, traffic counters and rates (see docs/parameter-servers.md#status).
+  nlohmann::json StatusJson() const;
+  // Wakes and fails every Push waiting for a sync round (server shutdown).
+  void Shutdown();
+
+  int64_t global_step() const;
+  bool restored() const { return restored_; }
+
+ private:
+  explicit ParameterShard(const ShardOptions& options, train::Partitioner part);
+  struct Dense {
+    std::string name;
+    std::vector<int64_t> shape;
+    std::vector<float> value;
+    std::vector<std::vector<float>> slots;
+  };
+  struct Pending;  // one worker's push in a sync round
+  void Log(const std::string& line) const;
+  Status CreateTables(const proto::ModelSpec& spec, bool init_values);
+  Status CheckSpec(const proto::ModelSpec& spec) const;
+  Status ValidatePush(const proto::PushRequest& req) const;
+  // Applies one (merged) update. REQUIRES: table_mu_ held exclusively.
+  void ApplyLocked(const std::vector<int64_t>& ids, const float* w, const float* v,
+                   const std::vector<const float*>& dense, float lr);
+  Status Restore();
+  nlohmann::json SpecJson() const;
+
+  ShardOptions options_;
+  train::Partitioner part_;
+  int64_t rows_;  // rows this shard holds
+
+  mutable std::shared_mutex table_mu_;  // pulls: shared; updates, init, save: exclusive
+  bool initialized_ = false;
+  proto::ModelSpec spec_;  // without dense values
+  int32_t K_ = 0;
+  bool use_w_ = true, use_v_ = true;
+  std::unique_ptr<train::LocalParameterTable> w_, v_;
+  std::unique_ptr<optim::Optimizer> dense_opt_;
+  std::vector<Dense> dense_;
+  std::vector<Dense> state_;  // shard 0: the chief's BN state at the last Save
+  int64_t global_step_ = 0;   // updates applied (GUARDED_BY table_mu_)
+  bool restored_ = false;
+  std::string restored_meta_, restored_from_;
+
+  // Sync rounds.
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  std::vector<std::unique_ptr<Pending>> round_;  // GUARDED_BY(sync_mu_)
+  int64_t rounds_done_ = 0;                      // GUARDED_BY(sync_mu_)
+  bool shutdown_ = false;                        // GUARDED_BY(sync_mu_)
+
+  // Traffic.
+  std::chrono::steady_clock::time_point start_;
+  std::atomic<int64_t> pulls_{0}, pushes_{0}, pulled_rows_{0}, pushed_rows_{0}, bytes_in_{0}, bytes_out_{0},
+      dropped_stale_{0};
+  std::atomic<int64_t> pull_ns_{0}, apply_ns_{0};  // time in Pull's copy and in the optimizer
+};
+
+}  // namespace ctrain::ps

@@ -1,0 +1,106 @@
+#include "ctrain/train/sharded_checkpoint.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+
+#include "ctrain/io/file.h"
+#include "ctrain/train/partitioner.h"
+
+namespace ctrain::train {
+
+std::string ShardDirName(int32_t shard, int32_t num_shards) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "ps-shard-%05d-of-%05d", shard, num_shards);
+  return buf;
+}
+
+Status WriteShardedManifest(const std::string& model_dir, const nlohmann::json& manifest) {
+  return io::WriteStringToFileAtomic(model_dir + "/" + kShardedManifestName, manifest.dump(2) + "\n");
+}
+
+namespace {
+
+bool IsTableTensor(const std::string& name) {
+  return name == "embeddings/w" || name == "embeddings/V" || name.rfind("embeddings/w/", 0) == 0 ||
+         name.rfind("embeddings/V/", 0) == 0;
+}
+
+}  // namespace
+
+StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::string& model_dir) {
+  const std::string mpath = model_dir + "/" + kShardedManifestName;
+  struct stat st;
+  if (::stat(mpath.c_str(), &st) != 0) return std::optional<LoadedCheckpoint>();
+  CTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString(mpath));
+  nlohmann::json m = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto bad = [&](const std::string& what) { return DataLossError(mpath + ": " + what); };
+  if (!m.is_object() || m.value("format", "") != kShardedManifestFormat)
+    return bad("not a ctrain parameter-server checkpoint manifest (format " + std::string(kShardedManifestFormat) + ")");
+  if (!m.contains("shards") || !m["shards"].is_array() || !m.contains("meta") || !m["meta"].is_object() ||
+      !m.contains("num_shards") || !m["num_shards"].is_number_integer() || !m.contains("feature_size") ||
+      !m["feature_size"].is_number_integer() || !m.contains("partitioner") || !m["partitioner"].is_string())
+    return bad("missing or mistyped key (shards, meta, num_shards, feature_size, partitioner)");
+  const int32_t S = m["num_shards"].get<int32_t>();
+  const int64_t rows = m["feature_size"].get<int64_t>();
+  if (static_cast<int64_t>(m["shards"].size()) != S)
+    return bad("lists " + std::to_string(m["shards"].size()) + " shard files for num_shards " + std::to_string(S));
+  StatusOr<Partitioner> part = Partitioner::Create(m["partitioner"].get<std::string>(), rows, S);
+  if (!part.ok()) return bad(std::string(part.status().message()));
+
+  LoadedCheckpoint out;
+  out.path = mpath;
+  out.step = m.value("step", int64_t{0});
+  out.meta = m["meta"];
+  out.ckpt.path = mpath;
+  out.ckpt.step = out.step;
+  out.ckpt.meta = out.meta;
+  std::map<std::string, size_t> table_at;  // assembled table tensor -> index in out.ckpt.tensors
+  for (int32_t s = 0; s < S; ++s) {
+    if (!m["shards"][s].is_string()) return bad("shards[" + std::to_string(s) + "] is not a path");
+    std::string path = m["shards"][s].get<std::string>();
+    if (!path.empty() && path[0] != '/') path = model_dir + "/" + path;
+    CTRAIN_ASSIGN_OR_RETURN(Checkpoint ck, LoadCheckpoint(path));
+    if (ck.meta.value("format", "") != kShardFormat || ck.meta.value("shard", -1) != s ||
+        ck.meta.value("num_shards", -1) != S || ck.meta.value("partitioner", "") != part->name() ||
+        ck.meta.value("feature_size", int64_t{-1}) != rows)
+      return DataLossError(path + ": not shard " + std::to_string(s) + " of " + std::to_string(S) + " (" +
+                           std::string(part->name()) + ", feature_size " + std::to_string(rows) +
+                           ") as the manifest " + mpath + " says");
+    const int64_t n = part->ShardRows(s);
+    for (NamedTensor& t : ck.tensors) {
+      if (!IsTableTensor(t.name)) {  // dense parameters and slots (spread over the shards), BN state
+        if (out.ckpt.Find(t.name) != nullptr)
+          return DataLossError(path + ": tensor '" + t.name + "' is in another shard too");
+        out.ckpt.tensors.push_back(std::move(t));
+        continue;
+      }
+      if (t.dtype != DType::kF32 || t.shape.empty() || t.shape[0] != n || t.shape.size() > 2)
+        return InvalidArgumentError(path + ": tensor '" + t.name + "' should be f32 with " + std::to_string(n) +
+                                    " rows (shard " + std::to_string(s) + " of the " + std::string(part->name()) +
+                                    " partitioner)");
+      const int64_t dim = t.shape.size() == 2 ? t.shape[1] : 1;
+      auto it = table_at.find(t.name);
+      if (it == table_at.end()) {
+        if (s != 0) return DataLossError(path + ": tensor '" + t.name + "' is not in shard 0");
+        NamedTensor full;
+        full.name = t.name;
+        full.shape = t.shape;
+        full.shape[0] = rows;
+        full.f32.assign(static_cast<size_t>(rows * dim), 0.0f);
+        it = table_at.emplace(t.name, out.ckpt.tensors.size()).first;
+        out.ckpt.tensors.push_back(std::move(full));
+      }
+      NamedTensor& full = out.ckpt.tensors[it->second];
+      if (full.shape.size() != t.shape.size() || (dim != (full.shape.size() == 2 ? full.shape[1] : 1)))
+        return DataLossError(path + ": tensor '" + t.name + "' has another width than in shard 0");
+      for (int64_t r = 0; r < n; ++r)
+        std::memcpy(&full.f32[part->GlobalId(s, r) * dim], &t.f32[r * dim], dim * sizeof(float));
+    }
+  }
+  return std::optional<LoadedCheckpoint>(std::move(out));
+}
+
+}  // namespace ctrain::train

@@ -1,0 +1,197 @@
+// Training through parameter servers, in process: one worker with
+// --sync-replicas equals local training bit for bit (parameters, optimizer
+// slots, BN state, predictions), and the sharded checkpoint loads like a
+// local one; two workers (sync and async) consume the data as documented.
+#include "ctrain/ps/ps_training.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "ctrain/train/sharded_checkpoint.h"
+#include "ctrain/train/trainer.h"
+#include "ctrain/train/trainer_state.h"
+#include "ps/ps_testing.h"
+#include "testing/temp_dir.h"
+
+namespace ctrain::ps {
+namespace {
+
+using testing::Addresses;
+using testing::StartServers;
+
+// Rows whose label depends on the ids (learnable), field_size 4, ids in [0, 97).
+train::Dataset Data(int64_t n, uint64_t seed) {
+  train::Dataset d(4);
+  std::mt19937_64 rng(seed);
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t ids[4];
+    float values[4];
+    for (int f = 0; f < 4; ++f) {
+      ids[f] = f * 24 + static_cast<int64_t>(rng() % 24);
+      values[f] = 1.0f;
+    }
+    const float label = (ids[0] % 24 < 8) != (rng() % 10 == 0) ? 1.0f : 0.0f;
+    d.Append(label, ids, values);
+  }
+  return d;
+}
+
+train::TrainOptions Options(bool batch_norm, const std::string& optimizer) {
+  train::TrainOptions o;
+  o.model.feature_size = 97;
+  o.model.field_size = 4;
+  o.model.embedding_size = 4;
+  o.model.deep_layers = {16, 8};
+  o.model.dropout = 0.3f;  // the dropout keys must match local training's
+  o.model.batch_norm = batch_norm;
+  o.model.l2_reg = 1e-4f;
+  o.optimizer.name = optimizer;
+  o.optimizer.learning_rate = 0.02f;
+  o.batch_size = 50;
+  o.epochs = 2;
+  o.lr_warmup_steps = 5;  // the learning rate travels with each push
+  o.lr_warmup_from = 0.005f;
+  o.parallel.intra_op_threads = 1;
+  o.progress = train::ProgressMode::kNone;
+  return o;
+}
+
+PsTrainOptions PsOptions(const std::vector<std::string>& addresses, int32_t worker, int32_t workers, bool sync) {
+  PsTrainOptions p;
+  p.client.addresses = addresses;
+  p.client.worker_index = worker;
+  p.client.max_wait = std::chrono::milliseconds(5000);
+  p.client.log = [](const std::string&) {};
+  p.num_workers = workers;
+  p.sync_replicas = sync;
+  return p;
+}
+
+struct Case {
+  const char* partitioner;
+  bool batch_norm;
+  const char* optimizer;
+  int32_t shards;
+};
+
+class OneSyncWorkerTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(OneSyncWorkerTest, EqualsLocalTrainingBitForBit) {
+  const Case c = GetParam();
+  const std::string tag = std::string(c.partitioner) + (c.batch_norm ? "_bn_" : "_") + c.optimizer;
+  const std::string local_dir = ctrain::testing::TestTempDir("ps_training", tag + "_local");
+  const std::string ps_dir = ctrain::testing::TestTempDir("ps_training", tag + "_ps");
+  const train::Dataset train = Data(420, 1), valid = Data(200, 2);  // 9 batches, the last one partial
+
+  train::TrainOptions o = Options(c.batch_norm, c.optimizer);
+  o.model_dir = local_dir;
+  auto local = train::Trainer::Create(o);
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  train::TrainResult lr;
+  ASSERT_TRUE((*local)->Train(train, &valid, &lr).ok());
+
+  auto servers = StartServers(c.shards, c.partitioner, ps_dir);
+  ASSERT_EQ(servers.size(), static_cast<size_t>(c.shards));
+  o.model_dir = ps_dir;
+  PsTrainResult pr;
+  Status st = RunPsTraining(o, PsOptions(Addresses(servers), 0, 1, true), train, &valid, &pr);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(pr.train.steps, lr.steps);
+  EXPECT_EQ(pr.global_step, 18);
+  EXPECT_EQ(servers[0]->shard().global_step(), 18);
+  ASSERT_TRUE(pr.train.evaluated);
+  EXPECT_EQ(pr.train.eval.auc, lr.eval.auc);
+  EXPECT_EQ(pr.train.eval.logloss, lr.eval.logloss);
+  EXPECT_EQ(pr.client.pulls, (18 + 2 /* evaluations */) * c.shards);
+  EXPECT_EQ(pr.client.pushes, 18 * c.shards);
+
+  // Every tensor of the local checkpoint (tables, slots, dense, BN state) is in the sharded one, same bits.
+  auto a = train::ReadTrainerCheckpoint(local_dir);
+  auto b = train::ReadTrainerCheckpoint(ps_dir);
+  ASSERT_TRUE(a.ok() && a->has_value()) << a.status().ToString();
+  ASSERT_TRUE(b.ok() && b->has_value()) << b.status().ToString();
+  EXPECT_EQ((*b)->path, ps_dir + "/" + train::kShardedManifestName);
+  for (const train::NamedTensor& t : (*a)->ckpt.tensors) {
+    const train::NamedTensor* u = (*b)->ckpt.Find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(u->shape, t.shape) << t.name;
+    ASSERT_EQ(u->f32.size(), t.f32.size()) << t.name;
+    EXPECT_EQ(std::memcmp(u->f32.data(), t.f32.data(), t.f32.size() * 4), 0) << t.name << " differs";
+  }
+  EXPECT_EQ((*b)->meta["global_step"], 18);
+  EXPECT_EQ((*b)->meta["epoch"], 2);
+
+  // `ctrain eval` / `predict` path: a trainer loaded from the sharded checkpoint predicts the same.
+  auto loaded = train::LoadTrainerFromCheckpoint(ps_dir, o.parallel);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  std::vector<float> p1, p2;
+  ASSERT_TRUE((*loaded)->Predict(valid, &p1).ok());
+  ASSERT_TRUE((*local)->Predict(valid, &p2).ok());
+  EXPECT_EQ(p1, p2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, OneSyncWorkerTest,
+                         ::testing::Values(Case{"fixed_size", false, "adam", 2}, Case{"mod", true, "adam", 2},
+                                           Case{"mod", false, "ftrl", 3}, Case{"fixed_size", true, "adagrad", 1}),
+                         [](const auto& info) {
+                           return std::string(info.param.partitioner) + (info.param.batch_norm ? "_bn_" : "_") +
+                                  info.param.optimizer + "_" + std::to_string(info.param.shards);
+                         });
+
+TEST(PsTrainingTest, TwoWorkersSyncReplicasShareEachRound) {
+  auto servers = StartServers(2, "mod");
+  const train::Dataset train = Data(420, 3);  // 9 batches: rounds of 2 -> 5 rounds an epoch
+  train::TrainOptions o = Options(false, "adam");
+  PsTrainResult r0, r1;
+  Status s0, s1;
+  std::thread t([&] { s1 = RunPsTraining(o, PsOptions(Addresses(servers), 1, 2, true), train, nullptr, &r1); });
+  s0 = RunPsTraining(o, PsOptions(Addresses(servers), 0, 2, true), train, nullptr, &r0);
+  t.join();
+  ASSERT_TRUE(s0.ok()) << s0.ToString();
+  ASSERT_TRUE(s1.ok()) << s1.ToString();
+  EXPECT_EQ(servers[0]->shard().global_step(), 10);
+  EXPECT_EQ(servers[1]->shard().global_step(), 10);
+  EXPECT_EQ(r0.train.examples + r1.train.examples, 2 * 420);
+  EXPECT_EQ(r0.train.examples, 2 * (4 * 50 + 20));  // batches 0 2 4 6 8 (the partial one) of each epoch
+}
+
+TEST(PsTrainingTest, TwoAsyncWorkersEachApplyTheirOwnSteps) {
+  auto servers = StartServers(2, "fixed_size");
+  const train::Dataset train = Data(420, 4), valid = Data(300, 5);
+  train::TrainOptions o = Options(false, "adam");
+  o.epochs = 4;
+  PsTrainResult r0, r1;
+  Status s1;
+  std::thread t([&] { s1 = RunPsTraining(o, PsOptions(Addresses(servers), 1, 2, false), train, nullptr, &r1); });
+  Status s0 = RunPsTraining(o, PsOptions(Addresses(servers), 0, 2, false), train, &valid, &r0);
+  t.join();
+  ASSERT_TRUE(s0.ok()) << s0.ToString();
+  ASSERT_TRUE(s1.ok()) << s1.ToString();
+  EXPECT_EQ(r0.train.steps, 4 * 5);
+  EXPECT_EQ(r1.train.steps, 4 * 4);
+  EXPECT_EQ(servers[0]->shard().global_step(), 36);  // every push applied
+  EXPECT_EQ(r0.train.examples + r1.train.examples, 4 * 420);
+  ASSERT_TRUE(r0.train.evaluated);
+  EXPECT_FALSE(r1.train.evaluated);  // only the chief evaluates
+  EXPECT_GT(r0.train.eval.auc, 0.75);  // label follows field 0's id (10 % noise)
+}
+
+TEST(PsTrainingTest, RefusesBadWorkerSettings) {
+  const train::Dataset train = Data(10, 6);
+  train::TrainOptions o = Options(false, "adam");
+  PsTrainResult r;
+  EXPECT_EQ(RunPsTraining(o, PsOptions({"127.0.0.1:1"}, 2, 2, false), train, nullptr, &r).code(),
+            StatusCode::kInvalidArgument);
+  PsTrainOptions p = PsOptions({"127.0.0.1:1"}, 0, 1, true);
+  p.max_staleness = 3;
+  EXPECT_EQ(RunPsTraining(o, p, train, nullptr, &r).code(), StatusCode::kInvalidArgument);
+  o.parallel.towers = 2;
+  EXPECT_EQ(RunPsTraining(o, PsOptions({"127.0.0.1:1"}, 0, 1, false), train, nullptr, &r).code(),
+            StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ctrain::ps
