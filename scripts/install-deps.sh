@@ -17,6 +17,7 @@ PKGS=(
   openssl              # tests: a self-signed certificate for the services' TLS
   libopenmpi-dev openmpi-bin  # dist/: multi-host allreduce under mpirun
   clang libclang-rt-14-dev libomp-14-dev llvm  # libFuzzer targets (clang needs its OpenMP runtime)
+  ccache               # compiler cache: the CI trees and the Python wheel's build tree share it
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -24,11 +25,17 @@ for p in "${PKGS[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#PKGS[@]} packages present"
-  exit 0
+else
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "install-deps: installed ${missing[*]}"
 fi
-SUDO=""
-[ "$(id -u)" -ne 0 ] && SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "install-deps: installed ${missing[*]}"
+
+# Python (PyPI; pip skips what is installed). PYTHON: the interpreter the package is for.
+PYTHON=${PYTHON:-python3}
+"$PYTHON" -m pip install -q nanobind scikit-build-core  # build the package: pip install . (pyproject.toml)
+"$PYTHON" -m pip install -q numpy pytest                # tests/python
+"$PYTHON" -m pip install -q torch                       # tests/python: .as_torch() and the PyTorch DeepFM peer
