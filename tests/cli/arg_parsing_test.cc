@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -336,6 +337,28 @@ TEST(ArgParsingTest, EditDistanceAndClosest) {
   EXPECT_EQ(EditDistance("--lerning-rate", "--learning-rate"), 1u);
   EXPECT_EQ(ClosestName("--epoch", {"--epochs", "--seed"}), "--epochs");
   EXPECT_EQ(ClosestName("--qqqqqqq", {"--epochs", "--seed"}), "");
+}
+
+}  // namespace
+}  // namespace ctrain::cli
+
+namespace ctrain::cli {
+namespace {
+
+TEST(GivenOptionsTest, CanonicalNamesOfTheFlagsGiven) {
+  CLI::App app;
+  int threads = 0, shards = 1, towers = 1;
+  app.add_option("--intra-op-parallelism-threads,--intra_op_parallelism_threads", threads);
+  app.add_option("--num-shards,--num_shards", shards);
+  app.add_option("--towers", towers);
+  std::vector<std::string> args{"--towers", "2", "--intra_op_parallelism_threads", "3"};
+  std::reverse(args.begin(), args.end());  // CLI11 parses a reversed vector
+  app.parse(args);
+  const job::ExplicitOptions given = GivenOptions(&app);
+  EXPECT_TRUE(given.Has("towers"));
+  EXPECT_TRUE(given.Has("intra_op_parallelism_threads"));
+  EXPECT_FALSE(given.Has("num_shards"));
+  EXPECT_EQ(given.names().size(), 2u);
 }
 
 }  // namespace

@@ -317,4 +317,15 @@ std::string CheckCommandAndFlags(const CLI::App& app, const std::vector<std::str
   return "";
 }
 
+job::ExplicitOptions GivenOptions(const CLI::App* app) {
+  job::ExplicitOptions given;
+  for (const CLI::Option* o : app->get_options()) {
+    if (o->count() == 0 || o->get_lnames().empty()) continue;
+    std::string name = o->get_lnames().front();
+    for (char& c : name) c = c == '-' ? '_' : c;
+    given.Add(std::move(name));
+  }
+  return given;
+}
+
 }  // namespace ctrain::cli

@@ -16,6 +16,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ctrain/job/explicit_options.h"
+
 namespace ctrain::cli {
 
 // Long and short names ("--batch-norm", "-b") of the boolean switches of `sub`
@@ -61,5 +63,10 @@ size_t EditDistance(const std::string& a, const std::string& b);
 // The candidate closest to `word` if it is close enough to be a typo
 // (distance <= max(2, |word| / 3)), or "".
 std::string ClosestName(const std::string& word, const std::vector<std::string>& candidates);
+
+// The options of `app` given on the command line (or by a config file), by
+// canonical name: the first long name with underscores ("--num-shards" ->
+// "num_shards").
+job::ExplicitOptions GivenOptions(const CLI::App* app);
 
 }  // namespace ctrain::cli

@@ -1,43 +1,18 @@
 #include "ctrain/cli/service_flags.h"
 
-#include <cstdlib>
-
-#include "ctrain/base/signals.h"
-#include "ctrain/dataservice/dispatcher_state.h"
-#include "ctrain/service/auth.h"
-
 namespace ctrain::cli {
 
-void SecurityFlags::Register(CLI::App* app, bool server) {
-  app->add_option("--token-file,--token_file", token_file,
+void RegisterSecurityFlags(CLI::App* app, service::SecurityOptions* s, bool server) {
+  app->add_option("--token-file,--token_file", s->token_file,
                   "File holding the service token (default: $CTRAIN_SERVICE_TOKEN; none = no authentication)");
-  app->add_option("--tls-cert,--tls_cert", tls_cert,
+  app->add_option("--tls-cert,--tls_cert", s->tls_cert,
                   server ? "TLS: this server's certificate chain (PEM); also sent to the dispatcher when it asks"
                          : "TLS: this client's certificate chain (PEM), for servers that require one");
-  app->add_option("--tls-key,--tls_key", tls_key, "TLS: the private key of --tls-cert (PEM)");
-  app->add_option("--tls-ca,--tls_ca", tls_ca, "TLS: CA certificates (PEM) to verify the servers this process calls");
+  app->add_option("--tls-key,--tls_key", s->tls_key, "TLS: the private key of --tls-cert (PEM)");
+  app->add_option("--tls-ca,--tls_ca", s->tls_ca, "TLS: CA certificates (PEM) to verify the servers this process calls");
   if (server)
-    app->add_option("--tls-client-ca,--tls_client_ca", tls_client_ca,
+    app->add_option("--tls-client-ca,--tls_client_ca", s->tls_client_ca,
                     "TLS: require client certificates signed by these CAs (PEM; mutual TLS)");
-}
-
-StatusOr<service::ChannelConfig> SecurityFlags::Channel() const {
-  service::ChannelConfig c;
-  CTRAIN_ASSIGN_OR_RETURN(c.token, service::LoadToken(token_file));
-  c.tls_ca = tls_ca;
-  if (!tls_ca.empty()) {  // a client certificate only goes with TLS to the server
-    c.tls_cert = tls_cert;
-    c.tls_key = tls_key;
-  }
-  return c;
-}
-
-Status SecurityFlags::ApplyTo(service::ServerConfig* server) const {
-  CTRAIN_ASSIGN_OR_RETURN(server->token, service::LoadToken(token_file));
-  server->tls_cert = tls_cert;
-  server->tls_key = tls_key;
-  server->tls_ca = tls_client_ca;
-  return Status::OK();
 }
 
 void ServerFlags::Register(CLI::App* app, int default_port) {
@@ -81,32 +56,13 @@ void DataServiceClientFlags::Register(CLI::App* app, bool required) {
   app->add_option("--data-service-max-open-splits,--data_service_max_open_splits", max_open_splits,
                   "Splits streamed at once")
       ->capture_default_str();
-  security.Register(app);
+  RegisterSecurityFlags(app, &security);
 }
 
-StatusOr<dataservice::DataServiceClientOptions> DataServiceClientFlags::Options(bool ordered,
-                                                                                const std::string& feature_map) const {
-  dataservice::DataServiceClientOptions o;
-  o.dispatcher = address;
-  CTRAIN_RETURN_IF_ERROR(service::CheckHostPort(address, "--data-service"));
-  CTRAIN_ASSIGN_OR_RETURN(o.processing_mode, dataservice::ParseProcessingMode(processing_mode));
-  CTRAIN_ASSIGN_OR_RETURN(o.channel, security.Channel());
-  o.job_name = job_name;
-  o.num_splits = num_splits;
-  o.consumer_index = consumer_index;
-  // Under mpirun every rank is one trainer of the job: by default its rank is its index.
-  if (consumer_index_opt != nullptr && consumer_index_opt->count() == 0)
-    if (const char* rank = std::getenv("OMPI_COMM_WORLD_RANK"); rank != nullptr && *rank != '\0')
-      o.consumer_index = std::atoi(rank);
-  if (compression != "auto" && compression != "none" && compression != "zstd")
-    return InvalidArgumentError("--data-service-compression must be none, zstd or auto, got \"" + compression + "\"");
-  o.compression = compression;
-  o.max_buffer_bytes = buffer_bytes;
-  o.max_open_splits = max_open_splits;
-  o.ordered = ordered;
-  o.feature_map = feature_map;
-  o.stop = PendingInterruptFlag();
-  return o;
+dataservice::DataServiceSettings DataServiceClientFlags::Settings() const {
+  dataservice::DataServiceSettings s = *this;
+  s.consumer_index_given = consumer_index_opt != nullptr && consumer_index_opt->count() > 0;
+  return s;
 }
 
 }  // namespace ctrain::cli

@@ -9,22 +9,19 @@
 #include <CLI/CLI.hpp>
 
 #include "ctrain/base/status.h"
-#include "ctrain/dataservice/client.h"
-#include "ctrain/service/channel.h"
+#include "ctrain/dataservice/client_settings.h"
+#include "ctrain/service/security_options.h"
 #include "ctrain/service/server.h"
 
 namespace ctrain::cli {
 
-struct SecurityFlags {
-  std::string token_file;
-  std::string tls_cert, tls_key, tls_ca;
-  std::string tls_client_ca;  // servers: require client certificates signed by this CA (mutual TLS)
-  // `server`: the process also serves (adds --tls-client-ca; --tls-cert/--tls-key are then its
-  // server certificate, and also its client certificate towards the dispatcher).
-  void Register(CLI::App* app, bool server = false);
-  // The token (file, else CTRAIN_SERVICE_TOKEN) and TLS files.
-  StatusOr<service::ChannelConfig> Channel() const;
-  Status ApplyTo(service::ServerConfig* server) const;
+// --token-file, --tls-cert, --tls-key, --tls-ca onto `s`. `server`: the process
+// also serves (adds --tls-client-ca; --tls-cert/--tls-key are then its server
+// certificate, and also its client certificate towards the dispatcher).
+void RegisterSecurityFlags(CLI::App* app, service::SecurityOptions* s, bool server = false);
+
+struct SecurityFlags : service::SecurityOptions {
+  void Register(CLI::App* app, bool server = false) { RegisterSecurityFlags(app, this, server); }
 };
 
 struct ServerFlags {
@@ -36,20 +33,15 @@ struct ServerFlags {
 };
 
 // --data-service and the job options of a data-service client.
-struct DataServiceClientFlags {
-  std::string address;
-  std::string processing_mode = "distributed_epoch";
-  std::string job_name;
-  int32_t num_splits = 8;
-  int32_t consumer_index = 0;
+struct DataServiceClientFlags : dataservice::DataServiceSettings {
   CLI::Option* consumer_index_opt = nullptr;  // given explicitly? (mpirun: the rank otherwise)
-  std::string compression = "auto";
-  int64_t buffer_bytes = int64_t{256} << 20;
-  int32_t max_open_splits = 4;
-  SecurityFlags security;
-  // `with_address`: add --data-service (train: optional; read: required).
+  // `required`: --data-service must be given (read); train: optional.
   void Register(CLI::App* app, bool required);
-  StatusOr<dataservice::DataServiceClientOptions> Options(bool ordered, const std::string& feature_map) const;
+  // The settings as parsed (consumer_index_given from the command line).
+  dataservice::DataServiceSettings Settings() const;
+  StatusOr<dataservice::DataServiceClientOptions> Options(bool ordered, const std::string& feature_map) const {
+    return Settings().Options(ordered, feature_map);
+  }
 };
 
 }  // namespace ctrain::cli

@@ -1,0 +1,82 @@
+// The DeepFM training job: what `ctrain train`, the Python package's
+// Trainer.fit and the launcher's trainer role run. It validates the options,
+// checks every input and output up front, takes the model-dir lock, reads the
+// training data (stream through the input pipeline, memory, the data service,
+// or the built-in synthetic data), autotunes, trains (train/trainer.h),
+// resumes from the model dir, and reports. Under mpirun (dist/) it runs as one
+// rank of a synchronous data-parallel job (docs/distributed.md).
+//
+// Option names are the CLI's flags with underscores (docs/training.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ctrain/base/status.h"
+#include "ctrain/data/pipeline.h"
+#include "ctrain/dataservice/client_settings.h"
+#include "ctrain/job/data_options.h"
+#include "ctrain/job/explicit_options.h"
+#include "ctrain/train/trainer.h"
+
+namespace ctrain::job {
+
+// Rows of the built-in synthetic job (no --train given): train, then validation.
+inline constexpr int64_t kSynthTrainRows = 200000;
+inline constexpr int64_t kSynthValidRows = 20000;
+
+struct TrainJobOptions {
+  std::vector<std::string> train, valid;  // files, globs or directories; empty train = synthetic data
+  DataOptions data;
+  // batch_size, epochs, max_steps, seed, shuffle, model_dir, checkpointing,
+  // eval_every_steps; the model and optimizer parts are filled from the
+  // fields below.
+  train::TrainOptions train_options;
+  std::string deep_layers = "400,400,400";  // hidden widths, comma-separated
+  std::string optimizer = "adam";           // adam|adagrad|sgd|momentum|ftrl
+  float learning_rate = 0.0005f;
+  int32_t embedding_size = 32;              // K
+  float dropout = 0.5f;
+  bool batch_norm = false;
+  std::string mixed_precision = "f32";      // f32|bf16|auto
+  float l2_reg = 0.0f;
+  std::string metrics_json;                 // "" = none
+  std::string config;                       // the config file the options came from (an input: never overwritten)
+  std::string progress = "auto";            // auto|bar|log|none
+  train::ParallelOptions parallel;          // intra_op threads, towers, hogwild, affinity, deterministic
+  bool autotune = false;
+  int64_t autotune_steps = 5;
+  std::string input_mode = "auto";          // stream|memory|auto
+  data::PipelineOptions pipeline = DefaultTrainPipeline();
+  dataservice::DataServiceSettings data_service;  // address set: batches from remote workers
+  // mpirun (docs/distributed.md): Horovod's learning-rate scaling and stall detector.
+  std::string lr_scaling = "none";          // none|linear|sqrt
+  double stall_warning_secs = 60, stall_shutdown_secs = 0;
+  int64_t check_replicas_every = 0;
+  int64_t lr_warmup_steps = 0;
+  // Options set explicitly (intra_op_parallelism_threads, towers, hogwild,
+  // num_shards, shard_index and the pipeline options).
+  ExplicitOptions given;
+
+  static data::PipelineOptions DefaultTrainPipeline() {
+    data::PipelineOptions p;
+    p.shuffle_buffer_size = 100000;
+    return p;
+  }
+};
+
+// The pipeline options (canonical names) that --input-mode memory ignores.
+const std::vector<std::string>& PipelineOptionNames();
+
+// Runs the job. Alone, or as one rank under mpirun: a failing rank ends the
+// whole job (MPI_Abort) so that no rank waits for it; a stop request (SIGINT/
+// SIGTERM while training: base/signals.h) checkpoints at the current step and
+// returns Cancelled on every rank at the same step. `result` (optional)
+// receives the run's result. Errors: InvalidArgument naming the flag for bad
+// options; the inputs' located errors; FailedPrecondition for a locked or
+// unusable model dir. `options` is updated in place with what the run used
+// (autotuned threads, the model's data description, mpirun's rank settings).
+Status RunTrain(TrainJobOptions& options, train::TrainResult* result = nullptr);
+
+}  // namespace ctrain::job
