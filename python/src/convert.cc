@@ -60,7 +60,7 @@ std::string OptionText(nb::handle value) {
   return nb::cast<std::string>(nb::str(value));
 }
 
-void SetDataFlags(const nb::dict& d, cli::DataFlags* f) {
+void SetDataOptions(const nb::dict& d, job::DataOptions* f) {
   for (auto [k, v] : d) {
     const std::string key = nb::cast<std::string>(k);
     if (v.is_none()) continue;

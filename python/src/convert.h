@@ -8,7 +8,7 @@
 #include <nanobind/nanobind.h>
 
 #include "ctrain/base/status.h"
-#include "ctrain/cli/data_flags.h"
+#include "ctrain/job/data_options.h"
 #include "ctrain/data/batch.h"
 #include "ctrain/data/pipeline.h"
 
@@ -35,11 +35,11 @@ inline void ThrowIfError(const Status& s) {
 // Unimplemented for variable-length (CSR) batches.
 nanobind::tuple BatchToArrays(data::Batch&& batch);
 
-// Reader options: keys of cli::DataFlags (format, compression, field_size,
+// Reader options: keys of job::DataOptions (format, compression, field_size,
 // id_base, feature_size, feature_map, skip_corrupt_records,
 // max_skipped_records, max_line_bytes, pipe_timeout_ms). Unknown keys raise
-// TypeError. The values are checked by DataFlags::ReaderOptions().
-void SetDataFlags(const nanobind::dict& d, cli::DataFlags* flags);
+// TypeError. The values are checked by DataOptions::ReaderOptions().
+void SetDataOptions(const nanobind::dict& d, job::DataOptions* options);
 
 // Pipeline options by their PipelineOptions names (data::SetPipelineOption);
 // errors raise ValueError naming the option.

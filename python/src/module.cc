@@ -15,10 +15,11 @@
 
 #include "call_thread.h"
 #include "convert.h"
-#include "ctrain/cli/service_flags.h"
 #include "ctrain/data/example_reader.h"
 #include "ctrain/data/pipeline.h"
 #include "ctrain/dataservice/client.h"
+#include "ctrain/dataservice/client_settings.h"
+#include "ctrain/job/data_options.h"
 #include "ctrain/train/stream_input.h"
 
 namespace nb = nanobind;
@@ -33,7 +34,7 @@ namespace {
 class PipelineIterator {
  public:
   PipelineIterator(const std::vector<std::string>& files, const nb::dict& reader, const nb::dict& pipeline) {
-    SetDataFlags(reader, &flags_);
+    SetDataOptions(reader, &flags_);
     SetPipelineOptions(pipeline, &options_);
     StatusOr<data::ExampleReaderOptions> ro = flags_.ReaderOptions();
     ThrowIfError(ro.status());
@@ -77,7 +78,7 @@ class PipelineIterator {
   std::vector<std::string> Warnings() const { return pipe_ ? pipe_->warnings() : std::vector<std::string>{}; }
 
  private:
-  cli::DataFlags flags_;  // owns the feature map's vocabulary
+  job::DataOptions flags_;  // owns the feature map's vocabulary
   data::ExampleReaderOptions reader_;
   data::PipelineOptions options_;
   std::unique_ptr<data::Pipeline> pipe_;
@@ -89,8 +90,8 @@ class PipelineIterator {
 
 // Every example of one file, in order, as one batch.
 nb::tuple Read(const std::string& path, const nb::dict& reader) {
-  cli::DataFlags flags;
-  SetDataFlags(reader, &flags);
+  job::DataOptions flags;
+  SetDataOptions(reader, &flags);
   StatusOr<data::ExampleReaderOptions> ro = flags.ReaderOptions();
   ThrowIfError(ro.status());
   data::Batch batch;
@@ -131,8 +132,8 @@ class DataServiceIterator {
                       const nb::dict& client, const nb::dict& pipeline, int64_t batch_size, int32_t epochs,
                       uint64_t seed, const std::string& cursor_json)
       : epochs_(epochs) {
-    SetDataFlags(reader, &flags_);
-    cli::DataServiceClientFlags cf;
+    SetDataOptions(reader, &flags_);
+    dataservice::DataServiceSettings cf;
     cf.address = address;
     for (auto [k, v] : client) {
       if (v.is_none()) continue;
@@ -242,7 +243,7 @@ class DataServiceIterator {
     call_.Run(std::forward<F>(fn), [this] { stop_.store(SIGINT); }, CallThread::OnInterrupt::kFinishCall);
   }
 
-  cli::DataFlags flags_;
+  job::DataOptions flags_;
   train::StreamInput input_;
   dataservice::DataServiceClientOptions options_;
   train::BatchSourceParams params_;

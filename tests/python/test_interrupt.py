@@ -69,3 +69,29 @@ def test_ctrl_c_stops_iteration_over_a_fifo_without_writer(tmp_path):
     assert rc == 0, err
     assert out.startswith("KeyboardInterrupt after"), (out, err)
     assert float(out.split()[2]) < 3.0
+
+
+def test_ctrl_c_stops_fit_with_a_checkpoint(shared_data, tmp_path):
+    model_dir = tmp_path / "m"
+    rc, out, err, seconds = run_and_interrupt(f"""
+        import ctrain
+        t = ctrain.Trainer(model_dir={str(model_dir)!r}, feature_size=921, id_base=1, embedding_size=8,
+                           deep_layers="32", batch_size=64, epochs=1000, progress="none",
+                           intra_op_parallelism_threads=1)
+        print("started", flush=True)
+        try:
+            t.fit({str(shared_data / "criteo_deepfm_va10k.libsvm")!r})
+        except KeyboardInterrupt:
+            print("KeyboardInterrupt", flush=True)
+        logs = ctrain.Trainer(model_dir={str(model_dir)!r}, feature_size=921, id_base=1, embedding_size=8,
+                              deep_layers="32", batch_size=64, epochs=1000, max_steps=1, progress="none").fit(
+            {str(shared_data / "criteo_deepfm_va10k.libsvm")!r})
+        print("resumed at step", logs["steps"], logs["restored"], flush=True)
+    """, tmp_path, after=3.0, limit=60)
+    assert rc == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0] == "KeyboardInterrupt", (out, err)
+    # The run stopped at some step > 1 and wrote its checkpoint: the next fit restored it
+    # (max_steps=1 is already reached, so it runs no step).
+    assert lines[1].startswith("resumed at step") and lines[1].endswith("True"), (out, err)
+    assert int(lines[1].split()[3]) > 1
