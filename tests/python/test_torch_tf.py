@@ -61,6 +61,7 @@ def test_torch_deepfm_from_as_torch_reaches_the_auc_of_its_own_loader(va10k_spli
 
     auc_own, steps_own = train_peer(own_batches, valid)
     auc_ctrain, steps_ctrain = train_peer(lambda: iter(loader), valid)
+    print(f"PyTorch DeepFM valid auc: own loader {auc_own:.6f}, ctrain .as_torch() {auc_ctrain:.6f}")
     assert steps_own == steps_ctrain == 3 * 32
     assert auc_own > 0.70, auc_own
     # Same batches in the same order, same seed: the same model up to float rounding.
