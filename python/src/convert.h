@@ -18,7 +18,7 @@ namespace ctrain::python {
 //   InvalidArgument, FailedPrecondition, OutOfRange, DataLoss -> ValueError
 //   NotFound -> FileNotFoundError, PermissionDenied/Unauthenticated -> PermissionError,
 //   AlreadyExists -> FileExistsError, Unavailable/DeadlineExceeded -> OSError,
-//   Unimplemented -> NotImplementedError, Cancelled -> KeyboardInterrupt-free RuntimeError,
+//   Unimplemented -> NotImplementedError,
 //   anything else -> RuntimeError.
 PyObject* ExceptionFor(StatusCode code);
 
