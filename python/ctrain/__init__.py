@@ -157,7 +157,9 @@ class Pipeline:
 
     def stats(self) -> Dict[str, Any]:
         """The last iteration's pipeline stats (data/pipeline_stats.h ToJson): records, batches,
-        bytes_read, skipped lines, queue fill, input wait. Empty before the first iter()."""
+        bytes_read, skipped lines, queue fill, input wait. Empty before the first iter().
+        (The Pipeline keeps its last iterator for this: an iteration left before its end keeps
+        its threads until the next iter(), its close(), or the Pipeline's deletion.)"""
         return self._last.stats() if self._last is not None else {}
 
     def as_torch(self):
