@@ -20,6 +20,7 @@ PKGS=(
   clang libclang-rt-14-dev libomp-14-dev llvm  # libFuzzer targets (clang needs its OpenMP runtime)
   gnuplot-nox          # ctrain report: PNG charts (docs/launch.md#report)
   python3 python3-pip  # tests: TensorBoard's reader (pip line at the end)
+  ccache               # compiler cache: the CI trees and the Python wheel's build tree share it
 )
 missing=()
 for p in "${PKGS[@]}"; do
@@ -35,13 +36,15 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
   echo "install-deps: installed ${missing[*]}"
 fi
-# Python packages the tests use (python3 on PATH). Debian's own python3 marks its site-packages
-# externally managed: pip then needs --break-system-packages.
-# tests/export: onnxruntime runs the exported ONNX graph, numpy reads the .npy files.
-# tests/monitor, tests/launch: TensorBoard's EventAccumulator loads the event files ctrain writes.
+# Python packages (PyPI; pip skips what is installed). PYTHON: the interpreter the package is for.
+# Debian's own python3 marks its site-packages externally managed; this script installs into it anyway.
 # INSTALL_DEPS_NO_PIP=1 skips them (the Dockerfile: an image that only trains needs none of them).
-PIP_PKGS=(onnxruntime numpy tensorboard)
+PYTHON=${PYTHON:-python3}
+pip_install() { $SUDO env PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q "$@"; }
 if [ "${INSTALL_DEPS_NO_PIP:-0}" != 1 ]; then
-  python3 -m pip install --quiet "${PIP_PKGS[@]}" 2>/dev/null ||
-    $SUDO python3 -m pip install --quiet --break-system-packages "${PIP_PKGS[@]}"
+  pip_install nanobind scikit-build-core  # build the package: pip install . (pyproject.toml)
+  pip_install numpy pytest                # tests/python
+  pip_install torch                       # tests/python: .as_torch() and the PyTorch DeepFM peer
+  pip_install onnxruntime                 # tests/export: runs the exported ONNX graph
+  pip_install tensorboard                 # tests/monitor, tests/launch: EventAccumulator reads the event files
 fi

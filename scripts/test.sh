@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The README's test command: installs dependencies, builds, runs the unit tests
-# (CTest/GoogleTest), then the same suite under ASan+UBSan.
+# (CTest/GoogleTest) and the Python package's (pytest), then the C++ suite under ASan+UBSan.
 #   SKIP_SANITIZERS=1 scripts/test.sh   # only the Release suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+echo "== Python package: pip install . and pytest tests/python (slow ones too) =="
+# The wheel's CMake tree persists in build-py/ (pyproject.toml), so a rerun is incremental.
+PYTHON=${PYTHON:-python3}
+PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --no-build-isolation .
+(cd tests/python && "$PYTHON" -m pytest -q -m "slow or not slow" .)
 if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
   echo "== ASan+UBSan build =="
   BUILD_DIR=build-asan bash scripts/build.sh -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTRAIN_SANITIZE=ON -DCTRAIN_BUILD_BENCH=OFF

@@ -156,5 +156,18 @@ TEST(Signals, RegistryIsBounded) {
   UnregisterTempFile(again);
 }
 
+TEST(Signals, RequestInterruptKeepsTheFirstRequestUntilCleared) {
+  // An embedder (the Python package) that saw Ctrl-C itself asks for the stop a deferred SIGINT gives.
+  ClearPendingInterrupt();
+  EXPECT_EQ(PendingInterrupt(), 0);
+  RequestInterrupt(SIGINT);
+  EXPECT_EQ(PendingInterrupt(), SIGINT);
+  EXPECT_EQ(PendingInterruptFlag()->load(), SIGINT);
+  RequestInterrupt(SIGTERM);  // the first one stays
+  EXPECT_EQ(PendingInterrupt(), SIGINT);
+  ClearPendingInterrupt();
+  EXPECT_EQ(PendingInterrupt(), 0);
+}
+
 }  // namespace
 }  // namespace ctrain

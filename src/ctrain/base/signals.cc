@@ -112,6 +112,10 @@ InterruptDeferral::~InterruptDeferral() { g_defer.fetch_sub(1, std::memory_order
 
 int PendingInterrupt() { return g_pending.load(std::memory_order_acquire); }
 const std::atomic<int>* PendingInterruptFlag() { return &g_pending; }
+void RequestInterrupt(int signo) {
+  int expected = 0;
+  g_pending.compare_exchange_strong(expected, signo);
+}
 void ClearPendingInterrupt() { g_pending.store(0, std::memory_order_release); }
 
 void ExitForSignal(int signo) {

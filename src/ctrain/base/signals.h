@@ -60,7 +60,11 @@ class InterruptDeferral {
 int PendingInterrupt();
 // The flag PendingInterrupt() reads, for code that polls it (Trainer::set_stop_flag).
 const std::atomic<int>* PendingInterruptFlag();
-// Tests: forget a pending interrupt.
+// Records `signo` (SIGINT or SIGTERM) as the pending interrupt, as the handler
+// does under an InterruptDeferral: for embedders that see the signal
+// themselves (the Python package: Ctrl-C while Trainer.fit runs).
+void RequestInterrupt(int signo);
+// Tests, embedders: forget a pending interrupt.
 void ClearPendingInterrupt();
 
 // Unlinks the registered temporary files and ends the process with `signo`'s

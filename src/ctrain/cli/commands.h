@@ -4,9 +4,13 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "ctrain/base/status.h"
+#include "ctrain/job/train_job.h"
 
 namespace ctrain::cli {
 
@@ -27,5 +31,13 @@ Command AddPsCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
 Command AddLaunchCommand(CLI::App& app);
 Command AddReportCommand(CLI::App& app);
+
+// `ctrain train`'s flags (e.g. {"--feature-size", "921", "--shuffle=false"}) parsed onto the job's
+// options exactly as the CLI parses them (usage checks, --config applied, the given options
+// recorded); the Python package's Trainer(**options) uses it. Errors: InvalidArgument with the
+// CLI's usage message (an unknown flag with its closest name, a bad value).
+StatusOr<job::TrainJobOptions> ParseTrainJobOptions(const std::vector<std::string>& args);
+// The canonical names (the first long flag name with underscores) of `ctrain train`'s options.
+std::vector<std::string> TrainOptionNames();
 
 }  // namespace ctrain::cli

@@ -268,7 +268,9 @@ Command AddInferCommand(CLI::App& app, bool predict) {
 
 }  // namespace
 
-Command AddTrainCommand(CLI::App& app) {
+namespace {
+// Registers `ctrain train` and its flags onto `app`; the flags land in the returned object.
+std::shared_ptr<TrainFlags> RegisterTrainCommand(CLI::App& app) {
   auto fl = std::make_shared<TrainFlags>();
   CLI::App* sub = app.add_subcommand("train", "Train DeepFM (without --train: on built-in synthetic data)");
   fl->app = sub;
@@ -389,7 +391,13 @@ Command AddTrainCommand(CLI::App& app) {
   sub->add_option("--check-replicas-every,--check_replicas_every", fl->job.check_replicas_every,
                   "Under mpirun: compare parameter hashes across ranks every K steps (0 = never; debug)")
       ->capture_default_str();
-  return {sub, [fl]() {
+  return fl;
+}
+}  // namespace
+
+Command AddTrainCommand(CLI::App& app) {
+  std::shared_ptr<TrainFlags> fl = RegisterTrainCommand(app);
+  return {fl->app, [fl]() {
             Status s = RunTrain(*fl);
             const int sig = PendingInterrupt();  // deferred while training (checkpoint written)
             if (sig != 0) {
@@ -398,6 +406,37 @@ Command AddTrainCommand(CLI::App& app) {
             }
             return s.ok() ? 0 : ReportError(s);
           }};
+}
+
+StatusOr<job::TrainJobOptions> ParseTrainJobOptions(const std::vector<std::string>& args) {
+  CLI::App app{"ctrain"};
+  std::shared_ptr<TrainFlags> fl = RegisterTrainCommand(app);
+  DescribeBoolSwitches(app);
+  std::vector<std::string> a = {"train"};
+  a.insert(a.end(), args.begin(), args.end());
+  if (const std::string usage = CheckCommandAndFlags(app, a); !usage.empty()) return InvalidArgumentError(usage);
+  a = NormalizeBoolSwitches(app, std::move(a));
+  std::vector<std::string> reversed(a.rbegin(), a.rend());  // CLI11 takes them last-first
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return InvalidArgumentError(e.what());
+  }
+  if (!fl->job.config.empty()) CTRAIN_RETURN_IF_ERROR(ApplyConfigFile(fl->app, fl->job.config));
+  return fl->Options();
+}
+
+std::vector<std::string> TrainOptionNames() {
+  CLI::App app{"ctrain"};
+  std::shared_ptr<TrainFlags> fl = RegisterTrainCommand(app);
+  std::vector<std::string> names;
+  for (const CLI::Option* o : fl->app->get_options()) {
+    if (o->get_lnames().empty() || o->get_lnames().front() == "help") continue;
+    std::string name = o->get_lnames().front();
+    for (char& c : name) c = c == '-' ? '_' : c;
+    names.push_back(std::move(name));
+  }
+  return names;
 }
 
 Command AddEvalCommand(CLI::App& app) { return AddInferCommand(app, false); }

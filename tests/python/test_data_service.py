@@ -1,0 +1,110 @@
+"""ctrain.DataService: the client against a real dispatcher and worker (`ctrain data-service`
+processes on 127.0.0.1, free ports, bounded waits, every process stopped and reaped)."""
+
+import collections
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import ctrain
+
+from conftest import VA10K
+
+
+class Server:
+    """A `ctrain data-service <role>` process; address() waits for its 'listening on' line."""
+
+    def __init__(self, cli, args, log):
+        self.log = open(log, "w")
+        self.p = subprocess.Popen([cli, "data-service"] + args, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.line = None
+        got = threading.Event()
+
+        def read():
+            for line in self.p.stdout:
+                if self.line is None and " listening on " in line:
+                    self.line = line.strip()
+                    got.set()
+
+        threading.Thread(target=read, daemon=True).start()
+        if not got.wait(20):
+            self.stop()
+            raise AssertionError(f"{args[0]} did not start in 20 s: see {log}")
+
+    def address(self):
+        return self.line.rsplit(" ", 1)[1]
+
+    def stop(self):
+        if self.p.poll() is None:
+            self.p.terminate()  # SIGTERM: every process exits cleanly
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.log.close()
+
+
+@pytest.fixture
+def service(cli, tmp_path):
+    servers = []
+    try:
+        d = Server(cli, ["dispatcher", "--port", "0", "--work-dir", str(tmp_path / "ds")], tmp_path / "d.err")
+        servers.append(d)
+        w = Server(cli, ["worker", "--dispatcher", d.address(), "--port", "0", "--heartbeat-ms", "200"],
+                   tmp_path / "w.err")
+        servers.append(w)
+        yield d.address()
+    finally:
+        for s in reversed(servers):
+            s.stop()
+
+
+def rows(batches):
+    c = collections.Counter()
+    for b in batches:
+        for label, ids, values in zip(b.labels.tolist(), b.ids.tolist(), b.values.tolist()):
+            c[(label, tuple(ids), tuple(values))] += 1
+    return c
+
+
+def test_data_service_pipeline_gives_every_example_once(service, va10k_split):
+    tr, _ = va10k_split
+    want = rows([ctrain.read(tr, **VA10K)])
+    p = ctrain.DataService(service).pipeline(str(tr), batch_size=256, num_splits=4, **VA10K)
+    got = list(p)
+    assert all(b.ids.shape[1] == 39 and b.ids.dtype == np.int64 for b in got)
+    assert rows(got) == want
+    # 8000 examples in 4 splits of 2000: 8 batches per split (7 of 256 and one of 208).
+    assert len(got) == 32
+
+
+def test_data_service_state_dict_resumes_mid_epoch(service, va10k_split):
+    tr, _ = va10k_split
+    want = rows([ctrain.read(tr, **VA10K)])
+    ds = ctrain.DataService(service)
+    first = ds.pipeline(str(tr), batch_size=256, num_splits=4, job_name="resume", epochs=1, **VA10K)
+    it = iter(first)
+    head = [next(it) for _ in range(11)]
+    state = first.state_dict()
+    cur = state["data_cursor"]
+    assert cur["job"] == "resume" and cur["epoch"] == 0
+    assert len(cur["done"]) + len(cur["partial"]) >= 1
+    del it, first  # the "process" ends without releasing the job
+    second = ds.pipeline(str(tr), batch_size=256, num_splits=4, job_name="resume", epochs=1, **VA10K)
+    second.load_state_dict(state)
+    tail = list(second)
+    assert rows(head) + rows(tail) == want  # every example exactly once
+
+
+def test_data_service_errors(cli, va10k_split):
+    tr, _ = va10k_split
+    with pytest.raises(ValueError, match="--data-service"):
+        list(ctrain.DataService("no-port").pipeline(str(tr), **VA10K))
+    with pytest.raises(ValueError, match="--num-splits"):
+        list(ctrain.DataService("127.0.0.1:1").pipeline(str(tr), num_splits=0, **VA10K))
+    with pytest.raises(TypeError):
+        ctrain.DataService("127.0.0.1:1").pipeline(str(tr), bogus=1)
