@@ -193,7 +193,7 @@ class SpecParser {
       if (jf.contains("default")) {
         if (!jf["default"].is_number()) return Bad(where + ".default", "expected a number");
         const double d = jf["default"].get<double>();
-        if (!std::isfinite(d)) return Bad(where + ".default", "must be finite");
+        if (!std::isfinite(static_cast<float>(d))) return Bad(where + ".default", "must be a finite float");
         f->default_value = static_cast<float>(d);
       }
       f->size = 1;
