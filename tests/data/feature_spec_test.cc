@@ -177,6 +177,7 @@ TEST(FeatureSpec, ParseErrorsNameTheEntry) {
       {R"({"fields": [{"key": "label", "type": "numeric"}]})", "is the label key"},
       {R"({"input": "libsvm", "id_base": 1, "fields": [{"ids": [1, 10]}, {"ids": [10, 20]}]})", "overlap"},
       {R"({"input": "libffm", "fields": [{"ffm_field": 0}]})", "input libffm needs \"feature_size\""},
+      {R"({"input": "libsvm", "fields": [{"ids": [0, 9], "buckets": 4}]})", "\"buckets\" does not apply to input libsvm"},
       {R"({"fields": []})", "a non-empty array of fields"},
       {R"({"fields": [{"key": "a", "type": "numeric"}], "feature_size": 0.5})", "feature_size: expected an integer"},
       {R"({"fields": [)", "not valid JSON"},
