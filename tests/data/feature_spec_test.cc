@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,7 @@ TEST(FeatureSpec, ParseErrorsNameTheEntry) {
       {R"({"fields": [{"key": "label", "type": "numeric"}]})", "is the label key"},
       {R"({"input": "libsvm", "id_base": 1, "fields": [{"ids": [1, 10]}, {"ids": [10, 20]}]})", "overlap"},
       {R"({"input": "libffm", "fields": [{"ffm_field": 0}]})", "input libffm needs \"feature_size\""},
+      {R"({"input": "libsvm", "fields": [{"ids": [0, 9], "buckets": 4}]})", "\"buckets\" does not apply to input libsvm"},
       {R"({"fields": []})", "a non-empty array of fields"},
       {R"({"fields": [{"key": "a", "type": "numeric"}], "feature_size": 0.5})", "feature_size: expected an integer"},
       {R"({"fields": [)", "not valid JSON"},
@@ -250,6 +252,50 @@ TEST(FeatureSpec, ReaderNamesFileAndRecord) {
   ASSERT_FALSE(more.ok());
   EXPECT_NE(more.status().message().find(path + ": record 1 at offset"), std::string::npos) << more.status().ToString();
   EXPECT_NE(more.status().message().find("missing feature 'x'"), std::string::npos) << more.status().ToString();
+}
+
+// Damaged specs and records give errors, never a crash or a row with ids
+// outside the spec's id space (a seeded sweep of byte flips and truncations).
+TEST(FeatureSpec, DamagedSpecsAndRecordsAreErrorsNotCrashes) {
+  std::mt19937 rng(14);
+  const std::string spec_text = kSpec;
+  int parsed = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string t = spec_text;
+    if (i % 3 == 0) t.resize(rng() % t.size());
+    else t[rng() % t.size()] = static_cast<char>(rng() % 128);
+    auto r = ParseFeatureSpec(t, "s.json");
+    if (r.ok()) {
+      ++parsed;
+      EXPECT_GT(r->feature_size, 0);
+    } else {
+      EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << r.status().ToString();
+    }
+  }
+  EXPECT_GT(parsed, 0);  // some flips land in whitespace or names
+  auto spec = ParseFeatureSpec(kSpec, "spec.json");
+  ASSERT_TRUE(spec.ok());
+  auto b = SpecRowBuilder::Create(*spec);
+  ASSERT_TRUE(b.ok());
+  const std::string rec = Example({{"clk", ParsedFeature::Int64s({1})},
+                                   {"dense", ParsedFeature::Int64s({-1, 3})},
+                                   {"city", ParsedFeature::Bytes({"paris"})},
+                                   {"slot", ParsedFeature::Int64s({4})},
+                                   {"tags", ParsedFeature::Bytes({"red", "blue"})},
+                                   {"hist", ParsedFeature::Int64s({1, 2, 3})}});
+  SpecRow row;
+  int ok = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string r = rec;
+    if (i % 4 == 0) r.resize(rng() % r.size());
+    else r[rng() % r.size()] ^= static_cast<char>(1 + rng() % 255);
+    Status s = b->FromExample(r, &row);
+    if (!s.ok()) continue;
+    ++ok;
+    ASSERT_EQ(row.lengths.size(), 7u);
+    for (int64_t id : row.ids) ASSERT_TRUE(id >= 0 && id < spec->feature_size) << id;
+  }
+  EXPECT_GT(ok, 0);
 }
 
 TEST(FeatureSpec, SuggestedSpecsForDeepCtrAndPaddleRec) {

@@ -131,6 +131,17 @@ class SpecParser {
     where += " (" + f->name + ")";
     for (const auto& [k, v] : jf.items())
       if (!kKeys.count(k)) return Bad(where, "unknown key \"" + k + "\"");
+    if (spec.input == SpecInput::kExample)
+      for (const char* k : {"ids", "ffm_field"})
+        if (jf.contains(k)) return Bad(where, std::string("\"") + k + "\" applies to input libsvm/libffm, not example");
+    if (spec.input != SpecInput::kExample) {  // a text input's field has only these keys
+      static const std::set<std::string> kLibSvm = {"name", "ids", "pooling"}, kLibFfm = {"name", "ffm_field", "pooling"};
+      const auto& allowed = spec.input == SpecInput::kLibSvm ? kLibSvm : kLibFfm;
+      for (const auto& [k, v] : jf.items())
+        if (!allowed.count(k))
+          return Bad(where, "\"" + k + "\" does not apply to input " + std::string(SpecInputName(spec.input)) +
+                                " (its fields take " + (spec.input == SpecInput::kLibSvm ? "name, ids, pooling" : "name, ffm_field, pooling") + ")");
+    }
     std::string pooling = "sum";
     CTRAIN_RETURN_IF_ERROR(Str(jf, "pooling", where, &pooling));
     if (pooling == "sum") f->pooling = Pooling::kSum;
@@ -193,7 +204,7 @@ class SpecParser {
       if (jf.contains("default")) {
         if (!jf["default"].is_number()) return Bad(where + ".default", "expected a number");
         const double d = jf["default"].get<double>();
-        if (!std::isfinite(d)) return Bad(where + ".default", "must be finite");
+        if (!std::isfinite(static_cast<float>(d))) return Bad(where + ".default", "must be a finite float");
         f->default_value = static_cast<float>(d);
       }
       f->size = 1;
