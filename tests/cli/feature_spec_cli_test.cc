@@ -83,6 +83,14 @@ TEST_F(FeatureSpecCli, PaddleRecTFRecordTrainsWithASuggestedSpec) {
 TEST_F(FeatureSpecCli, VarlenLibSvmTrainsWithAFieldMap) {
   const std::string f = kSharedCases + "/trial/varlen.libsvm";
   if (!fs::exists(f)) GTEST_SKIP() << f << " is absent";
+  // trial/09's command: fixed-width fields cannot read it; the error says what can.
+  RunResult fixed = RunCtrain("train --train " + f + " --id-base 1 --feature-size 200 --field-size 10" + kSmall);
+  EXPECT_NE(fixed.exit_code, 0);
+  EXPECT_NE(fixed.out.find("varlen.libsvm:"), std::string::npos) << fixed.out;
+  EXPECT_NE(fixed.out.find("expected 10 'id:value' pairs, found "), std::string::npos) << fixed.out;
+  EXPECT_NE(fixed.out.find("(lines with a varying number of pairs: give a --feature-spec with a field map"),
+            std::string::npos)
+      << fixed.out;
   Write("map.toml", R"(input = "libsvm"
 id_base = 1
 [[fields]]

@@ -125,11 +125,11 @@ TEST(LibSvmLine, QidIgnoredAndCounted) {
 }
 
 TEST(LibSvmLine, PairCount) {
-  EXPECT_EQ(ErrorOf("1 1:1 2:1", Fixed(3)), "data.libsvm:17:10: expected 3 'id:value' pairs, found 2");
+  EXPECT_EQ(ErrorOf("1 1:1 2:1", Fixed(3)), "data.libsvm:17:10: expected 3 'id:value' pairs, found 2 (lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)");
   EXPECT_EQ(ErrorOf("1 1:1 2:1 3:1 4:1", Fixed(3)),
             "data.libsvm:17:15: more than 3 'id:value' pairs (field_size 3)");
-  EXPECT_EQ(ErrorOf("1", Fixed(3)), "data.libsvm:17:2: expected 3 'id:value' pairs, found 0");
-  EXPECT_EQ(ErrorOf("1 # c", Fixed(3)), "data.libsvm:17:3: expected 3 'id:value' pairs, found 0");
+  EXPECT_EQ(ErrorOf("1", Fixed(3)), "data.libsvm:17:2: expected 3 'id:value' pairs, found 0 (lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)");
+  EXPECT_EQ(ErrorOf("1 # c", Fixed(3)), "data.libsvm:17:3: expected 3 'id:value' pairs, found 0 (lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)");
   // Variable length: 0..field_size pairs.
   Parsed p = Parse("1", Variable(3));
   ASSERT_TRUE(p.status.ok());

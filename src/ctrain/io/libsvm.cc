@@ -11,6 +11,11 @@
 namespace ctrain::io {
 namespace {
 
+// Lines with a varying number of pairs (sparse LibSVM, tags, histories) are
+// read through a feature spec's field map (data/feature_spec.h).
+constexpr const char* kVariableLengthHint =
+    " (lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)";
+
 // Token delimiters: whitespace (space, \t, \r, \v, \f) and '#' (comment start).
 constexpr std::array<bool, 256> MakeTable(bool with_hash) {
   std::array<bool, 256> t{};
@@ -194,7 +199,8 @@ Status ParseLibSvmLine(std::string_view line, const LibSvmOptions& options, floa
   }
   if (!options.variable_length && n != limit) {
     return TextError(where, col(p),
-                     "expected " + std::to_string(limit) + " 'id:value' pairs, found " + std::to_string(n));
+                     "expected " + std::to_string(limit) + " 'id:value' pairs, found " + std::to_string(n) +
+                         kVariableLengthHint);
   }
   *num_fields = n;
   return Status::OK();
