@@ -12,6 +12,8 @@
 //   SaveRequest   -> Save into a scratch --model-dir; when it succeeds, a new
 //                    shard on that dir must restore it at the same global step
 //   StatusRequest -> StatusJson (it has no fields: every input is one)
+// and, as raw text, as the model_json / optimizer_json of an otherwise valid
+// Init on the prepared shard and as a Save's meta_json.
 // Prepared shards, fresh per input (a Push changes them): A = shard 0 of 2,
 // fixed_size, adam, async with max_staleness 1, with a --model-dir; B = shard
 // 1 of 2, mod, adagrad, --sync-replicas with one worker. A sync Push waits for
@@ -223,6 +225,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     proto::SaveResponse r2;
     Check(b->Save(r, &r2).code() == StatusCode::kFailedPrecondition);  // no --model-dir
+  }
+  // The raw bytes as the JSON fields of an otherwise valid request (a mutated
+  // proto rarely keeps a JSON string valid): the spec check and Save's meta.
+  for (int field = 0; field < 2; ++field) {
+    proto::InitRequest r;
+    *r.mutable_spec() = spec_a;
+    if (field == 0) r.mutable_spec()->set_model_json(bytes);
+    else r.mutable_spec()->set_optimizer_json(bytes);
+    proto::InitResponse resp;
+    const Status st = a->Init(r, &resp);
+    if (!st.ok()) CheckError(st);
+  }
+  {
+    proto::SaveRequest r;
+    r.set_meta_json(bytes);
+    proto::SaveResponse resp;
+    const Status st = a->Save(r, &resp);
+    if (!st.ok()) CheckError(st);
   }
   if (proto::StatusRequest r; r.ParseFromString(bytes)) {
     for (ps::ParameterShard* s : {a.get(), b.get(), fresh.get()}) (void)s->StatusJson().dump();
