@@ -37,6 +37,19 @@ int64_t Product(const std::vector<int64_t>& shape) {
   return n;
 }
 
+// The elements of a shape a request declares: InvalidArgument (naming `what`)
+// for a negative dimension or more than 2^40 elements (no overflow below that).
+StatusOr<int64_t> CheckedElements(const std::string& what, const std::vector<int64_t>& shape) {
+  constexpr int64_t kMax = int64_t{1} << 40;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return InvalidArgumentError(what + " has a negative dimension " + std::to_string(d));
+    if (d != 0 && n > kMax / d) return InvalidArgumentError(what + " has more than 2^40 elements");
+    n *= d;
+  }
+  return n;
+}
+
 std::string AbsolutePath(const std::string& p) {
   if (!p.empty() && p[0] == '/') return p;
   char buf[4096];
@@ -125,8 +138,12 @@ Status ParameterShard::CreateTables(const proto::ModelSpec& spec, bool init_valu
   dense_.clear();
   {  // this server's dense parameters (ps/dense_placement.h)
     std::vector<int64_t> sizes;
-    for (const proto::DenseTensor& d : spec.dense())
-      sizes.push_back(Product(std::vector<int64_t>(d.shape().begin(), d.shape().end())));
+    for (const proto::DenseTensor& d : spec.dense()) {
+      CTRAIN_ASSIGN_OR_RETURN(const int64_t n,
+                              CheckedElements("Init: dense parameter '" + d.name() + "'",
+                                              std::vector<int64_t>(d.shape().begin(), d.shape().end())));
+      sizes.push_back(n);
+    }
     const std::vector<int32_t> place = PlaceDense(sizes, options_.num_shards);
     for (int i = 0; i < spec.dense_size(); ++i) {
       if (place[i] != options_.shard) continue;
@@ -180,12 +197,16 @@ Status ParameterShard::CheckSpec(const proto::ModelSpec& spec) const {
   const nlohmann::json hm = nlohmann::json::parse(spec_.model_json(), nullptr, false);
   const nlohmann::json wm = nlohmann::json::parse(spec.model_json(), nullptr, false);
   if (wm.is_discarded()) return InvalidArgumentError("Init: model JSON unreadable");
+  if (!wm.is_object()) return InvalidArgumentError("Init: model JSON is not an object");
   for (auto it = wm.begin(); it != wm.end(); ++it)
     if (!hm.contains(it.key()) || hm[it.key()] != it.value())
       return differs(it.key(), hm.value(it.key(), nlohmann::json()).dump(), it.value().dump());
   const nlohmann::json ho = nlohmann::json::parse(spec_.optimizer_json(), nullptr, false);
   const nlohmann::json wo = nlohmann::json::parse(spec.optimizer_json(), nullptr, false);
   if (wo.is_discarded()) return InvalidArgumentError("Init: optimizer JSON unreadable");
+  if (!wo.is_object()) return InvalidArgumentError("Init: optimizer JSON is not an object");
+  if (wo.contains("name") && !wo["name"].is_string())
+    return InvalidArgumentError("Init: optimizer JSON: 'name' is not a string");
   if (ho.value("name", "") != wo.value("name", ""))
     return differs("optimizer", ho.value("name", ""), wo.value("name", ""));
   if (spec.num_workers() != spec_.num_workers())
@@ -464,16 +485,18 @@ Status ParameterShard::Save(const proto::SaveRequest& req, proto::SaveResponse* 
   if (!initialized_)
     return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) + " is not initialised");
   if (options_.shard == 0 && req.state_size() > 0) {
-    state_.clear();
+    std::vector<Dense> state;  // replaces state_ only when every tensor is valid
     for (const proto::DenseTensor& t : req.state()) {
       Dense s;
       s.name = t.name();
       s.shape.assign(t.shape().begin(), t.shape().end());
-      if (!HasFloats(t.values(), Product(s.shape)))
+      CTRAIN_ASSIGN_OR_RETURN(const int64_t n, CheckedElements("Save: state tensor '" + s.name + "'", s.shape));
+      if (!HasFloats(t.values(), n))
         return InvalidArgumentError("Save: state tensor '" + s.name + "' has the wrong size");
-      s.value.assign(Floats(t.values()), Floats(t.values()) + Product(s.shape));
-      state_.push_back(std::move(s));
+      s.value.assign(Floats(t.values()), Floats(t.values()) + n);
+      state.push_back(std::move(s));
     }
+    state_ = std::move(state);
   }
   std::vector<train::TensorRef> refs;
   refs.push_back(train::TensorRef::F32("embeddings/w", {rows_}, w_->data()));

@@ -67,6 +67,8 @@ class ParameterShard {
 
   // Creates the tables on the first call; later calls (and a restored shard)
   // check that the spec matches (FailedPrecondition naming the field).
+  // InvalidArgument for unreadable JSON, a bad config, or a dense shape with a
+  // negative dimension or more than 2^40 elements.
   Status Init(const proto::InitRequest& req, proto::InitResponse* resp);
   // Errors: FailedPrecondition before Init; InvalidArgument for an id that is
   // out of range or belongs to another shard, or dense asked of a shard != 0.
@@ -76,7 +78,9 @@ class ParameterShard {
   // index; Aborted when the shard shuts down while a sync round waits.
   // Nothing is applied on error.
   Status Push(const proto::PushRequest& req, proto::PushResponse* resp);
-  // Errors: FailedPrecondition without a model_dir or before Init; file errors.
+  // Errors: FailedPrecondition without a model_dir or before Init;
+  // InvalidArgument for unreadable meta_json or a state tensor whose shape is
+  // invalid (as Init's dense shapes) or does not match its values; file errors.
   Status Save(const proto::SaveRequest& req, proto::SaveResponse* resp);
 
   // Rows and bytes held, traffic counters and rates (see docs/parameter-servers.md#status).
