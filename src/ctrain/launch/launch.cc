@@ -358,12 +358,13 @@ void Run::WaitAll() {
   for (;;) {
     bool all = true;
     for (int i = 0; i < sup_.size(); ++i) all &= sup_.Exited(i);
-    if (all) return;
     if (int sig = PendingInterrupt(); sig != 0 && stopped_by_ == 0) {
       stopped_by_ = sig;
+      if (all) return;
       Say("got signal " + std::to_string(sig) + ": stopping every role (the trainer checkpoints first)");
       sup_.SignalAll(SIGTERM);
     }
+    if (all) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
