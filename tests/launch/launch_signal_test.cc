@@ -59,6 +59,13 @@ TEST(LaunchSignal, SigintToTheProcessGroupCheckpointsOnceAndExits130) {
   ASSERT_FALSE(index.is_discarded()) << err;
   EXPECT_GE(index["latest_step"].get<int64_t>(), 20);
   EXPECT_NE(err.find("failed: algo-1 (status 143): "), std::string::npos) << err;
+  // Each process says what it does with the stop (the launchers do not "stop after the current step").
+  EXPECT_NE(err.find("ctrain: SIGINT received: stopping every host (their trainers checkpoint first)"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("[algo-1] ctrain: SIGTERM received: stopping every role (the trainer checkpoints first)"),
+            std::string::npos)
+      << err;
   fs::remove_all(d);
 }
 

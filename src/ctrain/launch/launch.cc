@@ -169,7 +169,7 @@ int Run::Go(std::string* reason) {
   std::error_code ec;
   fs::remove(c_.failure_path, ec);  // a relaunch starts clean
 
-  InterruptDeferral defer;  // SIGTERM: forwarded to the roles (WaitAll)
+  InterruptDeferral defer("stopping every role (the trainer checkpoints first)");  // forwarded (WaitAll)
   if (hp_.data_group.empty()) {
     if (rc.hosts.size() > 1 && me != rc.hosts[0]) {
       Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " hosts: " + rc.hosts[0] +

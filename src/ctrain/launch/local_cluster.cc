@@ -292,7 +292,7 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
   int rc = 0, stopped_by = 0;
   std::vector<std::string> failures;
   {
-    InterruptDeferral defer;
+    InterruptDeferral defer("stopping every host (their trainers checkpoint first)");
     Supervisor sup;
     for (size_t i = 0; i < hosts.size(); ++i) {
       std::vector<std::string> argv{exe, "launch", "--sm-root=" + abs_work + "/" + hosts[i],
