@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -77,6 +78,29 @@ TEST(Supervisor, CapturesListeningAddressLastLineAndStatus) {
   EXPECT_EQ(s.Wait(*a, 10s), 3);
   EXPECT_EQ(s.last_line(*a), "ctrain: bad thing happened");
   EXPECT_EQ(s.name(*a), "server");
+}
+
+// CLI11's own errors have no "ctrain: " prefix: the line before its usage footer is the reason.
+TEST(Supervisor, LastLineIsACli11ErrorWithoutThePrefix) {
+  Supervisor s;
+  StatusOr<int> a = s.Start("trainer", {"/bin/sh", "-c",
+                                        "echo 'ctrain: reading the data' >&2; echo 'epoch 1/2: step 3' >&2; "
+                                        "echo 'Could not convert: --learning-rate = abc' >&2; "
+                                        "echo 'Run with --help for more information.' >&2; exit 2"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(s.Wait(*a, 10s), 2);
+  EXPECT_EQ(s.last_line(*a), "Could not convert: --learning-rate = abc");
+}
+
+// Each child leads its own process group: a signal to the launcher's group does not reach it.
+TEST(Supervisor, ChildrenLeadTheirOwnProcessGroup) {
+  Supervisor s;
+  StatusOr<int> a = s.Start("sleeper", {"/bin/sleep", "30"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(::getpgid(s.pid(*a)), s.pid(*a));
+  EXPECT_NE(::getpgid(s.pid(*a)), ::getpgrp());
+  s.Signal(*a, SIGTERM);
+  EXPECT_EQ(s.Wait(*a, 10s), 128 + SIGTERM);
 }
 
 TEST(Supervisor, ExitBeforeListeningAndSignals) {

@@ -114,11 +114,16 @@ StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::
       }
     });
   });
-  c->readers.emplace_back([raw, fd = err[0], prefix] {
-    CopyLines(fd, stderr, prefix, [raw](const std::string& line) {
-      if (line.rfind("ctrain: ", 0) != 0) return;
-      std::lock_guard<std::mutex> l(raw->mu);
-      raw->last_line = line;
+  c->readers.emplace_back([raw, fd = err[0], prefix, previous = std::string()](void) mutable {
+    CopyLines(fd, stderr, prefix, [raw, &previous](const std::string& line) {
+      // A flag CLI11 rejects ("Could not convert: --learning-rate = abc", "--x: ... is required")
+      // prints no "ctrain: " prefix; the footer below marks the line before it as the error.
+      static const std::string kUsageFooter = "Run with --help for more information.";
+      if (line.rfind("ctrain: ", 0) == 0 || (line == kUsageFooter && !previous.empty())) {
+        std::lock_guard<std::mutex> l(raw->mu);
+        raw->last_line = line == kUsageFooter ? previous : line;
+      }
+      if (!line.empty()) previous = line;
     });
   });
   children_.push_back(std::move(c));
