@@ -113,6 +113,52 @@ TEST(Signals, SigpipeDuringADeferredStopIsIgnored) {
   EXPECT_EQ(WEXITSTATUS(status), 9);
 }
 
+// The stderr note names what this process does (a data worker does not "stop after the
+// current step"); the innermost deferral's wording is used, the outer one's comes back after it.
+TEST(Signals, DeferralSaysWhatThisProcessDoes) {
+  const std::string err = TempPath("stderr");
+  const int status = InChild([&] {
+    FILE* f = std::freopen(err.c_str(), "w", stderr);
+    if (f == nullptr) ::_exit(7);
+    InstallInterruptHandlers();
+    InterruptDeferral outer("stopping the data-service worker");
+    { InterruptDeferral inner("finishing the output files"); }
+    ::raise(SIGTERM);
+    ::_exit(PendingInterrupt() == SIGTERM ? 9 : 8);
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 9);
+  FILE* f = std::fopen(err.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char buf[512] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  ::unlink(err.c_str());
+  EXPECT_EQ(std::string(buf, n),
+            "\nctrain: SIGTERM received: stopping the data-service worker (send it again to exit at once)\n");
+}
+
+TEST(Signals, DeferralByDefaultSaysTheTrainerStopsAfterTheCurrentStep) {
+  const std::string err = TempPath("stderr_default");
+  const int status = InChild([&] {
+    FILE* f = std::freopen(err.c_str(), "w", stderr);
+    if (f == nullptr) ::_exit(7);
+    InstallInterruptHandlers();
+    InterruptDeferral defer;
+    ::raise(SIGINT);
+    ::_exit(0);
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  FILE* f = std::fopen(err.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  char buf[512] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  ::unlink(err.c_str());
+  EXPECT_EQ(std::string(buf, n),
+            "\nctrain: SIGINT received: stopping after the current step (send it again to exit at once)\n");
+}
+
 TEST(Signals, ExitForSignalRemovesTempFilesAndEndsWithTheSignal) {
   const std::string tmp = TempPath("metrics.json.tmp.1");
   Touch(tmp);

@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "ctrain/launch/supervisor.h"
 #include "testing/temp_dir.h"
@@ -64,6 +67,44 @@ TEST(LocalClusterSpec, ErrorsNameTheKey) {
             std::string::npos);
 }
 
+// Each example is self-contained: running its comment's `build/ctrain synth ...` commands (here
+// with the data folder /tmp/ctrain-example moved to a scratch dir) makes every file its channels
+// read, and those files lie outside the repository.
+TEST(LocalClusterSpec, ExamplesSayHowToMakeTheirDataOutsideTheRepository) {
+  const std::string src = std::filesystem::weakly_canonical(CTRAIN_SOURCE_DIR).string();
+  const std::string scratch = testing::TestTempDir("local_cluster_examples", "data");
+  auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
+    for (size_t p = 0; (p = s.find(from, p)) != std::string::npos; p += to.size()) s.replace(p, from.size(), to);
+    return s;
+  };
+  for (const char* name : {"local-cluster-homogeneous.toml", "local-cluster-heterogeneous.toml"}) {
+    SCOPED_TRACE(name);
+    std::filesystem::remove_all(scratch);
+    std::filesystem::create_directories(scratch);
+    const std::string path = src + "/examples/" + name;
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_NE(text.find("/tmp/ctrain-example/"), std::string::npos);
+    text = replace_all(text, "/tmp/ctrain-example/", scratch + "/");
+    std::istringstream lines(text);
+    int synths = 0;
+    for (std::string line; std::getline(lines, line);)
+      if (size_t p = line.find("build/ctrain synth "); line.rfind("#", 0) == 0 && p != std::string::npos) {
+        const std::string cmd = std::string(CTRAIN_BINARY) + line.substr(p + 12) + " 2>/dev/null";
+        EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+        ++synths;
+      }
+    EXPECT_EQ(synths, 2);
+    StatusOr<LocalClusterSpec> spec = ParseLocalClusterSpec(text, path);  // checks that each file exists
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    ASSERT_EQ(spec->channels.size(), 2u);
+    for (const LocalChannel& c : spec->channels)
+      for (const std::string& f : c.files) EXPECT_EQ(f.rfind(scratch + "/", 0), 0u) << f;
+    EXPECT_NE(text.find("build/ctrain launch --local-cluster examples/" + std::string(name)), std::string::npos);
+  }
+  std::filesystem::remove_all(scratch);
+}
+
 TEST(Supervisor, CapturesListeningAddressLastLineAndStatus) {
   Supervisor s;
   StatusOr<int> a = s.Start("server", {"/bin/sh", "-c",
@@ -77,6 +118,29 @@ TEST(Supervisor, CapturesListeningAddressLastLineAndStatus) {
   EXPECT_EQ(s.Wait(*a, 10s), 3);
   EXPECT_EQ(s.last_line(*a), "ctrain: bad thing happened");
   EXPECT_EQ(s.name(*a), "server");
+}
+
+// CLI11's own errors have no "ctrain: " prefix: the line before its usage footer is the reason.
+TEST(Supervisor, LastLineIsACli11ErrorWithoutThePrefix) {
+  Supervisor s;
+  StatusOr<int> a = s.Start("trainer", {"/bin/sh", "-c",
+                                        "echo 'ctrain: reading the data' >&2; echo 'epoch 1/2: step 3' >&2; "
+                                        "echo 'Could not convert: --learning-rate = abc' >&2; "
+                                        "echo 'Run with --help for more information.' >&2; exit 2"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(s.Wait(*a, 10s), 2);
+  EXPECT_EQ(s.last_line(*a), "Could not convert: --learning-rate = abc");
+}
+
+// Each child leads its own process group: a signal to the launcher's group does not reach it.
+TEST(Supervisor, ChildrenLeadTheirOwnProcessGroup) {
+  Supervisor s;
+  StatusOr<int> a = s.Start("sleeper", {"/bin/sleep", "30"});
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(::getpgid(s.pid(*a)), s.pid(*a));
+  EXPECT_NE(::getpgid(s.pid(*a)), ::getpgrp());
+  s.Signal(*a, SIGTERM);
+  EXPECT_EQ(s.Wait(*a, 10s), 128 + SIGTERM);
 }
 
 TEST(Supervisor, ExitBeforeListeningAndSignals) {

@@ -18,10 +18,12 @@ std::atomic<int> g_state[kMaxTempFiles];
 char g_path[kMaxTempFiles][kMaxTempPath];
 std::atomic<int> g_defer{0};
 std::atomic<int> g_pending{0};
+std::atomic<const char*> g_what{kStopAfterStep};
 
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs lock-free atomics");
+static_assert(std::atomic<const char*>::is_always_lock_free, "the signal handler needs lock-free atomics");
 
 void WriteStderr(const char* s) {
   ssize_t r = ::write(STDERR_FILENO, s, std::strlen(s));
@@ -62,7 +64,9 @@ void Handler(int signo) {
     if (g_pending.compare_exchange_strong(expected, signo)) {
       WriteStderr("\nctrain: ");
       WriteStderr(SignalName(signo));
-      WriteStderr(" received: stopping after the current step (send it again to exit at once)\n");
+      WriteStderr(" received: ");
+      WriteStderr(g_what.load(std::memory_order_acquire));
+      WriteStderr(" (send it again to exit at once)\n");
       errno = saved_errno;
       return;
     }
@@ -107,8 +111,14 @@ void UnregisterTempFile(int slot) {
   g_state[slot].store(kFree, std::memory_order_release);
 }
 
-InterruptDeferral::InterruptDeferral() { g_defer.fetch_add(1, std::memory_order_acq_rel); }
-InterruptDeferral::~InterruptDeferral() { g_defer.fetch_sub(1, std::memory_order_acq_rel); }
+InterruptDeferral::InterruptDeferral(const char* what)
+    : previous_(g_what.exchange(what != nullptr ? what : kStopAfterStep, std::memory_order_acq_rel)) {
+  g_defer.fetch_add(1, std::memory_order_acq_rel);
+}
+InterruptDeferral::~InterruptDeferral() {
+  g_defer.fetch_sub(1, std::memory_order_acq_rel);
+  g_what.store(previous_, std::memory_order_release);
+}
 
 int PendingInterrupt() { return g_pending.load(std::memory_order_acquire); }
 const std::atomic<int>* PendingInterruptFlag() { return &g_pending; }

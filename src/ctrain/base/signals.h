@@ -46,14 +46,24 @@ int RegisterTempFile(std::string_view path);
 // Forgets the slot (after the file was renamed into place or deleted). -1 is a no-op.
 void UnregisterTempFile(int slot);
 
+// What a trainer does with a deferred interrupt (the default wording).
+inline constexpr char kStopAfterStep[] = "stopping after the current step";
+
 // While at least one InterruptDeferral exists, the first SIGINT/SIGTERM sets
-// the pending interrupt instead of ending the process (and says so on stderr).
+// the pending interrupt instead of ending the process, and says so on stderr:
+// "ctrain: <SIGNAL> received: <what> (send it again to exit at once)", where
+// `what` (static storage: a string literal) says what this process does now,
+// e.g. "stopping the data-service worker". The innermost live deferral's
+// `what` is used.
 class InterruptDeferral {
  public:
-  InterruptDeferral();
+  explicit InterruptDeferral(const char* what = kStopAfterStep);
   ~InterruptDeferral();
   InterruptDeferral(const InterruptDeferral&) = delete;
   InterruptDeferral& operator=(const InterruptDeferral&) = delete;
+
+ private:
+  const char* previous_;
 };
 
 // The deferred signal (SIGINT or SIGTERM), or 0 when none arrived.

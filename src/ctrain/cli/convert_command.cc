@@ -161,7 +161,7 @@ Status Convert(ConvertFlags& fl) {
                  std::string(io::CompressionName(reader->compression())).c_str(), reader->SkippedSummary().c_str());
   }
   {
-    InterruptDeferral defer;  // no interrupt between the two renames
+    InterruptDeferral defer("finishing the output files");  // no interrupt between the two renames
     CTRAIN_RETURN_IF_ERROR(writer->Close());
     if (map_file != nullptr) CTRAIN_RETURN_IF_ERROR(map_file->Close());
   }

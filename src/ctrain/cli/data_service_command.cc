@@ -48,7 +48,7 @@ Status RunDispatcher(const DispatcherFlags& fl) {
   o.work_dir = fl.work_dir;
   if (fl.worker_timeout_ms < 100) return InvalidArgumentError("--worker-timeout-ms must be >= 100");
   o.worker_timeout = std::chrono::milliseconds(fl.worker_timeout_ms);
-  InterruptDeferral defer;  // SIGTERM/SIGINT: stop serving, close the journal, exit 0
+  InterruptDeferral defer("stopping the data-service dispatcher");  // stop serving, close the journal, exit 0
   CTRAIN_ASSIGN_OR_RETURN(auto d, dataservice::Dispatcher::Start(o));
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<monitor::Monitor> mon, fl.monitor.Start("dispatcher"));
   Announce("data-service dispatcher", d->address(), o.server);
@@ -95,7 +95,7 @@ Status RunWorker(const WorkerFlags& fl) {
       return *last;
     });
   }
-  InterruptDeferral defer;
+  InterruptDeferral defer("stopping the data-service worker");  // stop serving, exit 0
   CTRAIN_ASSIGN_OR_RETURN(auto w, dataservice::Worker::Start(o));
   Announce("data-service worker", w->address(), o.server);
   return w->Run(PendingInterruptFlag());

@@ -34,7 +34,7 @@ Status RunPs(const PsFlags& fl) {
   o.shard.partitioner = fl.partitioner;
   o.shard.model_dir = fl.model_dir;
   o.shard.keep_checkpoints = fl.keep_checkpoints;
-  InterruptDeferral defer;  // SIGTERM/SIGINT: stop serving, exit 0
+  InterruptDeferral defer("stopping the parameter server");  // stop serving, exit 0
   CTRAIN_ASSIGN_OR_RETURN(auto server, ps::ParameterServer::Start(o));
   std::printf("ctrain: ps listening on %s\n", server->address().c_str());
   std::fflush(stdout);

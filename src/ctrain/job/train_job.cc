@@ -53,7 +53,7 @@ Status RunPsWorker(const TrainJobOptions& job, const train::TrainOptions& o, con
                job.ps.num_workers, job.ps.sync_replicas ? "sync replicas" : "async", servers.c_str());
   ps::PsTrainResult pr;
   {
-    InterruptDeferral defer;  // SIGINT/SIGTERM: the chief saves, then exit 130/143
+    InterruptDeferral defer("stopping after the current step (the chief saves)");  // then exit 130/143
     CTRAIN_RETURN_IF_ERROR(ps::RunPsTraining(o, po, tr, va, &pr));
   }
   const train::TrainResult& r = pr.train;

@@ -169,7 +169,7 @@ int Run::Go(std::string* reason) {
   std::error_code ec;
   fs::remove(c_.failure_path, ec);  // a relaunch starts clean
 
-  InterruptDeferral defer;  // SIGTERM: forwarded to the roles (WaitAll)
+  InterruptDeferral defer("stopping every role (the trainer checkpoints first)");  // forwarded (WaitAll)
   if (hp_.data_group.empty()) {
     if (rc.hosts.size() > 1 && me != rc.hosts[0]) {
       Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " hosts: " + rc.hosts[0] +
@@ -358,12 +358,13 @@ void Run::WaitAll() {
   for (;;) {
     bool all = true;
     for (int i = 0; i < sup_.size(); ++i) all &= sup_.Exited(i);
-    if (all) return;
     if (int sig = PendingInterrupt(); sig != 0 && stopped_by_ == 0) {
       stopped_by_ = sig;
+      if (all) return;
       Say("got signal " + std::to_string(sig) + ": stopping every role (the trainer checkpoints first)");
       sup_.SignalAll(SIGTERM);
     }
+    if (all) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }

@@ -292,7 +292,7 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
   int rc = 0, stopped_by = 0;
   std::vector<std::string> failures;
   {
-    InterruptDeferral defer;
+    InterruptDeferral defer("stopping every host (their trainers checkpoint first)");
     Supervisor sup;
     for (size_t i = 0; i < hosts.size(); ++i) {
       std::vector<std::string> argv{exe, "launch", "--sm-root=" + abs_work + "/" + hosts[i],
@@ -328,12 +328,13 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
           sup.SignalAll(SIGTERM);
         }
       }
-      if (all) break;
+      // (Before `all`: a signal that came as the hosts ended still sets the exit status.)
       if (int sig = PendingInterrupt(); sig != 0 && stopped_by == 0) {
         stopped_by = sig;
         stopping = true;
         sup.SignalAll(SIGTERM);
       }
+      if (all) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     for (int i = 0; i < sup.size(); ++i)

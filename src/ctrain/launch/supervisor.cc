@@ -78,6 +78,10 @@ StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::
   const pid_t pid = ::fork();
   if (pid < 0) return ErrnoError(name, "fork", errno);
   if (pid == 0) {
+    // Its own process group: a signal to the launcher's group (Ctrl-C, `timeout`, `kill -- -PGID`)
+    // reaches only the launcher, which forwards exactly one SIGTERM; the trainer then checkpoints
+    // instead of taking the forwarded one as a second signal and dying at once.
+    ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(143);  // the launcher died before prctl
     // The child starts with default signal handling and an empty mask.
@@ -85,11 +89,14 @@ StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGTERM, SIG_DFL), ::signal(SIGINT, SIG_DFL), ::signal(SIGPIPE, SIG_DFL);
+    // Not in the terminal's foreground group: reading the terminal would stop it (SIGTTIN).
+    if (const int null = ::open("/dev/null", O_RDONLY); null >= 0) ::dup2(null, 0);
     ::dup2(out[1], 1), ::dup2(err[1], 2);
     ::execv(args[0], args.data());
     std::fprintf(stderr, "ctrain: launch: cannot execute %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);
   }
+  ::setpgid(pid, pid);  // (also here: no group signal may reach it before the child's own setpgid)
   ::close(out[1]), ::close(err[1]);
   auto c = std::make_unique<Child>();
   c->name = name;
@@ -107,11 +114,16 @@ StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::
       }
     });
   });
-  c->readers.emplace_back([raw, fd = err[0], prefix] {
-    CopyLines(fd, stderr, prefix, [raw](const std::string& line) {
-      if (line.rfind("ctrain: ", 0) != 0) return;
-      std::lock_guard<std::mutex> l(raw->mu);
-      raw->last_line = line;
+  c->readers.emplace_back([raw, fd = err[0], prefix, previous = std::string()](void) mutable {
+    CopyLines(fd, stderr, prefix, [raw, &previous](const std::string& line) {
+      // A flag CLI11 rejects ("Could not convert: --learning-rate = abc", "--x: ... is required")
+      // prints no "ctrain: " prefix; the footer below marks the line before it as the error.
+      static const std::string kUsageFooter = "Run with --help for more information.";
+      if (line.rfind("ctrain: ", 0) == 0 || (line == kUsageFooter && !previous.empty())) {
+        std::lock_guard<std::mutex> l(raw->mu);
+        raw->last_line = line == kUsageFooter ? previous : line;
+      }
+      if (!line.empty()) previous = line;
     });
   });
   children_.push_back(std::move(c));

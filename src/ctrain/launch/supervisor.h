@@ -3,9 +3,14 @@
 // "[<name>] " prefix, so one log shows every role.
 //
 // Each child gets PR_SET_PDEATHSIG = SIGTERM: if the launcher dies, its roles get
-// the same stop SageMaker would send, so nothing is left running.
+// the same stop SageMaker would send, so nothing is left running. Each child is
+// the leader of its own process group (stdin /dev/null): a signal to the
+// launcher's group (Ctrl-C, `timeout`) reaches only the launcher, which forwards
+// one stop to each role (SignalAll), so no role sees it twice.
 // Remembered per child: its exit status, the last line it wrote that starts with
-// "ctrain: " (the CLI's error lines do: the failure reason), and the address of a
+// "ctrain: " (the CLI's error lines do: the failure reason) or that CLI11 wrote
+// for a flag it rejected (the line before "Run with --help for more
+// information.", e.g. "Could not convert: --learning-rate = abc"), and the address of a
 // "ctrain: <what> listening on ADDR" line on stdout (data-service servers).
 //
 // Thread safety: one thread drives a Supervisor; the reader threads are internal.
