@@ -550,6 +550,14 @@ TEST(OptionsTest, ConfigNames) {
   EXPECT_EQ(SetPipelineOption(&o, "batch_size", "x").code(), StatusCode::kInvalidArgument);
   EXPECT_NE(SetPipelineOption(&o, "bogus", "1").message().find("unknown pipeline option 'bogus'"),
             std::string_view::npos);
+  // PipelineOptionNames (the Python Pipeline checks names against it) is what SetPipelineOption takes.
+  ASSERT_EQ(PipelineOptionNames().size(), 17u);
+  for (const std::string& n : PipelineOptionNames()) {
+    PipelineOptions p;
+    EXPECT_TRUE(SetPipelineOption(&p, n, "1").ok()) << n;
+  }
+  EXPECT_NE(SetPipelineOption(&o, "bogus", "1").message().find("(expected num_parallel_reads, deterministic,"),
+            std::string_view::npos);
 }
 
 TEST(ErrorTest, ParseErrorNamesFileAndLine) {

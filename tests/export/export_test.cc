@@ -252,6 +252,47 @@ TEST_F(ExportErrorTest, NoCheckpoint) {
   EXPECT_NE(m.status().message().find(P("empty") + ": no checkpoint"), std::string::npos) << m.status().ToString();
 }
 
+TEST_F(ExportErrorTest, MultiHotSpecModelNeedsTheMultiHotGraph) {
+  // A model trained through a feature spec with a var_len field reads multi-hot rows:
+  // the one-hot [batch, F] graph is refused (it once was written silently).
+  model::DeepFMConfig c;
+  c.feature_size = 4;
+  c.field_size = 2;
+  c.embedding_size = 2;
+  c.use_deep = false;
+  const std::vector<float> w(4, 0.5f), V(8, 0.25f), bias(1, 0.0f);
+  const std::vector<train::TensorRef> refs = {train::TensorRef::F32("embeddings/w", {4}, w.data()),
+                                              train::TensorRef::F32("embeddings/V", {4, 2}, V.data()),
+                                              train::TensorRef::F32("fm_bias", {1}, bias.data())};
+  for (bool var_len : {true, false}) {
+    nlohmann::json spec = nlohmann::json::parse(R"({"fields": [
+        {"key": "tags", "type": "categorical", "map": "hash", "buckets": 2},
+        {"key": "city", "type": "categorical", "map": "hash", "buckets": 2}]})");
+    if (var_len) spec["fields"][0]["var_len"] = true;
+    const std::string dir = P(var_len ? "multi" : "one");
+    ASSERT_TRUE(train::SaveCheckpoint(dir, 3, refs,
+                                      {{"model", train::ModelConfigToJson(c)}, {"data", {{"feature_spec", spec}}}})
+                    .ok());
+    StatusOr<ExportedModel> m = LoadModelForExport(dir);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->multi_hot_input, var_len);
+    StatusOr<OnnxExportResult> r = ExportOnnx(*m, dir + ".onnx");
+    if (!var_len) {
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      continue;
+    }
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(r.status().message().find(dir + "/ckpt-3.bin: the model was trained through a feature spec with "
+                                        "multi-hot fields"), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("--multi-hot"), std::string::npos);
+    EXPECT_FALSE(fs::exists(dir + ".onnx"));
+    OnnxExportOptions o;
+    o.multi_hot = true;
+    EXPECT_TRUE(ExportOnnx(*m, dir + ".onnx", o).ok());
+  }
+}
+
 TEST_F(ExportErrorTest, MissingAndMisshapenTensorsAreNamed) {
   const std::vector<float> w(4, 0.5f), V(8, 0.5f), bias(1, 0.0f), wrong(6, 0.0f);
   Save({train::TensorRef::F32("embeddings/w", {4}, w.data()), train::TensorRef::F32("fm_bias", {1}, bias.data())});

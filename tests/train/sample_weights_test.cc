@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <memory>
 #include <vector>
 
@@ -65,6 +66,19 @@ TEST(SampleWeights, WeightedEvaluationEqualsTheWeightedMetrics) {
   (*t)->set_eval_weights(weights);
   EXPECT_EQ((*t)->Evaluate(data).status().message(),
             "sample weights: 499 weights for 500 examples (one weight per example, in order)");
+}
+
+TEST(SampleWeightsTest, ACountThatDiffersNamesTheFile) {
+  const std::string dir = ctrain::testing::TestTempDir("sample_weights", "count");
+  const std::string path = dir + "/w2.txt";
+  std::ofstream(path) << "1\n2\n0.5\n";
+  StatusOr<std::vector<float>> w = ReadSampleWeightsFor(path, 4, "--input va.libsvm");
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.status().message(),
+            path + ": 3 weights (lines) for 4 examples of --input va.libsvm; one weight per example, in order");
+  w = ReadSampleWeightsFor(path, 3, "x");
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(*w, (std::vector<float>{1.0f, 2.0f, 0.5f}));
 }
 
 }  // namespace

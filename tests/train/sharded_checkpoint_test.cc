@@ -66,6 +66,38 @@ TEST(ShardedCheckpointTest, ShardsAreAssembledIntoTheLocalTensors) {
   }
 }
 
+TEST(ShardedCheckpointTest, ManifestEntriesAreRelativeWhateverTheSlashes) {
+  // A --model-dir with a trailing slash once gave "/ps-shard-00000-of-00002/ckpt-40.bin".
+  const std::string file = "/data/run/ps-shard-00000-of-00002/ckpt-40.bin";
+  const std::string doubled = "/data/run//ps-shard-00000-of-00002/ckpt-40.bin";  // "run/" + "/" + ...
+  for (const char* dir : {"/data/run", "/data/run/", "/data/run//", "/data/./run/"})
+    for (const std::string& f : {file, doubled})
+      EXPECT_EQ(ShardManifestEntry(dir, f), "ps-shard-00000-of-00002/ckpt-40.bin") << dir << " " << f;
+  EXPECT_EQ(ShardManifestEntry("/data/other/", file), file);  // outside model_dir: absolute
+  EXPECT_EQ(ShardManifestEntry("/data/run2", file), file);
+}
+
+TEST(ShardedCheckpointTest, ReadsWithATrailingSlashAndOldRootedEntries) {
+  const std::string dir = ctrain::testing::TestTempDir("sharded_ckpt", "slash");
+  WriteShards(dir, "mod", 2);
+  auto ck = ReadShardedCheckpoint(dir + "/");
+  ASSERT_TRUE(ck.ok()) << ck.status().ToString();
+  ASSERT_TRUE(ck->has_value());
+  EXPECT_EQ((*ck)->ckpt.Find("embeddings/w")->f32[9], 9.0f);
+  // A manifest written by the old code for "--model-dir run/": entries rooted at '/'.
+  nlohmann::json files = nlohmann::json::array();
+  for (int s = 0; s < 2; ++s) files.push_back("/" + ShardDirName(s, 2) + "/" + CheckpointFileName(7));
+  nlohmann::json m{{"format", kShardedManifestFormat}, {"step", 7}, {"partitioner", "mod"},
+                   {"num_shards", 2}, {"feature_size", 10}, {"shards", files}, {"meta", {{"global_step", 7}}}};
+  ASSERT_TRUE(WriteShardedManifest(dir, m).ok());
+  for (const std::string& d : {dir, dir + "/"}) {
+    auto old = ReadShardedCheckpoint(d);
+    ASSERT_TRUE(old.ok()) << old.status().ToString();
+    ASSERT_TRUE(old->has_value());
+    EXPECT_EQ((*old)->ckpt.Find("embeddings/V")->f32[5 * 2 + 1], 501.0f);
+  }
+}
+
 TEST(ShardedCheckpointTest, NoManifestIsNoCheckpoint) {
   const std::string dir = ctrain::testing::TestTempDir("sharded_ckpt", "none");
   auto ck = ReadShardedCheckpoint(dir);

@@ -96,11 +96,17 @@ Status SetPipelineOption(PipelineOptions* o, std::string_view name, std::string_
     return Status::OK();
   }
   if (n == "pipe_timeout_ms") return ParseInt(n, value, &o->pipe_timeout_ms);
-  return InvalidArgumentError("unknown pipeline option '" + std::string(name) +
-                              "' (expected num_parallel_reads, deterministic, num_parallel_calls, "
-                              "shuffle_buffer_size, shuffle_seed, reshuffle_each_iteration, batch_size, "
-                              "drop_remainder, prefetch_buffer_size, cache, cache_max_bytes, num_shards, "
-                              "shard_index, count_shard_records, epochs, order, pipe_timeout_ms)");
+  std::string expected;
+  for (const std::string& k : PipelineOptionNames()) expected += (expected.empty() ? "" : ", ") + k;
+  return InvalidArgumentError("unknown pipeline option '" + std::string(name) + "' (expected " + expected + ")");
+}
+
+const std::vector<std::string>& PipelineOptionNames() {
+  static const std::vector<std::string> kNames = {
+      "num_parallel_reads", "deterministic", "num_parallel_calls", "shuffle_buffer_size", "shuffle_seed",
+      "reshuffle_each_iteration", "batch_size", "drop_remainder", "prefetch_buffer_size", "cache",
+      "cache_max_bytes", "num_shards", "shard_index", "count_shard_records", "epochs", "order", "pipe_timeout_ms"};
+  return kNames;
 }
 
 Status ValidatePipelineOptions(const PipelineOptions& o) {

@@ -119,6 +119,8 @@ struct PipelineOptions {
 // count_shard_records, epochs, order, pipe_timeout_ms. Booleans: true/false/1/0.
 // Errors: InvalidArgument naming the option for an unknown name or bad value.
 Status SetPipelineOption(PipelineOptions* options, std::string_view name, std::string_view value);
+// The names SetPipelineOption accepts (underscores), in the order above.
+const std::vector<std::string>& PipelineOptionNames();
 
 // Range checks and the order rules. Errors: InvalidArgument naming the knob.
 Status ValidatePipelineOptions(const PipelineOptions& options);

@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "ctrain/data/feature_spec.h"
 #include "ctrain/train/train_config.h"
 #include "ctrain/train/trainer_state.h"
 
@@ -66,6 +67,12 @@ StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir) {
   }
   CTRAIN_RETURN_IF_ERROR(m.config.Validate().WithContext(ck->path));
   m.data_source = ck->meta.contains("data") ? ck->meta["data"] : nlohmann::json();
+  if (m.data_source.is_object() && m.data_source.contains("feature_spec")) {
+    StatusOr<data::FeatureSpec> spec =
+        data::ParseFeatureSpec(m.data_source["feature_spec"].dump(), ck->path + ": meta data.feature_spec");
+    if (!spec.ok()) return spec.status();
+    m.multi_hot_input = spec->multi_hot;
+  }
 
   // The tensors the config implies, named and shaped as the trainer saves them.
   std::vector<std::pair<std::string, std::vector<int64_t>>> want;

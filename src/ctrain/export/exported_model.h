@@ -40,6 +40,10 @@ struct ExportedModel {
   // How the training files became ids (checkpoint meta "data", docs/checkpoint.md#data),
   // or null when the checkpoint did not record it. Serving must build ids the same way.
   nlohmann::json data_source;
+  // The model reads multi-hot rows: data_source holds a feature spec with a
+  // var_len field or a libsvm/libffm field map (data/feature_spec.h multi_hot).
+  // ExportOnnx then needs OnnxExportOptions::multi_hot.
+  bool multi_hot_input = false;
   // In this order: "embeddings/w" [feature_size] (only with use_first_order),
   // "embeddings/V" [feature_size, K] (only with use_fm or use_deep), then the
   // dense parameters in DeepFM::dense_params() order, then DeepFM::state()

@@ -161,6 +161,11 @@ StatusOr<ExternalData> ParseExternalData(const std::string& text) {
 
 StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string& path,
                                       const OnnxExportOptions& options) {
+  if (m.multi_hot_input && !options.multi_hot)
+    return FailedPreconditionError(m.checkpoint_path +
+                                   ": the model was trained through a feature spec with multi-hot fields (meta "
+                                   "data.feature_spec); export it with --multi-hot (ids and values [batch, F, "
+                                   "ids_per_field]): the one-hot [batch, F] graph cannot take its rows");
   const model::DeepFMConfig& c = m.config;
   const int64_t F = c.field_size, K = c.embedding_size;
   int64_t param_bytes = 0;

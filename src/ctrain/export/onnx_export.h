@@ -85,7 +85,9 @@ struct OnnxExportResult {
 };
 
 // Builds the graph of `m` and writes it to `path` (atomically; the external
-// data file, if any, is written first). Errors: InvalidArgument (ExternalData
+// data file, if any, is written first). Errors: FailedPrecondition naming
+// the checkpoint and --multi-hot for a model with multi_hot_input exported
+// without options.multi_hot; InvalidArgument (ExternalData
 // kNever for a model over 2 GiB); Internal "<path>: onnx checker: ..." when the
 // checker rejects the file (a bug here); the OS's, naming the path.
 StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string& path,

@@ -159,10 +159,12 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
     return Status::OK();
   }
   if (!job.weights.empty()) {
-    StatusOr<std::vector<float>> w = train::ReadSampleWeights(job.weights);
-    if (!w.ok()) return w.status().WithContext("--weights");
     if (!stats.dropped.empty())
       return InvalidArgumentError("--weights: records dropped by --skip-corrupt-records would misalign the weights");
+    std::string data;
+    for (const std::string& in : job.input) data += (data.empty() ? "" : ",") + in;
+    StatusOr<std::vector<float>> w = train::ReadSampleWeightsFor(job.weights, ds.size(), "--input " + data);
+    if (!w.ok()) return w.status().WithContext("--weights");
     t->set_eval_weights(std::move(w).value());
   }
   CTRAIN_ASSIGN_OR_RETURN(train::EvalResult r, t->Evaluate(ds));

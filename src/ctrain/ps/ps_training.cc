@@ -157,14 +157,8 @@ struct Worker {
     int64_t step = 0;
     CTRAIN_RETURN_IF_ERROR(client->Save(meta, state, &paths, &step));
     meta["global_step"] = step;
-    std::string dir = o.model_dir;
-    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    char cwd[4096];
-    const std::string abs_dir =
-        dir[0] == '/' ? dir : std::string(::getcwd(cwd, sizeof cwd) ? cwd : ".") + "/" + dir;
     nlohmann::json files = nlohmann::json::array();
-    for (const std::string& p : paths)
-      files.push_back(p.rfind(abs_dir + "/", 0) == 0 ? p.substr(abs_dir.size() + 1) : p);
+    for (const std::string& p : paths) files.push_back(train::ShardManifestEntry(o.model_dir, p));
     nlohmann::json manifest{{"format", train::kShardedManifestFormat},
                             {"step", step},
                             {"partitioner", std::string(client->partitioner().name())},

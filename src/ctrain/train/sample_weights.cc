@@ -30,4 +30,13 @@ StatusOr<std::vector<float>> ReadSampleWeights(const std::string& path) {
   return out;
 }
 
+StatusOr<std::vector<float>> ReadSampleWeightsFor(const std::string& path, int64_t examples, const std::string& data) {
+  CTRAIN_ASSIGN_OR_RETURN(std::vector<float> w, ReadSampleWeights(path));
+  if (static_cast<int64_t>(w.size()) != examples)
+    return InvalidArgumentError(path + ": " + std::to_string(w.size()) + " weights (lines) for " +
+                                std::to_string(examples) + " examples of " + data +
+                                "; one weight per example, in order");
+  return w;
+}
+
 }  // namespace ctrain::train

@@ -6,6 +6,7 @@
 // Thread safety: a pure function.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,9 @@ namespace ctrain::train {
 // weight 'x' is not a finite number >= 0" (a blank line too: every example
 // has its weight).
 StatusOr<std::vector<float>> ReadSampleWeights(const std::string& path);
+
+// ReadSampleWeights, then the count: InvalidArgument "<file>: 4999 weights
+// (lines) for 5000 examples of <data>; one weight per example, in order".
+StatusOr<std::vector<float>> ReadSampleWeightsFor(const std::string& path, int64_t examples, const std::string& data);
 
 }  // namespace ctrain::train

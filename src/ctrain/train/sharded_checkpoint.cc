@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 #include "ctrain/io/file.h"
@@ -15,6 +16,16 @@ std::string ShardDirName(int32_t shard, int32_t num_shards) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "ps-shard-%05d-of-%05d", shard, num_shards);
   return buf;
+}
+
+std::string ShardManifestEntry(const std::string& model_dir, const std::string& shard_file) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::absolute(fs::path(model_dir.empty() ? "." : model_dir), ec).lexically_normal();
+  const fs::path file = fs::absolute(fs::path(shard_file), ec).lexically_normal();
+  const fs::path rel = file.lexically_relative(dir);
+  if (!rel.empty() && *rel.begin() != ".." && rel.is_relative()) return rel.string();
+  return file.string();
 }
 
 Status WriteShardedManifest(const std::string& model_dir, const nlohmann::json& manifest) {
@@ -61,7 +72,13 @@ StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::strin
   for (int32_t s = 0; s < S; ++s) {
     if (!m["shards"][s].is_string()) return bad("shards[" + std::to_string(s) + "] is not a path");
     std::string path = m["shards"][s].get<std::string>();
-    if (!path.empty() && path[0] != '/') path = model_dir + "/" + path;
+    if (!path.empty() && path[0] != '/') {
+      path = model_dir + "/" + path;
+    } else if (path.rfind("/ps-shard-", 0) == 0 && ::stat(path.c_str(), &st) != 0) {
+      // Manifests written before ShardManifestEntry by a job whose --model-dir ended in '/'
+      // hold "/ps-shard-.../ckpt-N.bin": the relative path with a stray leading slash.
+      path = model_dir + path;
+    }
     CTRAIN_ASSIGN_OR_RETURN(Checkpoint ck, LoadCheckpoint(path));
     if (ck.meta.value("format", "") != kShardFormat || ck.meta.value("shard", -1) != s ||
         ck.meta.value("num_shards", -1) != S || ck.meta.value("partitioner", "") != part->name() ||

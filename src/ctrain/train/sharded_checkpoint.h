@@ -38,6 +38,12 @@ inline constexpr const char* kShardFormat = "ctrain-ps-shard-v1";
 // "ps-shard-00001-of-00002".
 std::string ShardDirName(int32_t shard, int32_t num_shards);
 
+// The manifest's entry for a shard file: its path relative to model_dir
+// ("ps-shard-00000-of-00002/ckpt-40.bin") when the file is inside model_dir,
+// else its absolute path; both made lexically normal, so "run", "run/",
+// "./run//" and an absolute model_dir give the same entry.
+std::string ShardManifestEntry(const std::string& model_dir, const std::string& shard_file);
+
 // Writes model_dir/ps_checkpoint.json atomically. Errors: the file's (path named).
 Status WriteShardedManifest(const std::string& model_dir, const nlohmann::json& manifest);
 
