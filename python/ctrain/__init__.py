@@ -28,6 +28,8 @@ See docs/python.md.
 from __future__ import annotations
 
 import collections
+import difflib
+import inspect as _inspect
 import json
 import os
 import subprocess
@@ -118,9 +120,10 @@ class Pipeline:
       Any other data::PipelineOptions name (order, cache_max_bytes, read_chunk_records,
       queue_chunks, count_shard_records, ...) is passed through.
 
-    Raises (at ``iter()`` or ``next()``): ValueError for bad options or bad data
-    (the message names the option, or the file and line / record and offset),
-    FileNotFoundError for a missing input, TypeError for an unknown option name.
+    Raises at construction: TypeError for an unknown option name (with the closest name),
+    ValueError naming the option for a bad value (batch_size=0, compression="lz4", ...).
+    At ``iter()`` or ``next()``: ValueError for bad data (the file and line / record and
+    offset), FileNotFoundError for a missing input or feature_map.
     """
 
     def __init__(self, files, *, batch_size: int = 1024, shuffle_buffer: int = 0, seed: int = 0,
@@ -129,6 +132,13 @@ class Pipeline:
                  deterministic: bool = True, reshuffle_each_iteration: bool = True, format: str = "auto",
                  **options: Any):
         self.files = _files(files)
+        known = set(_READER_KEYS) | set(_ctrain.pipeline_option_names())
+        for k in options:
+            if k not in known:
+                names = sorted(known | set(_inspect.signature(Pipeline.__init__).parameters) - {"self", "options"})
+                close = difflib.get_close_matches(k, names, n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                raise TypeError(f"Pipeline: unknown option '{k}'{hint}")
         reader, rest = _split_options(dict(options, format=format))
         self._reader = reader
         self._pipeline = dict(rest)
@@ -147,6 +157,7 @@ class Pipeline:
             deterministic=deterministic,
             reshuffle_each_iteration=reshuffle_each_iteration,
         )
+        _ctrain.check_pipeline_options(self._reader, self._pipeline)
         self.batch_size = batch_size
         self.field_size = int(reader.get("field_size") or 39)
         self._last: Optional[PipelineIterator] = None

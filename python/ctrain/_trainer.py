@@ -43,7 +43,8 @@ class Trainer:
     (num_parallel_reads, shuffle_buffer_size, cache, ...), the reader options (format, id_base,
     feature_map, ...), intra_op_parallelism_threads, towers, hogwild, autotune, mixed_precision,
     data_service (+ its options), config (a TOML/JSON file; explicit options win).
-    An unknown name raises TypeError (with the closest name).
+    An unknown name raises TypeError (with the closest name), a value the CLI's parser rejects
+    (learning_rate="abc") ValueError naming the flag, both here rather than at fit().
 
     Checkpoints are the CLI's: ``model_dir`` may come from ``ctrain train`` (fit resumes it,
     evaluate/predict use it) and ``ctrain eval/predict --model-dir`` read what fit wrote. Without
@@ -58,6 +59,8 @@ class Trainer:
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 where = " (give the data to fit())" if k in ("train", "valid") else ""
                 raise TypeError(f"Trainer: unknown option '{k}'{hint}{where}")
+        # The values too, now, by the CLI's parser (ValueError naming the flag), not at fit().
+        _ctrain.check_train_options(_flag_args(options))
         self.options = dict(options)
         self._own_dir = None
         if not self.options.get("model_dir"):

@@ -256,6 +256,22 @@ class DataServiceIterator {
   CallThread call_;
 };
 
+// Pipeline(...)'s options checked at construction, without opening anything: the reader
+// options' values (the feature map is read later) and the pipeline's (ValidatePipelineOptions).
+// ValueError naming the option; unknown names are TypeError (SetDataOptions; the Python side
+// checks pipeline names against pipeline_option_names first).
+void CheckPipelineOptions(const nb::dict& reader, const nb::dict& pipeline) {
+  job::DataOptions flags;
+  SetDataOptions(reader, &flags);
+  flags.feature_map.clear();
+  StatusOr<data::ExampleReaderOptions> ro = flags.ReaderOptions();
+  ThrowIfError(ro.status());
+  data::PipelineOptions o;
+  SetPipelineOptions(pipeline, &o);
+  o.pipe_timeout_ms = ro->pipe_timeout_ms;
+  ThrowIfError(data::ValidatePipelineOptions(o));
+}
+
 }  // namespace
 
 void BindTrainer(nb::module_& m);  // trainer.cc
@@ -276,6 +292,8 @@ NB_MODULE(_ctrain, m) {
       .def("warnings", &PipelineIterator::Warnings);
 
   m.def("read", &Read, "path"_a, "reader"_a);
+  m.def("pipeline_option_names", &ctrain::data::PipelineOptionNames);
+  m.def("check_pipeline_options", &CheckPipelineOptions, "reader"_a, "pipeline"_a);
 
   nb::class_<DataServiceIterator>(m, "DataServiceIterator")
       .def(nb::init<const std::string&, const std::vector<std::string>&, const nb::dict&, const nb::dict&,

@@ -141,6 +141,9 @@ void WriteExamples(const std::string& path, nb::ndarray<const float, nb::ndim<1>
 
 void BindTrainer(nb::module_& m) {
   m.def("train_option_names", &cli::TrainOptionNames);
+  m.def("check_train_options", [](const std::vector<std::string>& args) {
+    ThrowIfError(cli::ParseTrainJobOptions(args).status());
+  }, "args"_a);
   m.def("run_train", &RunTrain, "args"_a);
   m.def("run_eval", &RunEval, "model_dir"_a, "inputs"_a, "data"_a);
   m.def("run_predict", &RunPredict, "model_dir"_a, "inputs"_a, "data"_a, "output"_a);

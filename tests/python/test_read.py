@@ -146,3 +146,30 @@ def test_python_m_ctrain_runs_the_cli(shared_data):
     assert p.returncode == 0 and p.stdout.strip() == "ctrain 0.1.0"
     p = subprocess.run([sys.executable, "-m", "ctrain", "inspect", "--bogus"], capture_output=True, text=True)
     assert p.returncode == 2 and "--bogus" in p.stderr
+
+
+def test_pipeline_options_are_checked_at_construction(tmp_path):
+    # An unknown name or a bad value once surfaced only at the first next().
+    f = tmp_path / "a.libsvm"
+    f.write_text("1 0:1 1:0.5\n0 0:1 1:1\n")
+    with pytest.raises(TypeError, match=r"^Pipeline: unknown option 'batch_sise' \(did you mean 'batch_size'\?\)$"):
+        ctrain.Pipeline(f, batch_sise=3)
+    with pytest.raises(TypeError, match=r"did you mean 'cache_max_bytes'"):
+        ctrain.Pipeline(f, cache_max_byte=10)
+    with pytest.raises(TypeError, match="unknown option 'feature_spec'"):
+        ctrain.Pipeline(f, feature_spec="spec.json")  # the seed layout only (docs/python.md)
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
+        ctrain.Pipeline(f, batch_size=0)
+    with pytest.raises(ValueError, match="lz4"):
+        ctrain.Pipeline(f, compression="lz4")
+    with pytest.raises(ValueError, match="--field-size must be in"):
+        ctrain.Pipeline(f, field_size=0)
+    with pytest.raises(ValueError, match="unknown stage 'bogus'"):
+        ctrain.Pipeline(f, order="shard,bogus")
+    # Checking opens nothing: a missing file or feature map is still found at iter().
+    p = ctrain.Pipeline(tmp_path / "nope.libsvm", feature_map=tmp_path / "nope.txt")
+    with pytest.raises(FileNotFoundError):
+        list(p)
+    batches = list(ctrain.Pipeline(f, field_size=2, batch_size=2, cache_max_bytes=1000))
+    assert batches[0].ids.tolist() == [[0, 1], [0, 1]]
+    np.testing.assert_array_equal(batches[0].values, [[1.0, 0.5], [1.0, 1.0]])

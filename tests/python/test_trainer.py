@@ -100,3 +100,37 @@ def test_fit_on_the_real_split_reaches_the_cli_auc(cli, va10k_split, tmp_path):
     print(f"Trainer.fit valid auc {logs['auc']:.5f}, ctrain train valid auc {cli_auc:.5f}")
     assert logs["auc"] >= 0.72 and cli_auc >= 0.72
     assert logs["auc"] == pytest.approx(cli_auc, abs=2e-3)
+
+
+def test_trainer_option_values_are_checked_at_construction(tmp_path):
+    # Once accepted here and refused only by fit(); now the CLI's parser checks them at once.
+    with pytest.raises(ValueError, match=r"^InvalidArgument: .*--learning-rate.*abc"):
+        ctrain.Trainer(model_dir=tmp_path / "x", learning_rate="abc")
+    with pytest.raises(ValueError, match="--epochs"):
+        ctrain.Trainer(model_dir=tmp_path / "x", epochs="two")
+    assert not (tmp_path / "x").exists()
+    t = ctrain.Trainer(model_dir=tmp_path / "x", learning_rate="0.01")
+    assert t.options["learning_rate"] == "0.01"
+
+
+def test_fit_with_a_feature_spec_on_deepctr_tfrecords(shared_data, cli, tmp_path):
+    """Trainer(feature_spec=...) reads tf.Example TFRecords through a spec (the DeepCTR
+    export: C1..C26 int64, I1..I13 float); evaluate/predict read them through the spec the
+    checkpoint keeps."""
+    spec = tmp_path / "spec.json"
+    subprocess.run([cli, "inspect", str(shared_data / "criteo_deepctr_tr.tfrecords"), "--suggest-spec", str(spec)],
+                   check=True, capture_output=True)
+    assert len(json.loads(spec.read_text())["fields"]) == 39
+    t = ctrain.Trainer(model_dir=tmp_path / "m", feature_spec=spec, embedding_size=4, deep_layers=[16],
+                       batch_size=32, epochs=2, progress="none", intra_op_parallelism_threads=1)
+    logs = t.fit(shared_data / "criteo_deepctr_tr.tfrecords", valid=shared_data / "criteo_deepctr_te.tfrecords")
+    assert logs["examples"] == 320 and logs["steps"] == 10 and logs["valid_examples"] == 40
+    ev = t.evaluate(shared_data / "criteo_deepctr_te.tfrecords")
+    assert ev["examples"] == 40 and 0.0 <= ev["auc"] <= 1.0
+    assert ev["logloss"] == pytest.approx(logs["logloss"], rel=1e-6)
+    p = t.predict(shared_data / "criteo_deepctr_te.tfrecords")
+    assert p.shape == (40,) and np.all((p > 0) & (p < 1))
+    # The CLI reads the same model the same way.
+    out = subprocess.run([cli, "eval", "--model-dir", str(tmp_path / "m"), "--input",
+                          str(shared_data / "criteo_deepctr_te.tfrecords")], check=True, capture_output=True, text=True)
+    assert f"logloss {ev['logloss']:.6f}" in out.stdout
