@@ -190,7 +190,7 @@ TEST_F(DayOneCliTest, EvalReportsTheCtrMetrics) {
   Write("short.weight", "1\n1\n");
   r = RunCtrain("eval --model-dir " + P("m") + " --input " + P("va.libsvm") + " --weights " + P("short.weight"));
   EXPECT_NE(r.exit_code, 0);
-  EXPECT_NE(r.out.find("sample weights: 2 weights for 1000 examples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("short.weight: 2 weights (lines) for 1000 examples of --input"), std::string::npos) << r.out;
 }
 
 }  // namespace
