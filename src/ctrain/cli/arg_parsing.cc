@@ -164,18 +164,6 @@ std::string SubcommandName(const std::vector<std::string>& args) {
   return at == args.size() ? std::string() : args[at];
 }
 
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 std::string ClosestName(const std::string& word, const std::vector<std::string>& candidates) {
   const size_t limit = std::max<size_t>(2, word.size() / 3);
   std::string best;

@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "ctrain/base/edit_distance.h"
 #include "ctrain/job/explicit_options.h"
 
 namespace ctrain::cli {
@@ -57,8 +58,8 @@ std::vector<std::string> HelpWins(const CLI::App& app, const std::vector<std::st
 // or "" if there is none.
 std::string SubcommandName(const std::vector<std::string>& args);
 
-// Levenshtein distance (insert, delete, substitute: 1 each).
-size_t EditDistance(const std::string& a, const std::string& b);
+// Levenshtein distance (base/edit_distance.h).
+using ::ctrain::EditDistance;
 
 // The candidate closest to `word` if it is close enough to be a typo
 // (distance <= max(2, |word| / 3)), or "".

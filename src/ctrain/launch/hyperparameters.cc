@@ -4,24 +4,14 @@
 #include <cstdlib>
 #include <map>
 
+#include "ctrain/base/edit_distance.h"
+
 namespace ctrain::launch {
 namespace {
 
 std::string Hyphens(std::string s) {
   std::replace(s.begin(), s.end(), '_', '-');
   return s;
-}
-
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
 }
 
 // Flags the launcher sets itself, and where their values come from.
@@ -65,7 +55,7 @@ StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, c
       std::string best;
       size_t best_d = 4;
       for (const std::string& f : train_flags)
-        if (size_t d = Distance(flag, f); d < best_d) best_d = d, best = f;
+        if (size_t d = EditDistance(flag, f); d < best_d) best_d = d, best = f;
       std::string hint = best.empty() ? "" : "; did you mean " + best + "?";
       std::replace(hint.begin(), hint.end(), '-', '_');
       return InvalidArgumentError(source + ": unknown hyperparameter \"" + key + "\" (no ctrain train flag --" + flag +
