@@ -52,8 +52,13 @@ train::TrainOptions Options(bool batch_norm, const std::string& optimizer) {
   o.optimizer.learning_rate = 0.02f;
   o.batch_size = 50;
   o.epochs = 2;
-  o.lr_warmup_steps = 5;  // the learning rate travels with each push
-  o.lr_warmup_from = 0.005f;
+  // The schedule is the trainer's, its rate travels with each push: a warm-up
+  // from zero (the local meaning of lr_warmup_from = 0, case B55) into a decay.
+  o.lr_warmup_steps = 5;
+  o.lr_warmup_from = 0;
+  o.lr_decay = optim::LrDecay::kExponential;
+  o.lr_decay_steps = 4;
+  o.lr_decay_rate = 0.7f;
   o.parallel.intra_op_threads = 1;
   o.progress = train::ProgressMode::kNone;
   return o;
@@ -191,6 +196,25 @@ TEST(PsTrainingTest, RefusesBadWorkerSettings) {
   o.parallel.towers = 2;
   EXPECT_EQ(RunPsTraining(o, PsOptions({"127.0.0.1:1"}, 0, 1, false), train, nullptr, &r).code(),
             StatusCode::kInvalidArgument);
+  // Options the trainer cannot honour over servers are named (before any call to them).
+  o.parallel.towers = 1;
+  o.model_dir = ctrain::testing::TestTempDir("ps_training", "refused");
+  o.keep_best = true;
+  Status st = RunPsTraining(o, PsOptions({"127.0.0.1:1"}, 0, 1, true), train, nullptr, &r);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("--keep-best is not supported with --ps (worker 0 of 1, sync replicas)"),
+            std::string::npos) << st.ToString();
+  o.keep_best = false;
+  o.warm_start_from = "/nonexistent";
+  st = RunPsTraining(o, PsOptions({"127.0.0.1:1"}, 0, 1, true), train, nullptr, &r);
+  EXPECT_NE(st.message().find("--warm-start-from is not supported with --ps"), std::string::npos) << st.ToString();
+  o.warm_start_from.clear();
+  o.early_stopping_metric = "auc";
+  o.early_stopping_patience = 2;
+  st = RunPsTraining(o, PsOptions({"127.0.0.1:1"}, 0, 2, true), train, nullptr, &r);
+  EXPECT_NE(st.message().find("--early-stopping-metric is not supported with --ps (worker 0 of 2, sync replicas) "
+                              "and more than one worker"),
+            std::string::npos) << st.ToString();
 }
 
 }  // namespace

@@ -42,43 +42,6 @@ using MpiJob = dist::MpiExchange;
 struct MpiJob;  // built without MPI (-DCTRAIN_MPI=OFF)
 #endif
 
-// --ps: this process is worker job.ps.worker_index of a parameter-server job (ps/ps_training.h).
-Status RunPsWorker(const TrainJobOptions& job, const train::TrainOptions& o, const train::Dataset& tr,
-                   const train::Dataset* va, train::TrainResult* result) {
-  CTRAIN_ASSIGN_OR_RETURN(service::ChannelConfig channel, job.data_service.security.Channel());
-  CTRAIN_ASSIGN_OR_RETURN(ps::PsTrainOptions po, job.ps.Options(channel, PendingInterruptFlag()));
-  std::string servers;
-  for (const std::string& a : job.ps.addresses) servers += (servers.empty() ? "" : ",") + a;
-  std::fprintf(stderr, "ctrain: worker %d of %d, %s, parameter servers %s\n", job.ps.worker_index,
-               job.ps.num_workers, job.ps.sync_replicas ? "sync replicas" : "async", servers.c_str());
-  ps::PsTrainResult pr;
-  {
-    InterruptDeferral defer("stopping after the current step (the chief saves)");  // then exit 130/143
-    CTRAIN_RETURN_IF_ERROR(ps::RunPsTraining(o, po, tr, va, &pr));
-  }
-  const train::TrainResult& r = pr.train;
-  std::fprintf(stderr, "ctrain: done: worker %d: %lld steps, %lld examples, %.0f examples/s", job.ps.worker_index,
-               static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.examples_per_sec);
-  if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
-  std::fprintf(stderr, "\n");
-  const nlohmann::json pj = ps::PsMetricsJson(pr, job.ps.worker_index, job.ps.num_workers, job.ps.sync_replicas);
-  std::fprintf(stderr, "ctrain: %s\n", ps::PsMetricsLine(pj).c_str());
-  if (!job.metrics_json.empty()) {
-    nlohmann::json j{{"auc", r.evaluated ? JsonNumber(r.eval.auc) : nlohmann::json(nullptr)},
-                     {"logloss", r.evaluated ? JsonNumber(r.eval.logloss) : nlohmann::json(nullptr)},
-                     {"examples_per_sec", r.examples_per_sec},
-                     {"examples", r.examples},
-                     {"steps", r.steps},
-                     {"train_loss", JsonNumber(r.last_loss)},
-                     {"seconds", r.seconds},
-                     {"input_mode", "memory"},
-                     {"ps", pj}};
-    CTRAIN_RETURN_IF_ERROR(WriteMetricsJson(job.metrics_json, j));
-  }
-  if (result != nullptr) *result = r;
-  return Status::OK();
-}
-
 Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result) {
   bool per_rank_inputs = false;  // --train held {local_rank} or {rank}
   train::TrainOptions& o = job.train_options;
@@ -175,6 +138,9 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
   if (job.ps.enabled() && !job.data_service.address.empty())
     return InvalidArgumentError("--ps and --data-service cannot be combined yet (docs/parameter-servers.md#limits)");
   if (job.ps.enabled()) CTRAIN_RETURN_IF_ERROR(job.ps.Options({}, nullptr).status());  // before any data is read
+  if (job.ps.enabled() && mpi != nullptr)
+    return InvalidArgumentError("--ps cannot run under mpirun: start each parameter-server worker as its own "
+                                "process with --worker-index and --num-workers");
   if (job.ps.enabled() && job.autotune)
     return InvalidArgumentError("--autotune measures local thread layouts; with --ps give --intra-op-parallelism-threads");
   if (job.ps.enabled() && job.ps.worker_index != 0) o.model_dir.clear();  // the chief (worker 0) checkpoints
@@ -383,11 +349,22 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
                o.optimizer.name.c_str(), o.optimizer.learning_rate,
                static_cast<long long>(o.batch_size), o.epochs, intra, o.parallel.towers, o.parallel.hogwild,
                o.parallel.affinity ? " affinity" : "");
-  if (job.ps.enabled()) return RunPsWorker(job, o, tr, have_valid ? &va : nullptr, result);
-  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer, train::Trainer::Create(o));
+  // --ps: this process is worker job.ps.worker_index of a parameter-server job: the
+  // same trainer, its parameters on the servers (ps/ps_parameters.h).
+  std::unique_ptr<ps::PsParameters> ps_params;
+  if (job.ps.enabled()) {
+    CTRAIN_ASSIGN_OR_RETURN(service::ChannelConfig channel, job.data_service.security.Channel());
+    CTRAIN_ASSIGN_OR_RETURN(ps::PsTrainOptions po, job.ps.Options(channel, PendingInterruptFlag()));
+    CTRAIN_ASSIGN_OR_RETURN(ps_params, ps::PsParameters::Connect(o, po));
+    std::string servers;
+    for (const std::string& a : job.ps.addresses) servers += (servers.empty() ? "" : ",") + a;
+    std::fprintf(stderr, "ctrain: %s, parameter servers %s\n", ps_params->Describe().c_str(), servers.c_str());
+    if (job.ps.worker_index != 0) have_valid = false;  // the chief validates
+  }
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::Trainer> trainer, train::Trainer::Create(o, ps_params.get()));
   bool restored = false;
   CTRAIN_RETURN_IF_ERROR(trainer->Restore(&restored));
-  if (restored)
+  if (restored && !ps_params)
     std::fprintf(stderr, "ctrain: resumed from %s at step %lld\n", o.model_dir.c_str(),
                  static_cast<long long>(trainer->global_step()));
 #if CTRAIN_HAVE_MPI
@@ -482,6 +459,14 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
                    static_cast<long long>(mpi_json["broadcast_bytes"].get<int64_t>()));
   }
 #endif
+  nlohmann::json ps_json;  // docs/parameter-servers.md#metrics
+  if (ps_params) {
+    ps::PsTrainResult pr;
+    pr.train = r;
+    ps::FinishPsResult(*ps_params, *trainer, &pr);
+    ps_json = ps::PsMetricsJson(pr, job.ps.worker_index, job.ps.num_workers, job.ps.sync_replicas);
+    std::fprintf(stderr, "ctrain: %s\n", ps::PsMetricsLine(ps_json).c_str());
+  }
   if (!job.metrics_json.empty()) {
     nlohmann::json j{{"auc", r.evaluated ? JsonNumber(r.eval.auc) : nlohmann::json(nullptr)},
                      {"logloss", r.evaluated ? JsonNumber(r.eval.logloss) : nlohmann::json(nullptr)},
@@ -514,6 +499,7 @@ Status RunTrainJob(TrainJobOptions& job, MpiJob* mpi, train::TrainResult* result
       j["best_step"] = r.best_step;
     }
     if (!mpi_json.is_null()) j["mpi"] = mpi_json;
+    if (!ps_json.is_null()) j["ps"] = ps_json;
     if (r.streamed) {
       j["pipeline_records_per_sec"] = r.pipeline.records_per_second;
       j["input_suggestion"] = r.input_suggestion;

@@ -1,32 +1,19 @@
 // Training as one worker of a parameter-server job (`ctrain train --ps ...`,
-// docs/parameter-servers.md). The embeddings and the dense parameters live on
-// the servers (ps/shard.h); this process keeps a DeepFM for the forward and
-// backward passes (and its BN moving statistics), and per step:
-//   1. takes its batch (below), DeepFM::UniqueIds
-//   2. Pulls the rows of w and V and the dense parameters (spread over the servers):
-//      one call per shard, in parallel
-//   3. DeepFM::TrainStep
-//   4. Pushes the sparse and dense gradients, the step's learning rate
-//      (warmup as local training) and its example count: one call per shard
-// The optimizer runs on the servers.
+// docs/parameter-servers.md): the trainer (train/trainer.h), the same step
+// loop as local training, with the servers as its parameters (PsParameters,
+// ps/ps_parameters.h). Every schedule, evaluation, checkpoint, observer and
+// early stopping is local training's code; one worker with --sync-replicas is
+// local training bit for bit.
 //
-// Batches: the epoch order is local training's (a permutation from
-// (seed, epoch)), cut into batches of batch_size. Async: worker k of W takes
-// batches k, k + W, k + 2W, ... (each example once per epoch across the
-// workers). Sync replicas: round r is batches rW .. rW + W - 1, worker k's is
-// rW + k; a worker without one in the last round pushes an empty gradient
-// with weight 0. One worker in sync mode therefore runs exactly local
-// training's steps, with its dropout keys (round number).
+// Chief (worker 0): evaluates `valid` like local training; with a model_dir
+// it asks every shard to save (train/sharded_checkpoint.h) every
+// save_checkpoints_steps steps, at each epoch end and at the end, then writes
+// the manifest. Other workers get no valid and no model_dir.
 //
-// Chief (worker 0): evaluates `valid` at each of its epoch ends; with a
-// model_dir it asks every shard to save (train/sharded_checkpoint.h) every
-// save_checkpoints_steps of its steps, at each epoch end and at the end, then
-// writes the manifest. Other workers ignore valid and model_dir.
-//
-// Errors: InvalidArgument for towers > 1, hogwild, a worker index outside
-// [0, num_workers), max_staleness with sync_replicas; PsClient's (a shard
-// unavailable for longer than the wait: Unavailable naming it); TrainStep's;
-// Cancelled on a stop request (the chief saves first).
+// Errors: PsParameters::Connect's and Trainer::Create's (InvalidArgument for
+// an option a worker cannot honour, named); PsClient's (a shard unavailable
+// for longer than the wait: Unavailable naming it); Train's; Cancelled on a
+// stop request (the chief saves first).
 #pragma once
 
 #include <atomic>
@@ -38,18 +25,12 @@
 
 #include "ctrain/base/status.h"
 #include "ctrain/ps/client.h"
+#include "ctrain/ps/ps_parameters.h"
 #include "ctrain/train/dataset.h"
 #include "ctrain/train/train_config.h"
 #include "ctrain/train/trainer.h"
 
 namespace ctrain::ps {
-
-struct PsTrainOptions {
-  ClientOptions client;       // servers, security, worker_index, wait bound, stop flag
-  int32_t num_workers = 1;
-  bool sync_replicas = false;
-  int64_t max_staleness = 0;  // async only; 0 = no bound
-};
 
 // What `ctrain train --ps ...` is told (docs/parameter-servers.md#workers).
 struct PsWorkerSettings {
@@ -73,8 +54,14 @@ struct PsTrainResult {
   nlohmann::json servers;     // chief: GetPsStatus at the end (null if a server did not answer)
 };
 
+// Connects, builds the trainer over the servers, restores what they hold and
+// trains (memory mode). The job layer (job/train_job.cc) does the same with
+// its monitoring and reporting around it.
 Status RunPsTraining(const train::TrainOptions& options, const PsTrainOptions& ps, const train::Dataset& train,
                      const train::Dataset* valid, PsTrainResult* result);
+// The figures of a finished worker: its traffic, the global step, the manifest
+// and (chief) the servers' status.
+void FinishPsResult(PsParameters& params, const train::Trainer& trainer, PsTrainResult* result);
 
 // The "ps" object of `ctrain train --metrics-json` (docs/parameter-servers.md#metrics):
 // per step of this worker: pulls, pushes, bytes sent and received, seconds

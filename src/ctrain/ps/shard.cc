@@ -293,8 +293,9 @@ Status ParameterShard::ValidatePush(const proto::PushRequest& req) const {
   if (req.worker_index() < 0 || req.worker_index() >= spec_.num_workers())
     return InvalidArgumentError("Push: worker_index " + std::to_string(req.worker_index()) + " not in [0, " +
                                 std::to_string(spec_.num_workers()) + ")");
-  if (!(req.learning_rate() > 0) || !std::isfinite(req.learning_rate()))
-    return InvalidArgumentError("Push: learning_rate must be finite and > 0");
+  // >= 0: a schedule may end at 0 (cosine decay to lr_decay_alpha = 0), as local training's does.
+  if (!(req.learning_rate() >= 0) || !std::isfinite(req.learning_rate()))
+    return InvalidArgumentError("Push: learning_rate must be finite and >= 0");
   if (req.examples() < 0) return InvalidArgumentError("Push: examples must be >= 0");
   const int64_t n = req.ids_size();
   for (int64_t i = 0; i < n; ++i) {

@@ -30,6 +30,7 @@
 #include "ctrain/train/memory_budget.h"
 #include "ctrain/train/metrics.h"
 #include "ctrain/train/parameter_table.h"
+#include "ctrain/train/remote_parameters.h"
 #include "ctrain/train/threads.h"
 #include "ctrain/train/trainer_state.h"
 #include "ctrain/train/worker_pool.h"
@@ -136,6 +137,10 @@ std::string ConfigText(const nlohmann::json& v, const nlohmann::json& other) {
 struct Trainer::Impl {
   TrainOptions options;
   std::unique_ptr<optim::Optimizer> optimizer;
+  // The parameter servers (Create's `remote`; null = the local tables below).
+  RemoteParameters* remote = nullptr;
+  float current_lr = 0;  // the rate of the last step (the schedule's), pushed with a remote's gradients
+  bool remote_ready = false;  // RestoreRemote ran (the servers know the model)
   // w [feature_size, 1] and V [feature_size, K] with their optimizer slots.
   std::unique_ptr<LocalParameterTable> w_table, v_table;
   std::vector<Replica> replicas;
@@ -305,9 +310,31 @@ struct Trainer::Impl {
   }
 
   // ---- setup ----
+  // With a remote: the options it cannot honour, named (InvalidArgument).
+  Status CheckRemoteOptions() const {
+    const std::string ps = "--ps (" + remote->Describe() + ")";
+    if (options.parallel.towers > 1 || options.parallel.hogwild > 0)
+      return InvalidArgumentError(ps + ": a worker runs one replica (no --towers / --hogwild); start more workers "
+                                  "instead");
+    if (!options.warm_start_from.empty())
+      return InvalidArgumentError("--warm-start-from is not supported with " + ps +
+                                  ": the servers initialise or restore the parameters themselves (warm-start a "
+                                  "local run, or restart the servers from its sharded checkpoint)");
+    if (options.keep_best)
+      return InvalidArgumentError("--keep-best is not supported with " + ps +
+                                  ": the parameters live on the servers, which save into --model-dir only");
+    if (!options.early_stopping_metric.empty() && remote->num_workers() > 1)
+      return InvalidArgumentError("--early-stopping-metric is not supported with " + ps +
+                                  " and more than one worker: the chief alone validates, the other workers could not "
+                                  "stop at its step");
+    return Status::OK();
+  }
+
   Status Init() {
     CTRAIN_RETURN_IF_ERROR(options.Validate());
+    if (remote != nullptr) CTRAIN_RETURN_IF_ERROR(CheckRemoteOptions());
     CTRAIN_ASSIGN_OR_RETURN(optimizer, optim::MakeOptimizer(options.optimizer));
+    current_lr = options.optimizer.learning_rate;
     const ParallelOptions& par = options.parallel;
     const int32_t R = par.replicas();
     intra = par.intra_op_threads > 0 ? par.intra_op_threads : std::max(1, AvailableCpus() / R);
@@ -318,20 +345,22 @@ struct Trainer::Impl {
       r.model->InitDense(options.seed);
     }
     auto& dense = replicas[0].model->dense_params();
-    {  // a --feature-size too large for this machine: refused here, not OOM-killed while filling the tables
+    if (remote == nullptr) {  // a --feature-size too large for this machine: refused here, not OOM-killed while filling the tables
       int64_t dense_floats = 0;
       for (const auto& d : dense) dense_floats += static_cast<int64_t>(d.value.size());
       CTRAIN_RETURN_IF_ERROR(CheckParameterMemory(options.model.feature_size, options.model.embedding_size,
                                                   optimizer->num_slots(), options.optimizer.name, dense_floats,
                                                   ReadMemoryAvailable()));
     }
-    dense_slots.resize(dense.size());
-    for (size_t i = 0; i < dense.size(); ++i) {
-      dense_slots[i].resize(optimizer->num_slots());
-      for (int k = 0; k < optimizer->num_slots(); ++k)
-        dense_slots[i][k].assign(dense[i].value.size(), optimizer->SlotInit(k));
+    if (remote == nullptr) {  // else the servers hold the tables and every optimizer slot
+      dense_slots.resize(dense.size());
+      for (size_t i = 0; i < dense.size(); ++i) {
+        dense_slots[i].resize(optimizer->num_slots());
+        for (int k = 0; k < optimizer->num_slots(); ++k)
+          dense_slots[i][k].assign(dense[i].value.size(), optimizer->SlotInit(k));
+      }
+      CTRAIN_RETURN_IF_ERROR(InitTables());
     }
-    CTRAIN_RETURN_IF_ERROR(InitTables());
     if (par.hogwild > 0) {
       hog_master.resize(dense.size());
       for (size_t i = 0; i < dense.size(); ++i) hog_master[i] = dense[i].value;
@@ -373,6 +402,8 @@ struct Trainer::Impl {
     const size_t U = rep.unique_ids.size();
     rep.w_rows.resize(U);
     rep.v_rows.resize(U * options.model.embedding_size);
+    if (remote != nullptr)  // the rows and the current dense values, from the servers
+      return remote->Pull(rep.unique_ids, rep.w_rows.data(), rep.v_rows.data(), &rep.model->dense_params());
     CTRAIN_RETURN_IF_ERROR(w_table->Pull(rep.unique_ids, rep.w_rows.data()));
     return v_table->Pull(rep.unique_ids, rep.v_rows.data());
   }
@@ -463,6 +494,12 @@ struct Trainer::Impl {
 
   Status Save() {
     if (options.model_dir.empty()) return Status::OK();
+    if (remote != nullptr) {  // the servers save their shards, the chief the manifest
+      CTRAIN_RETURN_IF_ERROR(remote->Save(options.model_dir, Meta(), replicas[0].model->state()));
+      saved_this_run = true;
+      saved_pos = pos;
+      return Status::OK();
+    }
     CTRAIN_RETURN_IF_ERROR(NoteStreamFormats());  // the format a stream was read in, never ""
     if (!hog_master.empty()) SyncReplicas();
     CheckpointTensors t = Tensors();
@@ -575,9 +612,16 @@ struct Trainer::Impl {
     const int64_t ostep = step - opt_step_base;  // the optimizer's own count (Adam's bias correction)
     const int32_t T = static_cast<int32_t>(replicas.size());
     // Distributed: distinct dropout streams per rank (step, rank) -> step * N + rank.
-    const int64_t key = exch != nullptr ? step * exch->size() + exch->rank() : step;
+    // Parameter servers: per worker (step, worker) -> step * W + k.
+    const int64_t key = exch != nullptr     ? step * exch->size() + exch->rank()
+                        : remote != nullptr ? step * remote->num_workers() + remote->worker_index()
+                                            : step;
     int64_t examples = B;
-    if (T == 1) {
+    if (remote != nullptr && B == 0) {  // a sync round without a batch for this worker: weight 0
+      CTRAIN_RETURN_IF_ERROR(remote->Push({}, {}, nullptr, current_lr, 0));
+      examples = 0;
+      *loss_out = 0;
+    } else if (T == 1) {
       Replica& rep = replicas[0];
       fill(rep, 0, B);
       Compute(rep, key);
@@ -586,8 +630,12 @@ struct Trainer::Impl {
       if (exch != nullptr)
         CTRAIN_RETURN_IF_ERROR(ExchangeStep(step, B, &rep.w_grad, &rep.v_grad, rep.model->dense_params(),
                                             rep.model->state(), &loss, &examples));
-      CTRAIN_RETURN_IF_ERROR(PushRows(rep.w_grad, rep.v_grad, ostep));
-      ApplyDense(ostep, rep.model->dense_params());
+      if (remote != nullptr) {  // the servers run the optimizer
+        CTRAIN_RETURN_IF_ERROR(remote->Push(rep.w_grad, rep.v_grad, &rep.model->dense_params(), current_lr, B));
+      } else {
+        CTRAIN_RETURN_IF_ERROR(PushRows(rep.w_grad, rep.v_grad, ostep));
+        ApplyDense(ostep, rep.model->dense_params());
+      }
       *loss_out = loss;
     } else {
       // Slices [B*t/T, B*(t+1)/T); a tower with an empty slice sits out.
@@ -659,7 +707,9 @@ struct Trainer::Impl {
   void SetScheduledRate(int64_t step) {
     const float lr =
         static_cast<float>(optim::ScheduledLearningRate(options.lr_schedule(), options.optimizer.learning_rate, step));
+    current_lr = lr;
     optimizer->set_learning_rate(lr);
+    if (remote != nullptr) return;  // pushed with the step's gradients
     w_table->mutable_optimizer().set_learning_rate(lr);
     v_table->mutable_optimizer().set_learning_rate(lr);
   }
@@ -923,6 +973,8 @@ struct Trainer::Impl {
 
   Status Train(const Dataset& train, const Dataset* valid, TrainResult* result);
   Status TrainStream(const StreamInput& input, const Dataset* valid, TrainResult* result);
+  Status RestoreMeta(const nlohmann::json& meta, const std::string& path);
+  Status RestoreRemote(bool* restored);
 
   // Fills rep.batch with the next batch of a hogwild segment; false when none is left.
   using FetchFn = std::function<StatusOr<bool>(Replica& rep)>;
@@ -1009,6 +1061,10 @@ Status Trainer::Impl::RunHogwild(const FetchFn& fetch, Progress* prog, int64_t* 
 
 Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainResult* result) {
   *result = TrainResult();
+  if (remote != nullptr && !remote_ready) {  // Restore() was not called: declare the model now
+    bool restored = false;
+    CTRAIN_RETURN_IF_ERROR(RestoreRemote(&restored));
+  }
   if (exch != nullptr) {
     if (options.parallel.hogwild > 0)
       return InvalidArgumentError("--hogwild cannot run under mpirun: distributed training is synchronous");
@@ -1040,7 +1096,14 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
   pool->ConfigureThread(0);
   const int64_t N = train.size();
   const int64_t B = options.batch_size;
-  const int64_t steps_per_epoch = (N + B - 1) / B;
+  // This process's share of each epoch's S batches: step i takes batch i * W + k
+  // (remote_parameters.h; locally W = 1, k = 0: every batch in order).
+  const int64_t S = (N + B - 1) / B;
+  const int64_t W = remote != nullptr ? remote->num_workers() : 1;
+  const int64_t k = remote != nullptr ? remote->worker_index() : 0;
+  const int64_t steps_per_epoch = remote == nullptr        ? S
+                                  : remote->sync_replicas() ? (S + W - 1) / W
+                                                            : (S - k + W - 1) / W;
   const int32_t H = options.parallel.hogwild;
   int64_t total = steps_per_epoch * options.epochs;
   if (options.max_steps > 0) total = std::min(total, options.max_steps);
@@ -1106,7 +1169,8 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
         pos.batch_in_epoch = std::min(end_batch - seg + batches, steps_per_epoch);
         prog.examples = pos.examples - start_examples;
       } else {
-        const int64_t lo = pos.batch_in_epoch * B, hi = std::min(N, lo + B);
+        // Past the last batch (a sync round without one for this worker): an empty step.
+        const int64_t lo = std::min(N, (pos.batch_in_epoch * W + k) * B), hi = std::min(N, lo + B);
         double loss = 0;
         CTRAIN_RETURN_IF_ERROR(SyncStep(
             hi - lo,
@@ -1117,10 +1181,12 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
             &loss));
         ++pos.batch_in_epoch;
         prog.examples += step_examples;
-        prog.loss_sum += loss;
-        prog.loss_n += 1;
-        epoch_loss_sum += loss;
-        epoch_loss_n += 1;
+        if (hi > lo) {  // an empty sync round has no loss
+          prog.loss_sum += loss;
+          prog.loss_n += 1;
+          epoch_loss_sum += loss;
+          epoch_loss_n += 1;
+        }
         if (observer != nullptr) observer->OnStep({pos.global_step, step_examples, Seconds(t0, Clock::now()), 0.0, loss});
       }
       train_seconds += Seconds(t0, Clock::now());
@@ -1184,6 +1250,9 @@ Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainRes
 
 Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid, TrainResult* result) {
   *result = TrainResult();
+  if (remote != nullptr)
+    return InvalidArgumentError("--ps (" + remote->Describe() +
+                                "): a worker reads its training data in memory (--input-mode memory)");
   if (exch != nullptr) {
     if (options.parallel.hogwild > 0)
       return InvalidArgumentError("--hogwild cannot run under mpirun: distributed training is synchronous");
@@ -1481,9 +1550,10 @@ double EvalResult::Metric(const std::string& name) const {
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Trainer::~Trainer() = default;
 
-StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options) {
+StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const TrainOptions& options, RemoteParameters* remote) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->remote = remote;
   CTRAIN_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
@@ -1597,6 +1667,7 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
 Status Trainer::Restore(bool* restored) {
   *restored = false;
   Impl& m = *impl_;
+  if (m.remote != nullptr) return m.RestoreRemote(restored);
   std::optional<LoadedCheckpoint> ck;
   if (!m.options.model_dir.empty()) {
     CTRAIN_ASSIGN_OR_RETURN(ck, ReadTrainerCheckpoint(m.options.model_dir));
@@ -1621,20 +1692,31 @@ Status Trainer::Restore(bool* restored) {
     // This warm-started run's own checkpoint: resume it (below), exactly.
   }
   if (!ck.has_value()) return Status::OK();
-  const nlohmann::json& meta = ck->meta;
+  CTRAIN_RETURN_IF_ERROR(m.RestoreMeta(ck->meta, ck->path));
+  CheckpointTensors t = m.Tensors();
+  CTRAIN_RETURN_IF_ERROR(ck->CopyInto(t));
+  m.SyncReplicas();
+  *restored = true;
+  return Status::OK();
+}
+
+// The checkpoint meta's model, optimizer and data checks, and the position,
+// warm-start and early-stopping state it records (Restore, local and remote).
+Status Trainer::Impl::RestoreMeta(const nlohmann::json& meta, const std::string& path) {
+  Impl& m = *this;
   CTRAIN_ASSIGN_OR_RETURN(model::DeepFMConfig mc, ModelConfigFromJson(meta.value("model", nlohmann::json())));
   const nlohmann::json want = ModelConfigToJson(m.options.model);
   const nlohmann::json have = ModelConfigToJson(mc);
   for (auto it = want.begin(); it != want.end(); ++it) {
     if (have[it.key()] != it.value())
-      return FailedPreconditionError(ck->path + ": checkpoint model has " + it.key() + " = " +
+      return FailedPreconditionError(path + ": checkpoint model has " + it.key() + " = " +
                                      ConfigText(have[it.key()], it.value()) + ", this run asks for " +
                                      ConfigText(it.value(), have[it.key()]) +
                                      " (use the same model flags or a new --model-dir)");
   }
   const std::string opt = meta.value("optimizer", nlohmann::json::object()).value("name", "");
   if (opt != m.options.optimizer.name)
-    return FailedPreconditionError(ck->path + ": checkpoint optimizer is '" + opt + "', this run asks for '" +
+    return FailedPreconditionError(path + ": checkpoint optimizer is '" + opt + "', this run asks for '" +
                                    m.options.optimizer.name + "'");
   // How the files were read: a different id base or feature map would shift every id.
   if (meta.contains("data")) {
@@ -1642,12 +1724,12 @@ Status Trainer::Restore(bool* restored) {
     if (!m.options.data.recorded()) {
       m.options.data = d;  // keep the description in later checkpoints
     } else if (d.id_base != m.options.data.id_base) {
-      return FailedPreconditionError(ck->path + ": checkpoint was trained with --id-base " +
+      return FailedPreconditionError(path + ": checkpoint was trained with --id-base " +
                                      std::to_string(d.id_base) + ", this run has --id-base " +
                                      std::to_string(m.options.data.id_base) +
                                      " (every id would shift; use the same --id-base or a new --model-dir)");
     } else if (d.feature_map != m.options.data.feature_map) {
-      return FailedPreconditionError(ck->path + ": checkpoint was trained with --feature-map '" + d.feature_map +
+      return FailedPreconditionError(path + ": checkpoint was trained with --feature-map '" + d.feature_map +
                                      "', this run has '" + m.options.data.feature_map +
                                      "' (use the same --feature-map or a new --model-dir)");
     } else {
@@ -1658,15 +1740,13 @@ Status Trainer::Restore(bool* restored) {
       // Same id base and map: the encoding (format family, hashing, vocabulary content) must match too.
       std::vector<std::string> notes;
       CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(d, m.options.model_dir, m.options.data, "this run's --train", &notes)
-                                 .WithContext(ck->path + ": resume"));
+                                 .WithContext(path + ": resume"));
     }
   }
-  CheckpointTensors t = m.Tensors();
-  CTRAIN_RETURN_IF_ERROR(ck->CopyInto(t));
   m.restored_inputs = meta.contains("train_inputs") ? meta["train_inputs"] : nlohmann::json();
   m.restored_cursor = meta.contains("data_cursor") ? meta["data_cursor"] : nlohmann::json();
   m.train_inputs = m.restored_inputs;  // kept until a Train/TrainStream call replaces it
-  m.restored_path = ck->path;
+  m.restored_path = path;
   m.pos.global_step = meta.value("global_step", int64_t{0});
   m.pos.epoch = meta.value("epoch", int64_t{0});
   m.pos.batch_in_epoch = meta.value("batch_in_epoch", int64_t{0});
@@ -1686,10 +1766,34 @@ Status Trainer::Restore(bool* restored) {
     m.early_stopped = es->value("stopped", false) && m.options.early_stopping_patience > 0;
   }
   if (meta.value("batch_size", int64_t{0}) != m.options.batch_size && m.pos.batch_in_epoch != 0)
-    return FailedPreconditionError(ck->path + ": checkpoint stopped mid-epoch with batch_size " +
+    return FailedPreconditionError(path + ": checkpoint stopped mid-epoch with batch_size " +
                                    std::to_string(meta.value("batch_size", int64_t{0})) +
                                    "; resume with the same --batch-size");
-  m.SyncReplicas();
+  return Status::OK();
+}
+
+
+// The servers' side of Restore: Init declares the model; what they restored
+// gives the position (sync replicas: the global step is the servers').
+Status Trainer::Impl::RestoreRemote(bool* restored) {
+  std::string text;
+  int64_t step = 0;
+  CTRAIN_RETURN_IF_ERROR(remote->Init(replicas[0].model->dense_params(), &text, &step));
+  remote_ready = true;
+  if (remote->sync_replicas()) pos.global_step = step;
+  if (text.empty()) return Status::OK();
+  const nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
+  const std::string path = "the parameter servers' checkpoint" +
+                           (options.model_dir.empty() ? std::string() : " in " + options.model_dir);
+  if (!meta.is_object()) return DataLossError(path + ": its trainer meta is not a JSON object");
+  CTRAIN_RETURN_IF_ERROR(RestoreMeta(meta, path));
+  if (remote->sync_replicas()) pos.global_step = step;
+  restored_path = path;
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "ctrain: %s: the parameter servers restored a checkpoint at global step %lld; "
+                "continuing at epoch %lld, batch %lld", remote->Describe().c_str(), static_cast<long long>(step),
+                static_cast<long long>(pos.epoch + 1), static_cast<long long>(pos.batch_in_epoch));
+  Log(buf);
   *restored = true;
   return Status::OK();
 }

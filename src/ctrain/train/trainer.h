@@ -60,6 +60,7 @@
 namespace ctrain::train {
 
 class GradientExchange;  // train/gradient_exchange.h
+class RemoteParameters;  // train/remote_parameters.h
 
 struct EvalResult {
   double auc = 0;           // NaN when the data has one class only
@@ -151,7 +152,15 @@ class Trainer {
 
   // Builds the model replicas, the tables (initialised from options.seed) and
   // the optimizer. Errors: InvalidArgument from options.Validate().
-  static StatusOr<std::unique_ptr<Trainer>> Create(const TrainOptions& options);
+  //
+  // With `remote` (not owned; must outlive the trainer), the parameters and
+  // their optimizer live there (the parameter servers: remote_parameters.h):
+  // no local tables are allocated, Restore() asks the servers what they
+  // restored, checkpoints are theirs, and Train() takes this worker's share of
+  // each epoch's batches. Refused with a remote (InvalidArgument naming the
+  // flag and why): --towers > 1, --hogwild, --warm-start-from, --keep-best,
+  // --early-stopping-metric with more than one worker; TrainStream.
+  static StatusOr<std::unique_ptr<Trainer>> Create(const TrainOptions& options, RemoteParameters* remote = nullptr);
 
   // If options.model_dir holds a checkpoint, loads it (tables, dense params,
   // optimizer slots, step, epoch position) and sets *restored = true.

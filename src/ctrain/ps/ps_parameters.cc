@@ -1,0 +1,102 @@
+#include "ctrain/ps/ps_parameters.h"
+
+#include "ctrain/train/sharded_checkpoint.h"
+
+namespace ctrain::ps {
+namespace {
+
+proto::DenseTensor ToTensor(const model::DenseParam& p, bool with_values) {
+  proto::DenseTensor t;
+  t.set_name(p.name);
+  for (int64_t d : p.shape) t.add_shape(d);
+  if (with_values) t.set_values(reinterpret_cast<const char*>(p.value.data()), p.value.size() * sizeof(float));
+  return t;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PsParameters>> PsParameters::Connect(const train::TrainOptions& options,
+                                                               const PsTrainOptions& ps) {
+  const int32_t W = ps.num_workers, k = ps.client.worker_index;
+  if (W < 1) return InvalidArgumentError("--num-workers must be >= 1");
+  if (k < 0 || k >= W)
+    return InvalidArgumentError("--worker-index " + std::to_string(k) + " not in [0, " + std::to_string(W) + ")");
+  if (ps.sync_replicas && ps.max_staleness > 0)
+    return InvalidArgumentError("--max-staleness bounds asynchronous training; --sync-replicas has no stale gradients");
+  if (ps.max_staleness < 0) return InvalidArgumentError("--max-staleness must be >= 0");
+  std::unique_ptr<PsParameters> p(new PsParameters(options, ps));
+  CTRAIN_ASSIGN_OR_RETURN(p->client_, PsClient::Connect(ps.client));
+  return p;
+}
+
+std::string PsParameters::Describe() const {
+  return "worker " + std::to_string(ps_.client.worker_index) + " of " + std::to_string(ps_.num_workers) + ", " +
+         (ps_.sync_replicas ? "sync replicas" : "async");
+}
+
+Status PsParameters::Init(const std::vector<model::DenseParam>& dense, std::string* restored_meta,
+                          int64_t* global_step) {
+  proto::ModelSpec spec;
+  spec.set_model_json(train::ModelConfigToJson(options_.model).dump());
+  spec.set_optimizer_json(train::OptimizerConfigToJson(options_.optimizer).dump());
+  spec.set_seed(options_.seed);
+  spec.set_num_workers(ps_.num_workers);
+  spec.set_sync_replicas(ps_.sync_replicas);
+  spec.set_max_staleness(ps_.max_staleness);
+  for (const auto& d : dense) *spec.add_dense() = ToTensor(d, true);
+  CTRAIN_RETURN_IF_ERROR(client_->Init(spec));
+  *restored_meta = client_->restored_meta();
+  *global_step = client_->initial_global_step();
+  return Status::OK();
+}
+
+Status PsParameters::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows,
+                          std::vector<model::DenseParam>* dense) {
+  CTRAIN_RETURN_IF_ERROR(client_->Pull(ids, w_rows, v_rows, &dense_values_));
+  if (dense_values_.size() != dense->size())
+    return InternalError("the parameter servers sent " + std::to_string(dense_values_.size()) +
+                         " dense parameters, the model has " + std::to_string(dense->size()));
+  // Copied into the model's own buffers (their addresses stay: the layers may hold them).
+  for (size_t i = 0; i < dense->size(); ++i) (*dense)[i].value = dense_values_[i];
+  return Status::OK();
+}
+
+Status PsParameters::Push(const model::SparseGrad& w, const model::SparseGrad& v,
+                          const std::vector<model::DenseParam>* dense, float learning_rate, int64_t examples) {
+  if (dense == nullptr) return client_->Push({}, nullptr, nullptr, nullptr, learning_rate, examples);
+  const bool has_w = !w.ids.empty(), has_v = !v.ids.empty();
+  if (has_w && has_v && w.ids != v.ids) return InternalError("the step's w and V gradients have different ids");
+  const std::vector<int64_t>& ids = has_v ? v.ids : w.ids;
+  dense_grads_.clear();
+  for (const auto& d : *dense) dense_grads_.push_back(d.grad.data());
+  return client_->Push(ids, has_w ? w.grad.data() : nullptr, has_v ? v.grad.data() : nullptr, &dense_grads_,
+                       learning_rate, examples);
+}
+
+Status PsParameters::Save(const std::string& model_dir, const nlohmann::json& trainer_meta,
+                          const std::vector<model::DenseParam>& state) {
+  nlohmann::json meta = trainer_meta;
+  meta["parameter_servers"] = {{"num_workers", ps_.num_workers},
+                               {"sync_replicas", ps_.sync_replicas},
+                               {"addresses", ps_.client.addresses}};
+  std::vector<proto::DenseTensor> tensors;
+  for (const auto& s : state) tensors.push_back(ToTensor(s, true));
+  std::vector<std::string> paths;
+  int64_t step = 0;
+  CTRAIN_RETURN_IF_ERROR(client_->Save(meta, tensors, &paths, &step));
+  meta["global_step"] = step;
+  nlohmann::json files = nlohmann::json::array();
+  for (const std::string& p : paths) files.push_back(train::ShardManifestEntry(model_dir, p));
+  nlohmann::json manifest{{"format", train::kShardedManifestFormat},
+                          {"step", step},
+                          {"partitioner", std::string(client_->partitioner().name())},
+                          {"num_shards", client_->num_shards()},
+                          {"feature_size", options_.model.feature_size},
+                          {"shards", files},
+                          {"meta", meta}};
+  CTRAIN_RETURN_IF_ERROR(train::WriteShardedManifest(model_dir, manifest));
+  manifest_ = model_dir + "/" + train::kShardedManifestName;
+  return Status::OK();
+}
+
+}  // namespace ctrain::ps

@@ -1,0 +1,68 @@
+// PsParameters: the parameter servers as the trainer's RemoteParameters
+// (train/remote_parameters.h, docs/parameter-servers.md). One Pull and one
+// Push call per shard per step, in parallel (ps/client.h): the rows of w and V
+// travel together, each server's calls also carry the dense parameters it
+// holds (ps/dense_placement.h). The optimizer runs on the servers; the
+// learning rate of each push is the trainer's scheduled rate.
+//
+// Save (the chief): every shard writes its part (train/sharded_checkpoint.h),
+// then the manifest in model_dir names them, with the trainer's meta and the
+// "parameter_servers" layout (num_workers, sync_replicas, addresses).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ctrain/base/status.h"
+#include "ctrain/ps/client.h"
+#include "ctrain/train/remote_parameters.h"
+#include "ctrain/train/train_config.h"
+
+namespace ctrain::ps {
+
+struct PsTrainOptions {
+  ClientOptions client;       // servers, security, worker_index, wait bound, stop flag
+  int32_t num_workers = 1;
+  bool sync_replicas = false;
+  int64_t max_staleness = 0;  // async only; 0 = no bound
+};
+
+class PsParameters final : public train::RemoteParameters {
+ public:
+  // Connects (no call yet). Errors: InvalidArgument for a worker index outside
+  // [0, num_workers), num_workers < 1, max_staleness < 0 or with sync_replicas;
+  // PsClient::Connect's.
+  static StatusOr<std::unique_ptr<PsParameters>> Connect(const train::TrainOptions& options,
+                                                         const PsTrainOptions& ps);
+
+  Status Init(const std::vector<model::DenseParam>& dense, std::string* restored_meta, int64_t* global_step) override;
+  Status Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows,
+              std::vector<model::DenseParam>* dense) override;
+  Status Push(const model::SparseGrad& w, const model::SparseGrad& v, const std::vector<model::DenseParam>* dense,
+              float learning_rate, int64_t examples) override;
+  Status Save(const std::string& model_dir, const nlohmann::json& meta,
+              const std::vector<model::DenseParam>& state) override;
+  int32_t num_workers() const override { return ps_.num_workers; }
+  int32_t worker_index() const override { return ps_.client.worker_index; }
+  bool sync_replicas() const override { return ps_.sync_replicas; }
+  std::string Describe() const override;
+
+  PsClient& client() { return *client_; }
+  const ClientOptions& client_options() const { return ps_.client; }
+  // The manifest written last ("" = none).
+  const std::string& manifest() const { return manifest_; }
+
+ private:
+  PsParameters(const train::TrainOptions& options, const PsTrainOptions& ps) : options_(options), ps_(ps) {}
+  train::TrainOptions options_;
+  PsTrainOptions ps_;
+  std::unique_ptr<PsClient> client_;
+  std::vector<std::vector<float>> dense_values_;
+  std::vector<const float*> dense_grads_;
+  std::string manifest_;
+};
+
+}  // namespace ctrain::ps
