@@ -296,8 +296,11 @@ class Trainer {
   // epoch (summed over the epochs of this Trainer; 0 without an exchange).
   int64_t examples_left_over() const;
 
- private:
+  // The trainer's state and parts (trainer_impl.h): named here so that the
+  // trainer's own files (trainer_feed.cc) can take it; not an API.
   struct Impl;
+
+ private:
   explicit Trainer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
   bool warm_started_ = false;

@@ -1,0 +1,139 @@
+// Training as one of N mpirun ranks (docs/distributed.md): the fused
+// allreduce of the dense gradients, the allgather of sparse rows, rank 0's
+// state broadcast, the per-step vote and the replica hash check.
+#include "ctrain/train/trainer_impl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <span>
+
+#include "ctrain/train/gradient_exchange.h"
+
+namespace ctrain::train {
+
+Status Trainer::Impl::ExchangeStep(int64_t step, int64_t n, model::SparseGrad* w, model::SparseGrad* v, std::vector<model::DenseParam>& dense, std::vector<model::DenseParam>& state, double* loss, int64_t* examples) {
+  const std::string at = "step " + std::to_string(step);
+  const float fn = static_cast<float>(n);
+  size_t total = 2;
+  for (const auto& d : dense) total += d.grad.size();
+  for (const auto& s : state) total += s.value.size();
+  fused.resize(total);
+  size_t o = 0;
+  for (const auto& d : dense)
+    for (float g : d.grad) fused[o++] = g * fn;
+  for (const auto& s : state)
+    for (float x : s.value) fused[o++] = x * fn;
+  fused[o++] = static_cast<float>(*loss) * fn;
+  fused[o++] = fn;
+  CTRAIN_RETURN_IF_ERROR(exch->AllreduceSum(fused, at + ": dense gradients"));
+  const float all = fused[total - 1];
+  o = 0;
+  for (auto& d : dense)
+    for (float& g : d.grad) g = fused[o++] / all;
+  for (auto& s : state)
+    for (float& x : s.value) x = fused[o++] / all;
+  *loss = fused[o] / all;
+  *examples = static_cast<int64_t>(std::llround(all));
+  if (w->ids == v->ids && w->dim == 1 && !w->ids.empty()) {
+    // The usual case (both tables touched on the same rows): one exchange of [w | V] rows.
+    const int32_t K = v->dim;
+    joint.dim = 1 + K;
+    joint.ids = w->ids;
+    joint.grad.resize(w->ids.size() * (1 + K));
+    for (size_t i = 0; i < w->ids.size(); ++i) {
+      joint.grad[i * (1 + K)] = w->grad[i];
+      std::memcpy(&joint.grad[i * (1 + K) + 1], &v->grad[i * K], K * sizeof(float));
+    }
+    CTRAIN_RETURN_IF_ERROR(ExchangeSparse(n, all, &joint, at + ": sparse gradients (w and V rows)"));
+    w->ids = joint.ids;
+    v->ids = joint.ids;
+    w->grad.resize(joint.ids.size());
+    v->grad.resize(joint.ids.size() * K);
+    for (size_t i = 0; i < joint.ids.size(); ++i) {
+      w->grad[i] = joint.grad[i * (1 + K)];
+      std::memcpy(&v->grad[i * K], &joint.grad[i * (1 + K) + 1], K * sizeof(float));
+    }
+    return Status::OK();
+  }
+  CTRAIN_RETURN_IF_ERROR(ExchangeSparse(n, all, w, at + ": sparse gradients " + std::string(w_table->name())));
+  return ExchangeSparse(n, all, v, at + ": sparse gradients " + std::string(v_table->name()));
+}
+
+Status Trainer::Impl::ExchangeSparse(int64_t n, float all, model::SparseGrad* g, const std::string& what) {
+  const int32_t dim = g->dim > 0 ? g->dim : 1;
+  const float fn = static_cast<float>(n);
+  packed.resize(g->grad.size());
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = g->grad[i] * fn;
+  CTRAIN_RETURN_IF_ERROR(
+      exch->AllgatherRows(g->ids, packed, dim, &gathered_ids, &gathered_rows, &gathered_counts, what));
+  g->dim = dim;
+  g->ids = gathered_ids;
+  std::sort(g->ids.begin(), g->ids.end());
+  g->ids.erase(std::unique(g->ids.begin(), g->ids.end()), g->ids.end());
+  g->grad.assign(g->ids.size() * dim, 0.0f);
+  size_t at = 0;
+  for (int64_t c : gathered_counts) {  // rank order: the same sums on every rank, every run
+    size_t j = 0;
+    for (int64_t i = 0; i < c; ++i, ++at) {
+      while (g->ids[j] != gathered_ids[at]) ++j;
+      const float* src = gathered_rows.data() + at * dim;
+      float* dst = g->grad.data() + j * dim;
+      for (int32_t k = 0; k < dim; ++k) dst[k] += src[k];
+    }
+  }
+  for (float& x : g->grad) x /= all;
+  return Status::OK();
+}
+
+Status Trainer::Impl::BroadcastState() {
+  CheckpointTensors t = Tensors();
+  for (const auto& r : t.refs)
+    CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<float>(r.data, r.count)),
+                                           "initial parameters: " + r.name));
+  int64_t p[4] = {pos.global_step, pos.epoch, pos.batch_in_epoch, pos.examples};
+  CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<int64_t>(p, 4)), "initial position"));
+  pos.global_step = p[0];
+  pos.epoch = p[1];
+  pos.batch_in_epoch = p[2];
+  pos.examples = p[3];
+  SyncReplicas();
+  return Status::OK();
+}
+
+Status Trainer::Impl::CheckReplicas() {
+  uint64_t h = 1469598103934665603ULL;
+  CheckpointTensors t = Tensors();
+  for (const auto& r : t.refs) {
+    const auto* b = reinterpret_cast<const unsigned char*>(r.data);
+    for (size_t i = 0; i < r.count * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  }
+  std::vector<uint64_t> all;
+  CTRAIN_RETURN_IF_ERROR(exch->AllgatherU64(h, &all, "step " + std::to_string(pos.global_step) + ": replica hashes"));
+  std::string bad;
+  for (size_t r = 1; r < all.size(); ++r)
+    if (all[r] != all[0]) bad += (bad.empty() ? "" : ", ") + exch->RankName(static_cast<int32_t>(r));
+  if (!bad.empty())
+    return InternalError("step " + std::to_string(pos.global_step) + ": --check-replicas-every: the parameters of " +
+                         bad + " differ from rank 0's (parameter hashes differ): the replicas diverged");
+  return Status::OK();
+}
+
+Status Trainer::Impl::Vote(bool have, bool* go, int* sig) {
+  *go = have;
+  *sig = 0;
+  if (exch == nullptr) return Status::OK();
+  return exch->AgreeStep(have, StopSignal(), go, sig);
+}
+
+void Trainer::Impl::ReportLeftOver(int64_t n) {
+  if (n <= 0) return;
+  left_over += n;
+  std::fprintf(stderr, "ctrain: %s: epoch %lld ended at step %lld with another rank's shard: %lld examples of this "
+               "rank's shard were not used in this epoch\n", exch->RankName(exch->rank()).c_str(),
+               static_cast<long long>(pos.epoch + 1), static_cast<long long>(pos.global_step),
+               static_cast<long long>(n));
+}
+
+}  // namespace ctrain::train
