@@ -2,7 +2,8 @@
 //
 // Source: /opt/ml/input/config/hyperparameters.json, a JSON object whose values are all
 // strings (the CreateTrainingJob API's HyperParameters: map<string, string>). What is in
-// those strings depends on who wrote them:
+// those strings depends on who wrote them (read in the SageMaker Python SDK 2.257.7 and
+// sagemaker-training 5.1.4; tests/python/test_sagemaker_hyperparameters.py runs both):
 //   - the SageMaker Python SDK's framework estimators (Framework.hyperparameters(), and
 //     Estimator.set_hyperparameters with a source_dir) JSON-encode every value
 //     (EstimatorBase._json_encode_hyperparameters: json.dumps(v) per value):
