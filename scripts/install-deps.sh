@@ -47,4 +47,7 @@ if [ "${INSTALL_DEPS_NO_PIP:-0}" != 1 ]; then
   pip_install torch                       # tests/python: .as_torch() and the PyTorch DeepFM peer
   pip_install onnxruntime                 # tests/export: runs the exported ONNX graph
   pip_install tensorboard                 # tests/monitor, tests/launch: EventAccumulator reads the event files
+  # tests/python/test_sagemaker_hyperparameters.py: hyperparameters.json as the SageMaker Python SDK (v2)
+  # encodes it, read back by the SageMaker training toolkit (test-only; the image needs neither)
+  pip_install 'sagemaker<3' sagemaker-training
 fi

@@ -1,6 +1,7 @@
 // `ctrain launch`: the SageMaker training-container entry point
 // (docs/launch.md). The work is in the library (launch/launch.h,
 // launch/local_cluster.h); this file parses flags.
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -64,8 +65,12 @@ Command AddLaunchCommand(CLI::App& app) {
         std::string h = n;
         std::replace(h.begin(), h.end(), '_', '-');
         fl->o.train_flags.insert(h);
+        // A vector option (--ps): a hyperparameter list gives it once per element.
+        if (opt->get_expected_max() > 1) fl->o.list_flags[h] = launch::ListForm::kRepeated;
       }
     fl->o.train_flags.erase("help");
+    // --deep-layers is one comma-separated string (as in train --config: deep_layers = [400, 400]).
+    fl->o.list_flags["deep-layers"] = launch::ListForm::kCommaJoined;
 #if CTRAIN_HAVE_MPI
     fl->o.have_mpi = true;
 #endif

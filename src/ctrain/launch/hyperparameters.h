@@ -1,18 +1,48 @@
 // SageMaker hyperparameters -> `ctrain train` flags (docs/launch.md#hyperparameters).
 //
-// Each key names the `ctrain train` flag of the same name, with hyphens or
-// underscores ("learning_rate" and "learning-rate" are --learning-rate); the
-// value (a string, as SageMaker passes them) becomes "--name=value".
-// Keys the launcher reads itself:
-//   data_group   the instance group whose hosts run the data service (heterogeneous cluster)
-// Keys starting with "sagemaker_" (the SDK's own, e.g. sagemaker_region) are skipped and counted.
-// Errors (InvalidArgument, naming the key and the file):
+// Source: /opt/ml/input/config/hyperparameters.json, a JSON object whose values are all
+// strings (the CreateTrainingJob API's HyperParameters: map<string, string>). What is in
+// those strings depends on who wrote them (read in the SageMaker Python SDK 2.257.7 and
+// sagemaker-training 5.1.4; tests/python/test_sagemaker_hyperparameters.py runs both):
+//   - the SageMaker Python SDK's framework estimators (Framework.hyperparameters(), and
+//     Estimator.set_hyperparameters with a source_dir) JSON-encode every value
+//     (EstimatorBase._json_encode_hyperparameters: json.dumps(v) per value):
+//       "adam" -> "\"adam\"", 3 -> "3", 0.001 -> "0.001", True -> "true", [400, 400] -> "[400, 400]";
+//   - a plain Estimator (bring-your-own image, no source_dir) sends str(v):
+//       "adam" -> "adam", True -> "True", [400, 400] -> "[400, 400]";
+//   - a tuning job adds "_tuning_objective_metric" and sends the tuned values as text.
+//
+// Decoding: the rule of the SageMaker training toolkit (sagemaker_training.environment.
+// read_hyperparameters): each value is parsed as JSON; a value that is not a JSON text is
+// kept as the raw string. Then, per flag:
+//   JSON string   its contents (no quotes): "\"adam\"" -> --optimizer=adam
+//   JSON number   its text as written: "0.001" -> --learning-rate=0.001
+//   true / false  "true" / "false", which every boolean flag takes (--batch-norm=true, --keep-best=false)
+//   JSON list     only for a list flag (`list_flags`): kCommaJoined joins the elements with ","
+//                 (deep_layers "[400, 400]" -> --deep-layers=400,400); kRepeated gives the flag once
+//                 per element (--ps=a --ps=b). Elements are strings, numbers or booleans.
+//   raw string    unchanged ("True", "400,400", "adam": accepted as the flag's text)
+//
+// Keys:
+//   - each names the `ctrain train` flag of the same name, with hyphens or underscores
+//     ("learning_rate" and "learning-rate" are --learning-rate);
+//   - data_group (decoded the same way): the instance group whose hosts run the data service;
+//   - platform keys are skipped, counted, and listed in `skipped_keys` (never refused):
+//     every key starting with "sagemaker_" (the SDK's: sagemaker_program, sagemaker_region,
+//     sagemaker_submit_directory, ...) or with "_" (the service's: _tuning_objective_metric),
+//     and the toolkit's default_user_module_name (its SAGEMAKER_HYPERPARAMETERS list).
+// Errors (InvalidArgument, naming the file and the key, and the value where it is the cause):
 //   - a key that is no `ctrain train` flag ("unknown hyperparameter \"lerning_rate\"
 //     (no ctrain train flag --lerning-rate; did you mean learning_rate?)");
 //   - a key the launcher sets from the contract (train, valid, model_dir, metrics_json,
-//     monitor_dir, data_service, ...): the message says where that value comes from.
+//     monitor_dir, data_service, ...): the message says where that value comes from;
+//   - a JSON object, null, an empty value, a list for a flag that takes one value, an empty list
+//     or a list holding a list or an object;
+//   - the same flag under two spellings; epochs that is not a whole number >= 1.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,16 +52,36 @@
 
 namespace ctrain::launch {
 
+// How a `ctrain train` flag takes a list.
+enum class ListForm {
+  kCommaJoined,  // one value, comma-separated (--deep-layers=400,400)
+  kRepeated,     // the flag once per element (a vector option: --ps=a --ps=b)
+};
+
 struct MappedHyperparameters {
   std::vector<std::string> train_args;  // "--learning-rate=0.001", ...
   std::string data_group;               // "" = homogeneous
-  int64_t skipped_sagemaker_keys = 0;
+  int64_t skipped_platform_keys = 0;    // sagemaker_* and _* keys
+  std::vector<std::string> skipped_keys;  // their names, in file order
   int32_t epochs = 1;                   // the "epochs" value when given (Pipe channels need it), else 1
+  // Every key (skipped ones too) with its decoded value, as a compact JSON object in file
+  // order: what the training toolkit's read_hyperparameters() returns for the same file.
+  std::string decoded_json;
 };
 
-// `train_flags`: the long flag names of `ctrain train` without "--" (every spelling).
-// `source` names the file in errors.
+// The toolkit's decoding of one value as compact JSON: the value itself when it is a JSON
+// text ("[400, 400]" -> "[400,400]", "\"adam\"" -> "\"adam\""), else the raw string as a
+// JSON string ("adam" -> "\"adam\"").
+std::string DecodeHyperparameterValue(const std::string& value);
+
+// The flag text of one value (the table above): a JSON string's contents, a number's text,
+// "true"/"false"; anything else (a list, an object, null, a raw string) is returned unchanged.
+std::string HyperparameterText(const std::string& value);
+
+// `train_flags`: the long flag names of `ctrain train` without "--" (every spelling, with
+// hyphens). `list_flags`: those of them that take a list, and how. `source` names the file in errors.
 StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, const std::set<std::string>& train_flags,
+                                                   const std::map<std::string, ListForm>& list_flags,
                                                    const std::string& source);
 
 }  // namespace ctrain::launch

@@ -35,6 +35,23 @@ std::string Address(const LaunchOptions& o, const std::string& host) {
   return it != o.host_addresses.end() ? it->second : host;
 }
 
+// `argv` as one shell line: arguments with characters the shell reads are single-quoted.
+std::string ShellLine(const std::vector<std::string>& argv) {
+  std::string line;
+  for (const std::string& a : argv) {
+    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789-_=./:,+@%") == std::string::npos;
+    std::string q = a;
+    if (!plain) {
+      q = "'";
+      for (char ch : a) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+      q += "'";
+    }
+    line += (line.empty() ? "" : " ") + q;
+  }
+  return line;
+}
+
 bool IsLoopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
 
 struct Role {
@@ -134,6 +151,8 @@ class Run {
 
  private:
   StatusOr<int> StartTrainer(const std::vector<std::string>& train_hosts, const std::string& data_service);
+  // Prints the role's command line, then starts it.
+  StatusOr<int> Start(const std::string& role, const std::vector<std::string>& argv);
   // Waits until every child has exited, forwarding a stop signal once.
   void WaitAll();
   // A host mpirun reaches: waits for the Open MPI daemon to appear, then to end.
@@ -157,12 +176,17 @@ int Run::Go(std::string* reason) {
   StatusOr<Contract> c = LoadContract(o_.sm_root, o_.getenv);
   if (!c.ok()) return fail(c.status());
   c_ = std::move(*c);
-  StatusOr<MappedHyperparameters> hp =
-      MapHyperparameters(c_.hyperparameters, o_.train_flags, o_.sm_root + "/input/config/hyperparameters.json");
+  StatusOr<MappedHyperparameters> hp = MapHyperparameters(c_.hyperparameters, o_.train_flags, o_.list_flags,
+                                                          o_.sm_root + "/input/config/hyperparameters.json");
   if (!hp.ok()) return fail(hp.status());
   hp_ = std::move(*hp);
-  if (hp_.skipped_sagemaker_keys > 0)
-    Say("skipped " + std::to_string(hp_.skipped_sagemaker_keys) + " sagemaker_* hyperparameters (the SDK's own)");
+  Say("hyperparameters (decoded as the SageMaker training toolkit does): " + hp_.decoded_json);
+  if (hp_.skipped_platform_keys > 0) {
+    std::string names;
+    for (const std::string& k : hp_.skipped_keys) names += (names.empty() ? "" : ", ") + k;
+    Say("skipped " + std::to_string(hp_.skipped_platform_keys) +
+        " platform hyperparameter(s) (SageMaker's own, no ctrain train flags): " + names);
+  }
   ckpt_ = o_.checkpoint_dir.empty() ? o_.sm_root + "/checkpoints" : o_.checkpoint_dir;
   const ResourceConfig& rc = c_.resources;
   const std::string& me = rc.current_host;
@@ -222,7 +246,7 @@ int Run::Go(std::string* reason) {
   int disp = -1;
   if (runs_dispatcher) {
     if (Status s = WriteRoleJson(mon + "dispatcher", c_, "dispatcher", 1); !s.ok()) return fail(s);
-    StatusOr<int> d = sup_.Start("dispatcher", {exe, "data-service", "dispatcher",
+    StatusOr<int> d = Start("dispatcher", {exe, "data-service", "dispatcher",
                                                 "--port=" + std::to_string(o_.dispatcher_port), "--bind=" + bind,
                                                 "--monitor-dir=" + mon + "dispatcher", interval});
     if (!d.ok()) return fail(d.status());
@@ -235,7 +259,7 @@ int Run::Go(std::string* reason) {
     Say(me + ": dispatcher listening on " + *where + " (trainers dial " + dispatcher + ")");
   }
   if (Status s = WriteRoleJson(mon + "data-worker", c_, "data-worker", 1); !s.ok()) return fail(s);
-  StatusOr<int> w = sup_.Start(
+  StatusOr<int> w = Start(
       "data-worker", {exe, "data-service", "worker", "--dispatcher=" + dispatcher,
                       "--port=" + std::to_string(o_.worker_port), "--bind=" + bind,
                       "--worker-address=" + addr + ":" + std::to_string(o_.worker_port), "--exit-when-idle",
@@ -327,7 +351,12 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
   if (!data_service.empty()) argv.push_back("--data-service=" + data_service);
   argv.insert(argv.end(), hp_.train_args.begin(), hp_.train_args.end());
   if (fs::exists(ckpt_ + "/checkpoint")) Say(me + ": " + ckpt_ + " holds a checkpoint: resuming from it");
-  return sup_.Start(hosts.size() > 1 ? "mpirun" : "trainer", argv);
+  return Start(hosts.size() > 1 ? "mpirun" : "trainer", argv);
+}
+
+StatusOr<int> Run::Start(const std::string& role, const std::vector<std::string>& argv) {
+  Say(c_.resources.current_host + ": " + role + ": " + ShellLine(argv));
+  return sup_.Start(role, argv);
 }
 
 int Run::WaitForMpiRanks(const std::string& leader, std::string* reason) {

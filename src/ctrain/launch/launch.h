@@ -19,6 +19,10 @@
 //                              there are several; the others wait as above), reading
 //                              through --data-service <first host of G>:<dispatcher port>
 //
+// Before starting a role the launcher prints (stderr, "ctrain: launch: ") the
+// hyperparameters as decoded (one JSON object), the platform keys it skipped, and
+// each role's full command line: the trainer's is the `ctrain train` run that the
+// same flags on the command line reproduce.
 // Every role runs with --monitor-dir <output/data>/monitor/<host>/<role> (with a
 // role.json beside: host, role, instance group and type) for `ctrain report`.
 // Outputs: checkpoints in the checkpoint dir (a present checkpoint is resumed, as
@@ -37,6 +41,7 @@
 #include <vector>
 
 #include "ctrain/base/status.h"
+#include "ctrain/launch/hyperparameters.h"
 #include "ctrain/launch/sagemaker_config.h"
 
 namespace ctrain::launch {
@@ -51,6 +56,7 @@ struct LaunchOptions {
   int32_t worker_port = 5051;
   int64_t monitor_interval_ms = 1000;
   std::set<std::string> train_flags;  // `ctrain train`'s long flag names (launch/hyperparameters.h)
+  std::map<std::string, ListForm> list_flags;  // those that take a list, and how (launch/hyperparameters.h)
   std::string exe;                    // this binary; "" = /proc/self/exe
   std::string mpirun = "mpirun";
   std::vector<std::string> mpirun_args;  // extra mpirun arguments (e.g. --oversubscribe)

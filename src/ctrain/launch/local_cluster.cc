@@ -24,6 +24,7 @@
 
 #include "ctrain/base/signals.h"
 #include "ctrain/io/file.h"
+#include "ctrain/launch/hyperparameters.h"
 #include "ctrain/launch/supervisor.h"
 
 namespace ctrain::launch {
@@ -271,8 +272,10 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
   std::string data_group;
   int32_t epochs = 1;
   for (const auto& [k, v] : spec->hyperparameters) {
-    if (k == "data_group" || k == "data-group") data_group = v;
-    if (k == "epochs") epochs = std::max(1, std::atoi(v.c_str()));
+    // Decoded as the launcher decodes them (launch/hyperparameters.h): "\"data\"" is data.
+    if (k == "data_group" || k == "data-group") data_group = HyperparameterText(v);
+    if (k == "epochs" || k == "num_epochs" || k == "num-epochs")
+      epochs = std::max(1, std::atoi(HyperparameterText(v).c_str()));
   }
   const std::string abs_work = fs::absolute(work_dir).lexically_normal().string();
   for (size_t i = 0; i < hosts.size(); ++i)

@@ -1,0 +1,156 @@
+// SageMaker hyperparameters as the SDK really writes them -> `ctrain train` flags
+// (launch/hyperparameters.h): JSON-encoded values (framework estimators), raw str(v) values
+// (a plain Estimator), platform keys skipped and counted, and the refusals.
+#include "ctrain/launch/hyperparameters.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ctrain::launch {
+namespace {
+
+using Args = std::vector<std::string>;
+
+const std::set<std::string> kFlags{"epochs",     "learning-rate", "optimizer", "deep-layers", "batch-size",
+                                   "batch-norm", "keep-best",     "ps",        "shuffle",     "train",
+                                   "model-dir",  "cache"};
+const std::map<std::string, ListForm> kLists{{"deep-layers", ListForm::kCommaJoined}, {"ps", ListForm::kRepeated}};
+
+StatusOr<MappedHyperparameters> Map(const Hyperparameters& hp) { return MapHyperparameters(hp, kFlags, kLists, "/ml/hp.json"); }
+
+std::string Error(const Hyperparameters& hp) {
+  StatusOr<MappedHyperparameters> m = Map(hp);
+  return m.ok() ? "(mapped)" : m.status().ToString();
+}
+
+// What EstimatorBase._json_encode_hyperparameters (json.dumps per value) makes of
+// {"epochs": 3, "optimizer": "adam", "learning_rate": 0.001, "deep_layers": [400, 400],
+//  "batch_norm": True, "keep_best": False}.
+TEST(MapHyperparameters, JsonEncodedValuesOfAFrameworkEstimator) {
+  StatusOr<MappedHyperparameters> m =
+      Map({{"epochs", "3"}, {"optimizer", "\"adam\""}, {"learning_rate", "0.001"}, {"deep_layers", "[400, 400]"},
+           {"batch_norm", "true"}, {"keep_best", "false"}});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->train_args, (Args{"--epochs=3", "--optimizer=adam", "--learning-rate=0.001", "--deep-layers=400,400",
+                                 "--batch-norm=true", "--keep-best=false"}));
+  EXPECT_EQ(m->epochs, 3);
+  EXPECT_EQ(m->skipped_platform_keys, 0);
+  EXPECT_EQ(m->decoded_json,
+            R"({"epochs":3,"optimizer":"adam","learning_rate":0.001,"deep_layers":[400,400],"batch_norm":true,)"
+            R"("keep_best":false})");
+}
+
+TEST(MapHyperparameters, NumbersKeepTheirTextAndStringsLoseTheirQuotes) {
+  StatusOr<MappedHyperparameters> m =
+      Map({{"learning_rate", " 1e-3 "}, {"batch_size", "\"512\""}, {"cache", "\"/tmp/a b\""}, {"epochs", "\"2\""}});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->train_args, (Args{"--learning-rate=1e-3", "--batch-size=512", "--cache=/tmp/a b", "--epochs=2"}));
+  EXPECT_EQ(m->epochs, 2);
+  // A JSON string holding a list is that string: the flag's own list form.
+  m = Map({{"deep_layers", "\"64,32\""}});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->train_args, (Args{"--deep-layers=64,32"}));
+}
+
+// A plain Estimator (bring-your-own image, no source_dir) sends str(v): not JSON for
+// strings and booleans; the raw text is kept, as the toolkit keeps it.
+TEST(MapHyperparameters, RawUnencodedValuesAreKept) {
+  StatusOr<MappedHyperparameters> m = Map({{"optimizer", "adam"}, {"batch_norm", "True"}, {"deep_layers", "400,400"},
+                                           {"learning_rate", "0.001"}, {"cache", "memory"}});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->train_args, (Args{"--optimizer=adam", "--batch-norm=True", "--deep-layers=400,400",
+                                 "--learning-rate=0.001", "--cache=memory"}));
+  EXPECT_EQ(m->decoded_json,
+            R"({"optimizer":"adam","batch_norm":"True","deep_layers":"400,400","learning_rate":0.001,"cache":"memory"})");
+}
+
+TEST(MapHyperparameters, ListsForListFlags) {
+  StatusOr<MappedHyperparameters> m =
+      Map({{"deep_layers", "[64, 32, 16]"}, {"ps", "[\"h1:7000\", \"h2:7001\"]"}});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->train_args, (Args{"--deep-layers=64,32,16", "--ps=h1:7000", "--ps=h2:7001"}));
+}
+
+TEST(MapHyperparameters, PlatformKeysAreSkippedCountedAndNamed) {
+  StatusOr<MappedHyperparameters> m =
+      Map({{"sagemaker_program", "\"train.py\""}, {"epochs", "2"}, {"_tuning_objective_metric", "\"validation:auc\""},
+           {"sagemaker_region", "\"us-east-1\""}, {"sagemaker_estimator_class_name", "\"Estimator\""},
+           {"_some_new_service_key", "{\"a\": 1}"},  // never refused, not even an object
+           {"default_user_module_name", "\"train\""}});  // the training toolkit's
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->train_args, (Args{"--epochs=2"}));
+  EXPECT_EQ(m->skipped_platform_keys, 6);
+  EXPECT_EQ(m->skipped_keys, (Args{"sagemaker_program", "_tuning_objective_metric", "sagemaker_region",
+                                   "sagemaker_estimator_class_name", "_some_new_service_key",
+                                   "default_user_module_name"}));
+  // The decoded object keeps every key, as the toolkit's read_hyperparameters() does.
+  EXPECT_EQ(m->decoded_json,
+            R"({"sagemaker_program":"train.py","epochs":2,"_tuning_objective_metric":"validation:auc",)"
+            R"("sagemaker_region":"us-east-1","sagemaker_estimator_class_name":"Estimator",)"
+            R"("_some_new_service_key":{"a":1},"default_user_module_name":"train"})");
+}
+
+TEST(MapHyperparameters, DataGroupIsDecodedToo) {
+  StatusOr<MappedHyperparameters> m = Map({{"data_group", "\"data\""}});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->data_group, "data");
+  EXPECT_TRUE(m->train_args.empty());
+  EXPECT_EQ(Error({{"data_group", "[\"a\", \"b\"]"}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"data_group\" is a list (value \"[\\\"a\\\", \\\"b\\\"]\"); "
+            "it names one instance group");
+}
+
+TEST(MapHyperparameters, AnObjectIsRefusedNamingTheFileKeyAndValue) {
+  EXPECT_EQ(Error({{"optimizer", "{\"name\": \"adam\"}"}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"optimizer\" is a JSON object (value "
+            "\"{\\\"name\\\": \\\"adam\\\"}\"); a flag takes a string, a number, true/false or (list flags) a list");
+}
+
+TEST(MapHyperparameters, ListsWhereOneValueGoesAndBadListsAreRefused) {
+  EXPECT_EQ(Error({{"batch_size", "[64, 128]"}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"batch_size\" is a list (value \"[64, 128]\"), but "
+            "--batch-size takes one value");
+  EXPECT_EQ(Error({{"deep_layers", "[]"}}), "InvalidArgument: /ml/hp.json: hyperparameter \"deep_layers\" is an empty list "
+                                            "(value \"[]\")");
+  EXPECT_EQ(Error({{"deep_layers", "[[1, 2], 3]"}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"deep_layers\" is a list holding [1,2] (value \"[[1, 2], 3]\"); "
+            "list elements are strings, numbers or true/false");
+}
+
+TEST(MapHyperparameters, NullAndEmptyValuesAreRefused) {
+  EXPECT_EQ(Error({{"optimizer", "null"}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"optimizer\" is null (value \"null\"); give a value or leave "
+            "the key out");
+  EXPECT_EQ(Error({{"optimizer", "\"\""}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"optimizer\" is empty (value \"\\\"\\\"\"); give a value or "
+            "leave the key out");
+  EXPECT_EQ(Error({{"cache", ""}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"cache\" is empty (value \"\"); give a value or leave the key "
+            "out");
+}
+
+TEST(MapHyperparameters, EpochsMustBeAWholeNumberAfterDecoding) {
+  EXPECT_EQ(Error({{"epochs", "2.5"}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"epochs\" must be a whole number >= 1, got \"2.5\"");
+  EXPECT_EQ(Error({{"epochs", "\"two\""}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"epochs\" must be a whole number >= 1, got \"two\"");
+}
+
+TEST(DecodeHyperparameterValue, TheToolkitsRule) {
+  EXPECT_EQ(DecodeHyperparameterValue("\"adam\""), "\"adam\"");
+  EXPECT_EQ(DecodeHyperparameterValue("adam"), "\"adam\"");  // not JSON: the raw string
+  EXPECT_EQ(DecodeHyperparameterValue("[400, 400]"), "[400,400]");
+  EXPECT_EQ(DecodeHyperparameterValue("True"), "\"True\"");  // Python's str(True) is no JSON
+  EXPECT_EQ(DecodeHyperparameterValue("true"), "true");
+  EXPECT_EQ(DecodeHyperparameterValue("3 4"), "\"3 4\"");  // one JSON text or none
+  EXPECT_EQ(HyperparameterText("\"data\""), "data");
+  EXPECT_EQ(HyperparameterText(" 3 "), "3");
+  EXPECT_EQ(HyperparameterText("[1]"), "[1]");
+}
+
+}  // namespace
+}  // namespace ctrain::launch
