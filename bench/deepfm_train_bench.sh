@@ -12,7 +12,10 @@
 #   5. Prints min/median per contestant and the ratios ctrain/roofline and
 #      ctrain/best-pytorch as one JSON object on the last line.
 #
-# Environment: BUILD_DIR, ROWS (default 100000), REPEAT (3), THREADS (nproc), OUT_DIR (mktemp).
+# Environment: BUILD_DIR, ROWS (default 100000), REPEAT (3), THREADS (nproc), OUT_DIR (mktemp),
+#   BASELINE_CTRAIN (another ctrain binary, e.g. a build of the previous commit: its runs alternate with
+#   this one's, in the order A B, B A, A B, ..., and the JSON adds "ctrain_over_baseline": the ratio of the
+#   medians and of the minima), SKIP_PEERS=1 (no roofline / PyTorch / TensorFlow runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -35,19 +38,30 @@ stats() {  # reads numbers on stdin, prints {"min":..,"median":..,"max":..,"runs
 print(json.dumps({"min":min(v),"median":s.median(v),"max":max(v),"runs":v}) if v else "null")'
 }
 
-echo "== ctrain train (batch 1024, K 32, 400-400-400, $THREADS threads) x $REPEAT" >&2
-CT_RUNS=""
-for i in $(seq "$REPEAT"); do
-  "$CTRAIN" train --train "$DATA" --field-size 39 --feature-size $FEATURES --embedding-size 32 \
+train_once() {  # $1 = binary, $2 = metrics file: prints examples/s
+  "$1" train --train "$DATA" --field-size 39 --feature-size $FEATURES --embedding-size 32 \
     --deep-layers 400,400,400 --dropout 0.5 --batch-size 1024 --epochs 1 --learning-rate 0.0005 \
-    --intra-op-parallelism-threads "$THREADS" --input-mode memory --progress none --metrics-json "$OUT_DIR/ct_$i.json" >&2
-  CT_RUNS="$CT_RUNS $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["examples_per_sec"])' "$OUT_DIR/ct_$i.json")"
+    --intra-op-parallelism-threads "$THREADS" --input-mode memory --progress none --metrics-json "$2" >&2
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["examples_per_sec"])' "$2"
+}
+echo "== ctrain train (batch 1024, K 32, 400-400-400, $THREADS threads) x $REPEAT${BASELINE_CTRAIN:+, alternating with $BASELINE_CTRAIN}" >&2
+CT_RUNS=""
+BASE_RUNS=""
+for i in $(seq "$REPEAT"); do
+  if [ -n "${BASELINE_CTRAIN:-}" ] && [ $((i % 2)) -eq 1 ]; then
+    BASE_RUNS="$BASE_RUNS $(train_once "$BASELINE_CTRAIN" "$OUT_DIR/base_$i.json")"
+    CT_RUNS="$CT_RUNS $(train_once "$CTRAIN" "$OUT_DIR/ct_$i.json")"
+  else
+    CT_RUNS="$CT_RUNS $(train_once "$CTRAIN" "$OUT_DIR/ct_$i.json")"
+    [ -n "${BASELINE_CTRAIN:-}" ] && BASE_RUNS="$BASE_RUNS $(train_once "$BASELINE_CTRAIN" "$OUT_DIR/base_$i.json")"
+  fi
 done
 CT=$(echo "$CT_RUNS" | stats)
+BASE=$(echo "$BASE_RUNS" | stats)
 
 # Mixed precision (bf16 GEMM operands, f32 accumulation/master weights) where the CPU has AVX512_BF16.
 CT16=null
-if grep -q avx512_bf16 /proc/cpuinfo; then
+if [ "${SKIP_PEERS:-0}" != 1 ] && grep -q avx512_bf16 /proc/cpuinfo; then
   echo "== ctrain train --mixed-precision bf16 x $REPEAT" >&2
   CT16_RUNS=""
   for i in $(seq "$REPEAT"); do
@@ -61,7 +75,9 @@ if grep -q avx512_bf16 /proc/cpuinfo; then
 fi
 
 ROOFLINE=null
-if [ -x "$ROOF" ]; then
+if [ "${SKIP_PEERS:-0}" = 1 ]; then
+  :
+elif [ -x "$ROOF" ]; then
   echo "== sgemm roofline x $REPEAT" >&2
   R_RUNS=""
   for i in $(seq "$REPEAT"); do
@@ -76,7 +92,7 @@ fi
 peer() {  # $1 = script, $2 = label, $3... = extra flags
   local script="bench/peers/$1" label=$2
   shift 2
-  [ -f "$script" ] || { echo "null"; return; }
+  [ -f "$script" ] && [ "${SKIP_PEERS:-0}" != 1 ] || { echo "null"; return; }
   local runs=""
   for i in $(seq "$REPEAT"); do
     if ! python3 "$script" --train "$DATA" --field-size 39 --feature-size $FEATURES --embedding-size 32 \
@@ -99,9 +115,10 @@ fi
 echo "== TensorFlow peer x $REPEAT" >&2
 TF=$(peer deepfm_tf.py tensorflow)
 
-python3 - "$CT" "$ROOFLINE" "$TORCH" "$TF" "$CT16" "$TORCH16" "$ROWS" "$THREADS" <<'EOF'
+python3 - "$CT" "$ROOFLINE" "$TORCH" "$TF" "$CT16" "$TORCH16" "$ROWS" "$THREADS" "$BASE" <<'EOF'
 import json, sys
 ct, roof, torch, tf, ct16, torch16 = (json.loads(a) for a in sys.argv[1:7])
+base = json.loads(sys.argv[9])
 ratio = lambda a, b: (a["median"] / b["median"]) if a and b and b["median"] > 0 else None
 print(json.dumps({
     "bench": "deepfm_train", "rows": int(sys.argv[7]), "threads": int(sys.argv[8]),
@@ -112,5 +129,7 @@ print(json.dumps({
     "ctrain_over_tensorflow": ratio(ct, tf),
     "ctrain_bf16_examples_per_sec": ct16, "pytorch_bf16_autocast_examples_per_sec": torch16,
     "ctrain_bf16_over_pytorch_bf16": ratio(ct16, torch16),
-    "ctrain_bf16_over_f32_roofline": ratio(ct16, roof)}))
+    "ctrain_bf16_over_f32_roofline": ratio(ct16, roof),
+    "baseline_examples_per_sec": base,
+    "ctrain_over_baseline": {"median": ratio(ct, base), "min": ct["min"] / base["min"]} if base else None}))
 EOF
