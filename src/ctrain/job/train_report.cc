@@ -1,0 +1,110 @@
+// The training job's lines and --metrics-json (job/train_steps.h).
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ctrain/job/metrics_json.h"
+#include "ctrain/job/train_steps.h"
+#include "ctrain/ps/ps_training.h"
+
+namespace ctrain::job {
+
+void PrintRunLine(const TrainRun& run) {
+  if (!run.report) return;
+  const train::TrainOptions& o = run.o;
+  std::fprintf(stderr,
+               "ctrain: DeepFM F=%d K=%d deep=%s dropout=%g%s l2=%g gemm=%s | %s lr=%g batch=%lld epochs=%d | "
+               "threads: intra_op=%d towers=%d hogwild=%d%s\n",
+               o.model.field_size, o.model.embedding_size, run.job.deep_layers.c_str(), o.model.dropout,
+               o.model.batch_norm ? " bn" : "", o.model.l2_reg, model::DataTypeName(o.model.gemm_dtype),
+               o.optimizer.name.c_str(), o.optimizer.learning_rate, static_cast<long long>(o.batch_size), o.epochs,
+               run.intra, o.parallel.towers, o.parallel.hogwild, o.parallel.affinity ? " affinity" : "");
+}
+
+void ReportDone(const TrainRun& run) {
+  // The other ranks' lines would repeat rank 0's (docs/distributed.md).
+  if (!run.report) return;
+  const train::TrainResult& r = run.r;
+  if (r.steps_this_run == 0) {
+    std::fprintf(stderr, "ctrain: nothing to do: already at step %lld (%lld examples, %.2f epochs)",
+                 static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs);
+  } else if (!r.epoch_size_known) {
+    std::fprintf(stderr,
+                 "ctrain: done: %lld steps, %lld examples (%lld epochs completed; epoch size unknown until the "
+                 "first epoch ends), %.0f examples/s",
+                 static_cast<long long>(r.steps), static_cast<long long>(r.examples),
+                 static_cast<long long>(r.epochs), r.examples_per_sec);
+  } else {
+    std::fprintf(stderr, "ctrain: done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
+                 static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
+  }
+  if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
+  if (r.streamed && r.steps_this_run > 0 && run.remote)
+    std::fprintf(stderr, ", input wait %.1f%% (data service)", 100.0 * r.input_wait_fraction);
+  else if (r.streamed && r.steps_this_run > 0)
+    std::fprintf(stderr, ", input wait %.1f%%, pipeline %.0f records/s", 100.0 * r.input_wait_fraction,
+                 r.pipeline.records_per_second);
+  std::fprintf(stderr, "\n");
+  if (r.streamed && r.input_wait_fraction > 0.1 && !r.input_suggestion.empty())
+    std::fprintf(stderr, "ctrain: %s\n", r.input_suggestion.c_str());
+}
+
+nlohmann::json ReportPs(const TrainRun& run) {
+  if (!run.ps_params) return nullptr;
+  // docs/parameter-servers.md#metrics
+  ps::PsTrainResult pr;
+  pr.train = run.r;
+  ps::FinishPsResult(*run.ps_params, *run.trainer, &pr);
+  nlohmann::json j = ps::PsMetricsJson(pr, run.job.ps.worker_index, run.job.ps.num_workers, run.job.ps.sync_replicas);
+  std::fprintf(stderr, "ctrain: %s\n", ps::PsMetricsLine(j).c_str());
+  return j;
+}
+
+Status WriteTrainMetrics(const TrainRun& run, const nlohmann::json& mpi_json, const nlohmann::json& ps_json) {
+  if (run.job.metrics_json.empty()) return Status::OK();
+  const train::TrainOptions& o = run.o;
+  const train::TrainResult& r = run.r;
+  nlohmann::json j{{"auc", r.evaluated ? JsonNumber(r.eval.auc) : nlohmann::json(nullptr)},
+                   {"logloss", r.evaluated ? JsonNumber(r.eval.logloss) : nlohmann::json(nullptr)},
+                   {"examples_per_sec", r.examples_per_sec},
+                   {"examples", r.examples},
+                   {"examples_this_run", r.examples_this_run},
+                   {"steps", r.steps},
+                   {"epochs", r.epochs},
+                   {"train_loss", JsonNumber(r.last_loss)},
+                   {"seconds", r.seconds},
+                   {"restored", r.restored},
+                   {"intra_op_parallelism_threads", run.intra},
+                   {"towers", o.parallel.towers},
+                   {"hogwild", o.parallel.hogwild},
+                   {"input_mode", run.stream ? "stream" : "memory"},
+                   {"input_wait_fraction", r.input_wait_fraction},
+                   {"input_wait_seconds", r.input_wait_seconds},
+                   {"compute_seconds", r.compute_seconds},
+                   {"warnings", r.warnings},
+                   {"warm_started", run.trainer->warm_started()}};
+  if (r.evaluated) {  // train/ctr_metrics.h
+    j["normalized_entropy"] = JsonNumber(r.eval.normalized_entropy);
+    j["calibration"] = JsonNumber(r.eval.calibration);
+    j["pr_auc"] = JsonNumber(r.eval.pr_auc);
+    if (o.group_field >= 0) j["gauc"] = JsonNumber(r.eval.gauc);
+  }
+  if (!o.early_stopping_metric.empty() || o.keep_best) {
+    j["early_stopped"] = r.early_stopped;
+    j["best_metric"] = JsonNumber(r.best_metric);
+    j["best_step"] = r.best_step;
+  }
+  if (!mpi_json.is_null()) j["mpi"] = mpi_json;
+  if (!ps_json.is_null()) j["ps"] = ps_json;
+  if (r.streamed) {
+    j["pipeline_records_per_sec"] = r.pipeline.records_per_second;
+    j["input_suggestion"] = r.input_suggestion;
+    nlohmann::json pj = nlohmann::json::parse(r.pipeline.ToJson(), nullptr, false);
+    j["pipeline"] = pj.is_discarded() ? nlohmann::json(r.pipeline.ToJson()) : pj;
+    if (!r.source_metrics.is_null()) j["data_service"] = r.source_metrics;
+  }
+  return WriteMetricsJson(run.job.metrics_json, j);
+}
+
+}  // namespace ctrain::job

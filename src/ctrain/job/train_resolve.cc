@@ -1,0 +1,66 @@
+// The training job's flags onto train::TrainOptions (job/train_steps.h).
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "ctrain/data/feature_spec.h"
+#include "ctrain/job/train_steps.h"
+#include "ctrain/model/layers/bf16.h"
+
+namespace ctrain::job {
+
+Status ResolveModelOptions(TrainRun& run) {
+  TrainJobOptions& job = run.job;
+  train::TrainOptions& o = run.o;
+  CTRAIN_ASSIGN_OR_RETURN(o.model.deep_layers, train::ParseLayerList(job.deep_layers));
+  o.model.embedding_size = job.embedding_size;
+  o.model.dropout = job.dropout;
+  o.model.batch_norm = job.batch_norm;
+  o.model.l2_reg = job.l2_reg;
+  // Mixed precision is a runtime choice, not part of the model: checkpoints stay f32
+  // and a run may resume with the other setting.
+  if (job.mixed_precision == "bf16" || job.mixed_precision == "mixed_bfloat16") {
+    CTRAIN_RETURN_IF_ERROR(model::Bf16GemmSupported());
+    o.model.gemm_dtype = model::DataType::kBF16;
+  } else if (job.mixed_precision == "f32" || job.mixed_precision == "float32") {
+    o.model.gemm_dtype = model::DataType::kF32;
+  } else if (job.mixed_precision == "auto") {  // --autotune measures both (train/autotune.h)
+    const Status bf16 = model::Bf16GemmSupported();
+    o.model.gemm_dtype = bf16.ok() ? model::DataType::kBF16 : model::DataType::kF32;
+    if (!bf16.ok() && !job.autotune)
+      std::fprintf(stderr, "ctrain: --mixed-precision auto: f32 (%s)\n", std::string(bf16.message()).c_str());
+  } else {
+    return InvalidArgumentError("--mixed-precision: expected f32, bf16 or auto, got '" + job.mixed_precision + "'");
+  }
+  o.model.field_size = job.data.field_size;
+  o.model.feature_size = job.data.feature_size;
+  if (!job.data.feature_spec.empty()) {  // it decides F and the id space
+    StatusOr<data::FeatureSpec> s = data::LoadFeatureSpec(job.data.feature_spec);
+    if (!s.ok()) return s.status().WithContext("--feature-spec");
+    run.spec = std::move(s).value();
+    o.model.field_size = run.spec->field_size;
+    o.model.feature_size = run.spec->feature_size;
+  }
+  o.optimizer.name = job.optimizer;
+  o.optimizer.learning_rate = job.learning_rate;
+  // The schedule (optim/lr_schedule.h): alone the warm-up starts from 0, under mpirun SetUpRank sets lr / N.
+  if (job.lr_warmup_steps != 0) o.lr_warmup_steps = job.lr_warmup_steps;
+  if (job.lr_decay != "none") {
+    CTRAIN_ASSIGN_OR_RETURN(o.lr_decay, optim::ParseLrDecay(job.lr_decay));
+  }
+  return Status::OK();
+}
+
+Status ResolveRunOptions(TrainRun& run) {
+  const TrainJobOptions& job = run.job;
+  train::TrainOptions& o = run.o;
+  o.parallel = job.parallel;
+  if (job.progress == "auto") o.progress = train::ProgressMode::kAuto;
+  else if (job.progress == "bar") o.progress = train::ProgressMode::kTerminal;
+  else if (job.progress == "log") o.progress = train::ProgressMode::kLog;
+  else if (job.progress == "none") o.progress = train::ProgressMode::kNone;
+  else return InvalidArgumentError("--progress must be auto|bar|log|none, got '" + job.progress + "'");
+  return Status::OK();
+}
+
+}  // namespace ctrain::job
