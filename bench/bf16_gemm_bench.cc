@@ -180,7 +180,7 @@ void BenchTrainStep(int64_t B, int32_t F, int32_t K, const std::vector<int32_t>&
   }
   std::vector<int64_t> u;
   std::vector<int32_t> idx;
-  ctrain::model::DeepFM::UniqueIds(batch, &u, &idx);
+  ctrain::model::UniqueIds(batch, &u, &idx);
   const std::vector<float> w_rows = Random(u.size(), 11), v_rows = Random(u.size() * K, 12);
   ctrain::model::SparseGrad wg, vg;
   ctrain::model::LossTerms loss;

@@ -151,7 +151,7 @@ TEST_P(ExportModelTest, OnnxAndNpyPredictAsDeepFM) {
     for (float& x : s.value) x = s.name.ends_with("moving_variance") ? 0.5f + u(rng) + 0.5f : u(rng);
   const int64_t N = c.feature_size, K = c.embedding_size;
   std::vector<float> w(N), V(N * K), slot(N * K, 0.25f);
-  model::DeepFM::InitEmbeddings(5, N, static_cast<int32_t>(K), w.data(), V.data());
+  model::InitEmbeddings(5, N, static_cast<int32_t>(K), w.data(), V.data());
   for (float& x : V) x *= 4;  // larger embeddings: FM and MLP terms of order 1
 
   std::vector<train::TensorRef> refs = {train::TensorRef::F32("embeddings/w", {N}, w.data()),
@@ -186,7 +186,7 @@ TEST_P(ExportModelTest, OnnxAndNpyPredictAsDeepFM) {
   Write("in.libsvm", libsvm);
   std::vector<int64_t> uniq;
   std::vector<int32_t> index;
-  model::DeepFM::UniqueIds(batch, &uniq, &index);
+  model::UniqueIds(batch, &uniq, &index);
   std::vector<float> wr(uniq.size()), vr(uniq.size() * K), probs(batch.size());
   for (size_t i = 0; i < uniq.size(); ++i) {
     wr[i] = w[uniq[i]];

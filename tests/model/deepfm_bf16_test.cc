@@ -24,7 +24,7 @@ struct Tables {
   int32_t K;
   std::vector<float> w, V;
   Tables(int64_t fs, int32_t k, uint64_t seed) : K(k), w(fs), V(fs * k) {
-    DeepFM::InitEmbeddings(seed, fs, k, w.data(), V.data());
+    InitEmbeddings(seed, fs, k, w.data(), V.data());
   }
 };
 
@@ -38,7 +38,7 @@ struct Step {
 
 Step Gather(const data::Batch& batch, const Tables& t) {
   Step s;
-  DeepFM::UniqueIds(batch, &s.u, &s.idx);
+  UniqueIds(batch, &s.u, &s.idx);
   s.w_rows.resize(s.u.size());
   s.v_rows.resize(s.u.size() * t.K);
   for (size_t i = 0; i < s.u.size(); ++i) {

@@ -21,7 +21,7 @@ struct Tables {
   int32_t K;
   std::vector<float> w, V;
   Tables(int64_t fs, int32_t k, uint64_t seed) : K(k), w(fs), V(fs * k) {
-    DeepFM::InitEmbeddings(seed, fs, k, w.data(), V.data());
+    InitEmbeddings(seed, fs, k, w.data(), V.data());
   }
   void Gather(const std::vector<int64_t>& u, std::vector<float>* w_rows, std::vector<float>* v_rows) const {
     w_rows->resize(u.size());
@@ -82,7 +82,7 @@ void MultiHotGradCheck(DeepFMConfig cfg, const std::string& name) {
   ASSERT_TRUE(batch.multi_hot());
   std::vector<int64_t> u;
   std::vector<int32_t> idx;
-  DeepFM::UniqueIds(batch, &u, &idx);
+  UniqueIds(batch, &u, &idx);
   std::vector<float> w_rows, v_rows;
   t.Gather(u, &w_rows, &v_rows);
   SparseGrad wg, vg;
@@ -149,7 +149,7 @@ TEST(DeepFMMultiHot, OneIdPerFieldEqualsOneHot) {
   DeepFM m1(cfg), m2(cfg);
   std::vector<int64_t> u;
   std::vector<int32_t> idx;
-  DeepFM::UniqueIds(one, &u, &idx);
+  UniqueIds(one, &u, &idx);
   std::vector<float> w_rows, v_rows;
   t.Gather(u, &w_rows, &v_rows);
   SparseGrad wg1, vg1, wg2, vg2;
@@ -170,7 +170,7 @@ TEST(DeepFMMultiHot, BadFieldSplitsAreRefused) {
   data::Batch batch = RandomMultiHotBatch(3, cfg.field_size, 2, cfg.feature_size, 5);
   std::vector<int64_t> u;
   std::vector<int32_t> idx;
-  DeepFM::UniqueIds(batch, &u, &idx);
+  UniqueIds(batch, &u, &idx);
   Tables t(cfg.feature_size, cfg.embedding_size, 1);
   std::vector<float> w_rows, v_rows;
   t.Gather(u, &w_rows, &v_rows);

@@ -23,7 +23,7 @@ struct Tables {
   int32_t K;
   std::vector<float> w, V;
   Tables(int64_t fs, int32_t k, uint64_t seed) : feature_size(fs), K(k), w(fs), V(fs * k) {
-    DeepFM::InitEmbeddings(seed, fs, k, w.data(), V.data());
+    InitEmbeddings(seed, fs, k, w.data(), V.data());
   }
   void Gather(const std::vector<int64_t>& u, std::vector<float>* w_rows, std::vector<float>* v_rows) const {
     w_rows->resize(u.size());
@@ -61,7 +61,7 @@ struct Step {
 
 Step Prepare(const data::Batch& batch, const Tables& t) {
   Step s;
-  DeepFM::UniqueIds(batch, &s.u, &s.idx);
+  UniqueIds(batch, &s.u, &s.idx);
   t.Gather(s.u, &s.w_rows, &s.v_rows);
   return s;
 }
@@ -166,8 +166,8 @@ TEST(DeepFM, InitEmbeddingsShardedEqualsWhole) {
   const int64_t fs = 1000;
   const int32_t K = 4;
   std::vector<float> w(fs), V(fs * K), ws(100), Vs(100 * K);
-  DeepFM::InitEmbeddings(3, fs, K, w.data(), V.data());
-  DeepFM::InitEmbeddingRows(3, fs, K, 500, 100, ws.data(), Vs.data());
+  InitEmbeddings(3, fs, K, w.data(), V.data());
+  InitEmbeddingRows(3, fs, K, 500, 100, ws.data(), Vs.data());
   EXPECT_EQ(0, std::memcmp(ws.data(), w.data() + 500, sizeof(float) * 100));
   EXPECT_EQ(0, std::memcmp(Vs.data(), V.data() + 500 * K, sizeof(float) * 100 * K));
   // Truncated normal: |x| <= 2 sigma, sample stddev close to the Glorot value.
@@ -198,7 +198,7 @@ TEST(DeepFM, LogisticRegressionSpecialCase) {
   batch.AppendRow(0.0f, std::vector<int64_t>{7, 7}, std::vector<float>{1.0f, 0.5f});
   std::vector<int64_t> u;
   std::vector<int32_t> idx;
-  DeepFM::UniqueIds(batch, &u, &idx);
+  UniqueIds(batch, &u, &idx);
   ASSERT_EQ(u, (std::vector<int64_t>{3, 7}));
   const std::vector<float> w_rows = {0.2f, -0.3f};
   SparseGrad wg, vg;
@@ -235,7 +235,7 @@ TEST(DeepFM, FactorizationMachineSpecialCase) {
   batch.AppendRow(1.0f, std::vector<int64_t>{1, 4, 1}, std::vector<float>{1.0f, 2.0f, 0.5f});
   std::vector<int64_t> u;
   std::vector<int32_t> idx;
-  DeepFM::UniqueIds(batch, &u, &idx);
+  UniqueIds(batch, &u, &idx);
   ASSERT_EQ(u, (std::vector<int64_t>{1, 4}));
   const std::vector<float> w_rows = {0.1f, 0.2f};
   const std::vector<float> v_rows = {1.0f, 2.0f, -1.0f, 0.5f};  // v1 = (1,2), v4 = (-1,0.5)

@@ -54,7 +54,7 @@ TEST(PsRpcTest, RemoteTableMatchesLocalTables) {
     oc.learning_rate = 0.05f;
     auto w = train::LocalParameterTable::Create("w", 50, 1, std::move(optim::MakeOptimizer(oc)).value()).value();
     auto v = train::LocalParameterTable::Create("V", 50, 4, std::move(optim::MakeOptimizer(oc)).value()).value();
-    model::DeepFM::InitEmbeddings(7, 50, 4, w->data(), v->data());
+    model::InitEmbeddings(7, 50, 4, w->data(), v->data());
 
     RemoteParameterTable remote(c.get(), 50, 4, 0.05f);
     EXPECT_EQ(remote.dim(), 5);

@@ -18,9 +18,6 @@ namespace ctrain::model {
 
 namespace {
 
-constexpr double kTruncatedNormalStddevCorrection = 0.87962566103423978;  // stddev of N(0,1) truncated to [-2, 2]
-constexpr uint64_t kStreamW = 0x57;   // stream ids of the embedding initialisers
-constexpr uint64_t kStreamV = 0x56;
 
 int AddParam(std::vector<DenseParam>* params, std::string name, std::vector<int64_t> shape, bool trainable) {
   int64_t n = 1;
@@ -38,6 +35,7 @@ int AddParam(std::vector<DenseParam>* params, std::string name, std::vector<int6
 
 Status DeepFMConfig::Validate() const {
   auto bad = [](const std::string& what) { return InvalidArgumentError("DeepFMConfig: " + what); };
+  CTRAIN_RETURN_IF_ERROR(CheckModelKind(kind));
   if (feature_size < 1) return bad("feature_size must be >= 1, got " + std::to_string(feature_size));
   if (field_size < 1) return bad("field_size must be >= 1, got " + std::to_string(field_size));
   if (embedding_size < 1) return bad("embedding_size must be >= 1, got " + std::to_string(embedding_size));
@@ -107,30 +105,6 @@ void DeepFM::InitDense(uint64_t seed) {
     const bool var = s.name.find("moving_variance") != std::string::npos;
     std::fill(s.value.begin(), s.value.end(), var ? 1.0f : 0.0f);
   }
-}
-
-void DeepFM::InitEmbeddings(uint64_t seed, int64_t feature_size, int32_t K, float* w, float* V) {
-  InitEmbeddingRows(seed, feature_size, K, 0, feature_size, w, V);
-}
-
-void DeepFM::InitEmbeddingRows(uint64_t seed, int64_t feature_size, int32_t K, int64_t first_row, int64_t num_rows,
-                               float* w, float* V) {
-  const double sw = std::sqrt(1.0 / static_cast<double>(feature_size)) / kTruncatedNormalStddevCorrection;
-  const double sv =
-      std::sqrt(2.0 / static_cast<double>(feature_size + K)) / kTruncatedNormalStddevCorrection;
-  const uint64_t kw = StreamKey(seed, kStreamW), kv = StreamKey(seed, kStreamV);
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < num_rows; ++r) {
-    const uint64_t row = static_cast<uint64_t>(first_row + r);
-    if (w != nullptr) w[r] = static_cast<float>(sw * TruncatedNormalAt(kw, row));
-    if (V != nullptr)
-      for (int32_t k = 0; k < K; ++k)
-        V[r * K + k] = static_cast<float>(sv * TruncatedNormalAt(kv, row * static_cast<uint64_t>(K) + k));
-  }
-}
-
-void DeepFM::UniqueIds(const data::Batch& batch, std::vector<int64_t>* unique_ids, std::vector<int32_t>* index) {
-  ComputeUniqueIds(batch.ids, unique_ids, index);
 }
 
 double DeepFM::GemmFlopsPerExample() const {

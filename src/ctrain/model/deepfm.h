@@ -14,7 +14,7 @@
 // Parameter ownership: the model owns only the dense parameters (bias, MLP,
 // BN). The tables w [feature_size] and V [feature_size, K] live with the
 // caller (in-process arrays now, a parameter server later). Per step the caller
-//   1. DeepFM::UniqueIds(batch, &unique_ids, &index)
+//   1. model::UniqueIds(batch, &unique_ids, &index) (model/model.h)
 //   2. gathers w_rows [U] and v_rows [U, K] for unique_ids from its tables,
 //   3. calls TrainStep, which fills the dense grads and the sparse grads,
 //   4. applies its optimizers (this class never updates a parameter, except the
@@ -43,59 +43,14 @@
 #include "ctrain/data/batch.h"
 #include "ctrain/model/layers/embedding_lookup.h"
 #include "ctrain/model/layers/fully_connected.h"
+#include "ctrain/model/model.h"
 
 namespace ctrain::model {
 
-struct DeepFMConfig {
-  int64_t feature_size = 0;  // rows of w and V (ids must lie in [0, feature_size) for the tables; not checked here)
-  int32_t field_size = 0;    // F: features per example (fixed-length batches)
-  int32_t embedding_size = 8;                     // K
-  std::vector<int32_t> deep_layers = {400, 400, 400};  // hidden widths; may be empty (deep = linear)
-  // DROP probability of every hidden layer's dropout, in [0, 1). The seed's
-  // --dropout is the KEEP probability: seed 0.5 == ctrain 0.5, seed 0.8 == ctrain 0.2.
-  float dropout = 0.5f;
-  bool batch_norm = false;            // BN after each hidden ReLU (seed order)
-  float batch_norm_momentum = 0.99f;  // moving = m * moving + (1 - m) * batch
-  float batch_norm_epsilon = 1e-3f;   // tf.contrib.layers.batch_norm default
-  float l2_reg = 0.0f;                // see l2 above (no 1/2 factor; TF's l2_loss has one)
-  bool use_first_order = true;
-  bool use_fm = true;
-  bool use_deep = true;
-  uint64_t seed = 2017;  // dropout stream
-  // Operand type of the MLP GEMMs (every FullyConnected layer). kBF16 = mixed
-  // precision: GEMM operands rounded to bf16, f32 accumulation and master
-  // weights (params, grads, activations, optimizer state all stay f32); needs
-  // AVX512_BF16 (else TrainStep/Predict fail with FailedPrecondition). See
-  // docs/model.md "Mixed precision".
-  DataType gemm_dtype = DataType::kF32;
+// DeepFM's hyper-parameters are model::ModelConfig's (model/model.h).
+using DeepFMConfig = ModelConfig;
 
-  // InvalidArgument naming the field when a value is out of range.
-  Status Validate() const;
-};
-
-// Gradient rows for one sparse table, for the unique ids of a batch.
-struct SparseGrad {
-  std::vector<int64_t> ids;   // unique, ascending (== the unique_ids passed in)
-  std::vector<float> grad;    // [ids.size(), dim], row-major, includes the l2 gradient
-  int32_t dim = 0;
-};
-
-// A dense trainable parameter (or, in state(), a non-trainable tensor).
-struct DenseParam {
-  std::string name;             // TF-style: "fm_bias", "mlp0/weights", "bn_0/gamma", "deep_out/biases", ...
-  std::vector<float> value;     // row-major, shape below
-  std::vector<float> grad;      // same size as value; overwritten by TrainStep (empty for state)
-  std::vector<int64_t> shape;
-};
-
-// Loss of one step, by term, so a trainer can say which one went bad.
-struct LossTerms {
-  double loss = 0;     // logloss + l2
-  double logloss = 0;  // mean sigmoid cross-entropy over the batch
-  double l2 = 0;
-};
-
-class DeepFM {
+class DeepFM final : public Model {
  public:
   // An invalid config is reported by every TrainStep/Predict (see Validate) and by status().
   explicit DeepFM(DeepFMConfig config);
@@ -103,41 +58,29 @@ class DeepFM {
   DeepFM& operator=(const DeepFM&) = delete;
 
   const DeepFMConfig& config() const { return config_; }
-  const Status& status() const { return status_; }
+  std::string_view kind() const override { return "deepfm"; }
+  const Status& status() const override { return status_; }
 
   // Trainable dense parameters, in this order: fm_bias [1]; then, if use_deep,
   // for each hidden layer i: mlp{i}/weights [in, out], mlp{i}/biases [out],
   // (if batch_norm) bn_{i}/gamma [out], bn_{i}/beta [out]; then
   // deep_out/weights [last, 1], deep_out/biases [1]. Callers may change values,
   // never sizes.
-  std::vector<DenseParam>& dense_params() { return dense_; }
+  std::vector<DenseParam>& dense_params() override { return dense_; }
   // Non-trainable state for checkpoints: bn_{i}/moving_mean, bn_{i}/moving_variance [out]
   // (empty without batch_norm). Updated by TrainStep.
-  std::vector<DenseParam>& state() { return state_; }
+  std::vector<DenseParam>& state() override { return state_; }
 
   // Initialises dense params like the seed: MLP weights Glorot-uniform
   // (tf.contrib.layers.xavier_initializer, limit sqrt(6/(in+out))), biases 0,
   // gamma 1, beta 0, moving mean 0, moving variance 1. Deterministic in seed.
-  void InitDense(uint64_t seed);
-
-  // Initialises w [feature_size] and V [feature_size, K] like the seed's
-  // tf.glorot_normal_initializer: truncated normal (2 sigma), stddev
-  // sqrt(1/n)/0.87962566, n = (fan_in+fan_out)/2: n = feature_size for w,
-  // (feature_size + K)/2 for V. Each entry depends only on (seed, row, k).
-  static void InitEmbeddings(uint64_t seed, int64_t feature_size, int32_t K, float* w, float* V);
-  // The same values for rows [first_row, first_row + num_rows) only (for
-  // sharded tables): w [num_rows], V [num_rows, K]; either may be null.
-  static void InitEmbeddingRows(uint64_t seed, int64_t feature_size, int32_t K, int64_t first_row,
-                                int64_t num_rows, float* w, float* V);
+  void InitDense(uint64_t seed) override;
 
   // Multi-hot batches (data::Batch::field_splits set) pool each field as the
   // weighted sum of its ids' embeddings (layers/pooled_embedding.h); the
   // first-order term sums w[id] * value over every id. Everything after the
   // pooled e[b,f,:] (FM, MLP) is the one-hot model. A one-hot batch and a
   // multi-hot batch with one id per field give the same bits.
-
-  // Unique ids of the batch (ascending) and index [B*F or nnz]: unique_ids[index[p]] == batch.ids[p].
-  static void UniqueIds(const data::Batch& batch, std::vector<int64_t>* unique_ids, std::vector<int32_t>* index);
 
   // Forward + backward on a batch in training mode (batch BN stats, dropout).
   //   unique_ids, index: from UniqueIds(batch)
@@ -159,19 +102,19 @@ class DeepFM {
   //   Internal: oneDNN failed to create a primitive.
   Status TrainStep(const data::Batch& batch, std::span<const int64_t> unique_ids, std::span<const int32_t> index,
                    const float* w_rows, const float* v_rows, int64_t step, SparseGrad* w_grad, SparseGrad* v_grad,
-                   LossTerms* loss);
+                   LossTerms* loss) override;
 
   // Inference mode (no dropout, BN moving stats): probs [B] = sigmoid(logit).
   // Errors as TrainStep (except the loss check).
   Status Predict(const data::Batch& batch, std::span<const int64_t> unique_ids, std::span<const int32_t> index,
-                 const float* w_rows, const float* v_rows, float* probs);
+                 const float* w_rows, const float* v_rows, float* probs) override;
 
   // Logits of the last TrainStep/Predict [B].
   std::span<const float> logits() const { return {logits_.data(), static_cast<size_t>(batch_size_)}; }
 
   // Floating-point operations of the MLP GEMMs per training example (forward +
   // backward data + backward weights: 3 x 2 x in x out per layer).
-  double GemmFlopsPerExample() const;
+  double GemmFlopsPerExample() const override;
 
  private:
   bool uses_v() const { return config_.use_fm || config_.use_deep; }

@@ -164,14 +164,14 @@ Status ParameterShard::CreateTables(const proto::ModelSpec& spec, bool init_valu
   if (init_values) {
     const uint64_t seed = spec.seed();
     if (part_.kind() == train::Partitioner::Kind::kFixedSize) {
-      model::DeepFM::InitEmbeddingRows(seed, mc.feature_size, K_, part_.GlobalId(options_.shard, 0), rows_,
+      model::InitEmbeddingRows(seed, mc.feature_size, K_, part_.GlobalId(options_.shard, 0), rows_,
                                        w_->data(), v_->data());
     } else {  // mod: every S-th row; computed in contiguous chunks
       constexpr int64_t kChunk = 1 << 14;
       std::vector<float> w(kChunk), v(kChunk * K_);
       for (int64_t lo = 0; lo < mc.feature_size; lo += kChunk) {
         const int64_t n = std::min(kChunk, mc.feature_size - lo);
-        model::DeepFM::InitEmbeddingRows(seed, mc.feature_size, K_, lo, n, w.data(), v.data());
+        model::InitEmbeddingRows(seed, mc.feature_size, K_, lo, n, w.data(), v.data());
         for (int64_t r = 0; r < n; ++r) {
           const int64_t id = lo + r;
           if (part_.ShardOf(id) != options_.shard) continue;
@@ -194,7 +194,8 @@ Status ParameterShard::CheckSpec(const proto::ModelSpec& spec) const {
                                    what + " " + have + ", this trainer asks for " + want +
                                    " (restart the parameter servers, or give them a new --model-dir)");
   };
-  const nlohmann::json hm = nlohmann::json::parse(spec_.model_json(), nullptr, false);
+  nlohmann::json hm = nlohmann::json::parse(spec_.model_json(), nullptr, false);
+  if (hm.is_object() && !hm.contains("kind")) hm["kind"] = "deepfm";  // held before the kind was recorded
   const nlohmann::json wm = nlohmann::json::parse(spec.model_json(), nullptr, false);
   if (wm.is_discarded()) return InvalidArgumentError("Init: model JSON unreadable");
   if (!wm.is_object()) return InvalidArgumentError("Init: model JSON is not an object");

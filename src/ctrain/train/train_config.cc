@@ -89,7 +89,8 @@ optim::LrSchedule TrainOptions::lr_schedule() const {
 }
 
 nlohmann::json ModelConfigToJson(const model::DeepFMConfig& c) {
-  return nlohmann::json{{"feature_size", c.feature_size},
+  return nlohmann::json{{"kind", c.kind},
+                        {"feature_size", c.feature_size},
                         {"field_size", c.field_size},
                         {"embedding_size", c.embedding_size},
                         {"deep_layers", c.deep_layers},
@@ -123,6 +124,9 @@ Status Get(const nlohmann::json& j, const char* key, T* out) {
 StatusOr<model::DeepFMConfig> ModelConfigFromJson(const nlohmann::json& j) {
   if (!j.is_object()) return InvalidArgumentError("model config: expected a JSON object");
   model::DeepFMConfig c;
+  // Checkpoints written before the kind was recorded are DeepFM's.
+  c.kind = j.contains("kind") ? std::string() : std::string("deepfm");
+  if (j.contains("kind")) CTRAIN_RETURN_IF_ERROR(Get(j, "kind", &c.kind));
   CTRAIN_RETURN_IF_ERROR(Get(j, "feature_size", &c.feature_size));
   CTRAIN_RETURN_IF_ERROR(Get(j, "field_size", &c.field_size));
   CTRAIN_RETURN_IF_ERROR(Get(j, "embedding_size", &c.embedding_size));

@@ -44,7 +44,7 @@ Status Trainer::Impl::Init() {
   intra = par.intra_op_threads > 0 ? par.intra_op_threads : std::max(1, AvailableCpus() / R);
   replicas.resize(R);
   for (auto& r : replicas) {
-    r.model = std::make_unique<model::DeepFM>(options.model);
+    CTRAIN_ASSIGN_OR_RETURN(r.model, model::MakeModel(options.model));
     CTRAIN_RETURN_IF_ERROR(r.model->status());
     r.model->InitDense(options.seed);
   }
@@ -90,7 +90,7 @@ Status Trainer::Impl::InitTables() {
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> vopt, optim::MakeOptimizer(cfg));
   CTRAIN_ASSIGN_OR_RETURN(w_table, LocalParameterTable::Create("embeddings/w", rows, 1, std::move(wopt), to));
   CTRAIN_ASSIGN_OR_RETURN(v_table, LocalParameterTable::Create("embeddings/V", rows, K, std::move(vopt), to));
-  model::DeepFM::InitEmbeddings(options.seed, rows, K, w_table->data(), v_table->data());
+  model::InitEmbeddings(options.seed, rows, K, w_table->data(), v_table->data());
   return Status::OK();
 }
 

@@ -9,7 +9,7 @@
 // pipeline threads while the trainer computes.
 //
 // One step (docs/training.md#step):
-//   1. gather the batch rows; DeepFM::UniqueIds -> unique ids U and index
+//   1. gather the batch rows; UniqueIds -> unique ids U and index
 //   2. Pull the U rows of w [feature_size, 1] and V [feature_size, K] from
 //      their ParameterTables (train/parameter_table.h; LocalParameterTable,
 //      unlocked: the synchronous trainer never pushes while it pulls)

@@ -111,7 +111,7 @@ StatusOr<EvalResult> Trainer::Impl::Evaluate(const Dataset& data) {
   for (int64_t b = 0; b < data.size(); b += kChunk) {
     const int64_t e = std::min(data.size(), b + kChunk);
     data.Slice(b, e, &rep.batch);
-    model::DeepFM::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
+    model::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
     CTRAIN_RETURN_IF_ERROR(PullRows(rep));
     probs.resize(e - b);
     CTRAIN_RETURN_IF_ERROR(
@@ -165,7 +165,7 @@ Status Trainer::Impl::CheckBatch(const data::Batch& b) const {
     return InvalidArgumentError("training batch has field_size " + std::to_string(b.field_size) +
                                 ", the model " + std::to_string(options.model.field_size));
   if (b.variable_length())
-    return InvalidArgumentError("training batch has variable-length rows; DeepFM needs exactly field_size (" +
+    return InvalidArgumentError("training batch has variable-length rows; the model needs exactly field_size (" +
                                 std::to_string(options.model.field_size) + ") features per example");
   return Status::OK();
 }

@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "ctrain/model/deepfm.h"
+#include "ctrain/model/model.h"
 #include "ctrain/optim/optimizer.h"
 #include "ctrain/train/checkpoint.h"
 #include "ctrain/train/ctr_metrics.h"
@@ -47,7 +47,7 @@ inline double Seconds(Clock::time_point a, Clock::time_point b) {
 
 // One model replica and its per-step buffers.
 struct Replica {
-  std::unique_ptr<model::DeepFM> model;
+  std::unique_ptr<model::Model> model;  // model/model.h (MakeModel of options.model)
   data::Batch batch;
   std::vector<int64_t> rows;  // memory mode: dataset rows of this replica's current batch
   std::vector<int64_t> unique_ids;

@@ -94,7 +94,7 @@ void Trainer::Impl::EpochOrder(int64_t n, int64_t epoch, std::vector<int64_t>* o
 }
 
 void Trainer::Impl::Compute(Replica& rep, int64_t dropout_step) {
-  model::DeepFM::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
+  model::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
   rep.status = PullRows(rep);
   if (!rep.status.ok()) {
     rep.loss = model::LossTerms();  // finite: StepStatus reports rep.status

@@ -1,0 +1,142 @@
+// Model: what the trainer, checkpoints, autotune and the parameter servers
+// use of a CTR model (docs/model.md, docs/training.md#the-code-one-loop-for-every-mode).
+// A model reads two sparse tables the caller owns, w [feature_size, 1] (the
+// first-order weights) and V [feature_size, K] (the embeddings), and owns its
+// dense parameters; a model that does not read a table leaves its rows
+// pointer unused and its SparseGrad empty. Per step the caller
+//   1. UniqueIds(batch, &unique_ids, &index)
+//   2. gathers w_rows [U] and v_rows [U, K] of unique_ids from its tables
+//      (local tables, the parameter servers),
+//   3. calls TrainStep, which fills every dense gradient and the sparse
+//      gradients of the U rows,
+//   4. applies its optimizers (a model never updates a parameter, except its
+//      non-trainable state(), e.g. BN moving statistics).
+// Models: "deepfm" (model/deepfm.h). A new model is a Model implementation
+// and a line in MakeModel (model.cc); the trainer does not change.
+//
+// Thread safety: a Model object is used by one thread at a time (its kernels
+// use OpenMP internally). Determinism: for a fixed OpenMP thread count,
+// TrainStep/Predict produce the same bits on every run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ctrain/base/status.h"
+#include "ctrain/data/batch.h"
+#include "ctrain/model/layers/fully_connected.h"
+
+namespace ctrain::model {
+
+// The hyper-parameters of every model (the fields a model does not use are
+// ignored by it and still recorded).
+struct ModelConfig {
+  // Which model (ModelKinds()): recorded in checkpoints, so eval, predict,
+  // resume and export refuse another kind by name.
+  std::string kind = "deepfm";
+  int64_t feature_size = 0;  // rows of w and V (ids must lie in [0, feature_size) for the tables; not checked here)
+  int32_t field_size = 0;    // F: features per example (fixed-length batches)
+  int32_t embedding_size = 8;                     // K
+  std::vector<int32_t> deep_layers = {400, 400, 400};  // hidden widths; may be empty (deep = linear)
+  // DROP probability of every hidden layer's dropout, in [0, 1). The seed's
+  // --dropout is the KEEP probability: seed 0.5 == ctrain 0.5, seed 0.8 == ctrain 0.2.
+  float dropout = 0.5f;
+  bool batch_norm = false;            // BN after each hidden ReLU (seed order)
+  float batch_norm_momentum = 0.99f;  // moving = m * moving + (1 - m) * batch
+  float batch_norm_epsilon = 1e-3f;   // tf.contrib.layers.batch_norm default
+  float l2_reg = 0.0f;                // see l2 above (no 1/2 factor; TF's l2_loss has one)
+  bool use_first_order = true;
+  bool use_fm = true;
+  bool use_deep = true;
+  uint64_t seed = 2017;  // dropout stream
+  // Operand type of the MLP GEMMs (every FullyConnected layer). kBF16 = mixed
+  // precision: GEMM operands rounded to bf16, f32 accumulation and master
+  // weights (params, grads, activations, optimizer state all stay f32); needs
+  // AVX512_BF16 (else TrainStep/Predict fail with FailedPrecondition). See
+  // docs/model.md "Mixed precision".
+  DataType gemm_dtype = DataType::kF32;
+
+  // InvalidArgument naming the field when a value is out of range.
+  Status Validate() const;
+};
+
+// Gradient rows for one sparse table, for the unique ids of a batch.
+struct SparseGrad {
+  std::vector<int64_t> ids;   // unique, ascending (== the unique_ids passed in)
+  std::vector<float> grad;    // [ids.size(), dim], row-major, includes the l2 gradient
+  int32_t dim = 0;
+};
+
+// A dense trainable parameter (or, in state(), a non-trainable tensor).
+struct DenseParam {
+  std::string name;             // TF-style: "fm_bias", "mlp0/weights", "bn_0/gamma", "deep_out/biases", ...
+  std::vector<float> value;     // row-major, shape below
+  std::vector<float> grad;      // same size as value; overwritten by TrainStep (empty for state)
+  std::vector<int64_t> shape;
+};
+
+// Loss of one step, by term, so a trainer can say which one went bad.
+struct LossTerms {
+  double loss = 0;     // logloss + l2
+  double logloss = 0;  // mean sigmoid cross-entropy over the batch
+  double l2 = 0;
+};
+
+// Unique ids of the batch (ascending) and index [B*F or nnz]:
+// unique_ids[index[p]] == batch.ids[p].
+void UniqueIds(const data::Batch& batch, std::vector<int64_t>* unique_ids, std::vector<int32_t>* index);
+
+// Initialises w [feature_size] and V [feature_size, K] like the seed's
+// tf.glorot_normal_initializer: truncated normal (2 sigma), stddev
+// sqrt(1/n)/0.87962566, n = (fan_in+fan_out)/2: n = feature_size for w,
+// (feature_size + K)/2 for V. Each entry depends only on (seed, row, k), so a
+// parameter server computes exactly its rows. Every model's tables start so.
+void InitEmbeddings(uint64_t seed, int64_t feature_size, int32_t K, float* w, float* V);
+// The same values for rows [first_row, first_row + num_rows) only (sharded
+// tables): w [num_rows], V [num_rows, K]; either may be null.
+void InitEmbeddingRows(uint64_t seed, int64_t feature_size, int32_t K, int64_t first_row, int64_t num_rows, float* w,
+                       float* V);
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // The kind MakeModel made ("deepfm").
+  virtual std::string_view kind() const = 0;
+  // An invalid config is reported here and by every TrainStep/Predict.
+  virtual const Status& status() const = 0;
+  // Trainable dense parameters, in a fixed order with TF-style names (the
+  // checkpoint tensors, the parameter servers' dense placement). Callers may
+  // change values, never sizes.
+  virtual std::vector<DenseParam>& dense_params() = 0;
+  // Non-trainable state for checkpoints (e.g. BN moving statistics); updated by TrainStep.
+  virtual std::vector<DenseParam>& state() = 0;
+  // Initialises the dense parameters and state; deterministic in seed.
+  virtual void InitDense(uint64_t seed) = 0;
+  // Forward + backward in training mode: unique_ids and index from
+  // UniqueIds(batch); w_rows [U], v_rows [U, K] the rows of unique_ids; step
+  // selects the dropout masks. Fills every dense_params()[i].grad, *w_grad
+  // (dim 1) and *v_grad (dim K) and *loss. Errors: the model's (DeepFM::TrainStep).
+  virtual Status TrainStep(const data::Batch& batch, std::span<const int64_t> unique_ids,
+                           std::span<const int32_t> index, const float* w_rows, const float* v_rows, int64_t step,
+                           SparseGrad* w_grad, SparseGrad* v_grad, LossTerms* loss) = 0;
+  // Inference mode: probs [B] = sigmoid(logit).
+  virtual Status Predict(const data::Batch& batch, std::span<const int64_t> unique_ids, std::span<const int32_t> index,
+                         const float* w_rows, const float* v_rows, float* probs) = 0;
+  // Floating-point operations of the model's GEMMs per training example
+  // (forward + both backward GEMMs): autotune's and the benchmarks' roofline.
+  virtual double GemmFlopsPerExample() const = 0;
+};
+
+// The kinds MakeModel knows, in the order the help lists them.
+const std::vector<std::string>& ModelKinds();
+// InvalidArgument "unknown model 'x' (models: deepfm)" unless kind is one of ModelKinds().
+Status CheckModelKind(std::string_view kind);
+// The model `config.kind` names. Errors: CheckModelKind's.
+StatusOr<std::unique_ptr<Model>> MakeModel(const ModelConfig& config);
+
+}  // namespace ctrain::model
