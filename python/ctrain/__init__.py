@@ -117,8 +117,8 @@ class Pipeline:
       feature_size: Criteo hash buckets. feature_map: Criteo vocabulary file.
       skip_corrupt_records, max_skipped_records, max_line_bytes, pipe_timeout_ms:
         as the CLI's flags of the same names.
-      Any other data::PipelineOptions name (order, cache_max_bytes, read_chunk_records,
-      queue_chunks, count_shard_records, ...) is passed through; shuffle_buffer_size,
+      The other data::PipelineOptions names (order, cache_max_bytes, count_shard_records;
+      ``_ctrain.pipeline_option_names()``) are passed through; shuffle_buffer_size,
       shuffle_seed and prefetch_buffer_size may be given for shuffle_buffer, seed and prefetch
       (not both spellings: TypeError).
 

@@ -35,8 +35,7 @@ _AS_TRAINER_OPTION = {
 }
 _AS_TRAINER_OPTION.update({k: k for k in _READER_KEYS})
 # PipelineOptions with no `ctrain train` flag: handed to the run's pipeline as they are.
-_PIPELINE_ONLY = ("deterministic", "order", "count_shard_records", "read_chunk_records", "read_chunk_bytes",
-                  "queue_chunks")
+_PIPELINE_ONLY = ("deterministic", "order", "count_shard_records")
 # What memory mode (input_mode="memory", feature_spec, ps) does not use: the streaming pipeline's
 # settings (job::PipelineOptionNames and the above). It uses batch_size, epochs, seed, shuffle.
 _STREAM_ONLY = ("num_parallel_reads", "num_parallel_calls", "shuffle_buffer_size", "reshuffle_each_iteration",
@@ -266,9 +265,8 @@ class Trainer:
           prefetch, cache, cache_max_bytes, num_shards, shard_index, drop_remainder and the reader
           options (format, compression, field_size, id_base, feature_size, feature_map, ...) are
           the Trainer options of the same names; shuffle_buffer=N gives shuffle_buffer_size=N and
-          shuffle=True, shuffle_buffer=0 gives shuffle=False. deterministic, order,
-          count_shard_records, read_chunk_records, read_chunk_bytes and queue_chunks go to the
-          run's pipeline as they are.
+          shuffle=True, shuffle_buffer=0 gives shuffle=False. deterministic, order and
+          count_shard_records go to the run's pipeline as they are.
         * A setting the Trainer did not set (as an option or in its config file) is used: the
           Pipeline's value is the run's. One both set to different values raises ValueError
           naming both ("Trainer(batch_size=256) and Pipeline(batch_size=64) disagree: give
@@ -316,6 +314,8 @@ class Trainer:
                 vfiles = _files(valid)
             args += ["--valid"] + vfiles
         logs = _ctrain.run_train(args, pipe)
+        if not logs["input"]["shuffle"]:
+            logs["input"]["shuffle_buffer_size"] = 0  # what the run shuffled with (the CLI logs it so too)
         self.history.append(logs)
         for cb in callbacks or ():
             (cb.on_train_end if hasattr(cb, "on_train_end") else cb)(logs)

@@ -156,8 +156,12 @@ def test_fit_trains_with_the_pipelines_batch_size_epochs_and_drop_remainder(va10
     assert logs["steps"] == 4 and logs["examples"] == 4 * 3000 and logs["input"]["drop_remainder"] is True
     # Settings with no `ctrain train` flag reach the run's pipeline too.
     with ctrain.Trainer(model_dir=tmp_path / "c", **BARE) as t:
-        logs = t.fit(ctrain.Pipeline(tr, batch_size=1000, read_chunk_records=16, queue_chunks=2, **VA10K))
-    assert logs["steps"] == 8 and logs["input"]["read_chunk_records"] == 16 and logs["input"]["queue_chunks"] == 2
+        order = "shard,interleave,shuffle,batch,parse,repeat,prefetch"  # no cache stage
+        logs = t.fit(ctrain.Pipeline(tr, batch_size=1000, deterministic=False, order=order, count_shard_records=True,
+                                     **VA10K))
+    inp = logs["input"]
+    assert logs["steps"] == 8 and inp["order"] == order and inp["count_shard_records"] is True
+    assert inp["pipeline_deterministic"] is False
 
 
 def test_fit_takes_the_pipelines_shuffle_settings(va10k_split, tmp_path):
@@ -179,6 +183,7 @@ def test_fit_takes_the_pipelines_shuffle_settings(va10k_split, tmp_path):
             runs[name] = t.fit(data)
     # Pipeline(shuffle_buffer=0) trains exactly as Trainer(shuffle=False), and differs from shuffling.
     assert runs["pipeline_noshuffle"]["input"]["shuffle"] is False
+    assert runs["pipeline_noshuffle"]["input"]["shuffle_buffer_size"] == 0
     assert runs["pipeline_noshuffle"]["loss"] == runs["trainer_noshuffle"]["loss"]
     assert runs["pipeline_shuffle"]["loss"] != runs["pipeline_noshuffle"]["loss"]
     # shuffle_buffer, seed, reshuffle_each_iteration: the same run as the Trainer options.
