@@ -154,6 +154,12 @@ def test_fit_trains_with_the_pipelines_batch_size_epochs_and_drop_remainder(va10
     with ctrain.Trainer(model_dir=tmp_path / "b", **BARE) as t:
         logs = t.fit(ctrain.Pipeline(tr, batch_size=3000, drop_remainder=True, epochs=2, **VA10K))
     assert logs["steps"] == 4 and logs["examples"] == 4 * 3000 and logs["input"]["drop_remainder"] is True
+    # num_shards / shard_index (one file: every 2nd record) and cache.
+    with ctrain.Trainer(model_dir=tmp_path / "s", **BARE) as t:
+        logs = t.fit(ctrain.Pipeline(tr, batch_size=500, epochs=2, num_shards=2, shard_index=1, cache="memory",
+                                     **VA10K))
+    assert logs["examples"] == 2 * 4000 and logs["steps"] == 2 * 8
+    assert (logs["input"]["num_shards"], logs["input"]["shard_index"], logs["input"]["cache"]) == (2, 1, "memory")
     # Settings with no `ctrain train` flag reach the run's pipeline too.
     with ctrain.Trainer(model_dir=tmp_path / "c", **BARE) as t:
         order = "shard,interleave,shuffle,batch,parse,repeat,prefetch"  # no cache stage
@@ -247,6 +253,11 @@ def test_fit_refuses_pipeline_settings_the_run_cannot_use(va10k_split, tmp_path)
     assert logs["steps"] == 8 and logs["input"]["shuffle"] is False
     with pytest.raises(ValueError, match=r"Pipeline\(prefetch=4\) cannot reach the training run: the trainer replays a cache"):
         ctrain.Trainer(model_dir=tmp_path / "c", **BARE).fit(ctrain.Pipeline(tr, cache="memory", prefetch=4, **VA10K))
+    # Through a data service (refused before it is called): the workers shard and parse themselves.
+    remote = ctrain.Trainer(model_dir=tmp_path / "d", data_service="127.0.0.1:1", **BARE)
+    with pytest.raises(ValueError, match=r"Pipeline\(num_shards=2, shard_index=0\) cannot reach the training run: "
+                                         r"with Trainer\(data_service=...\)"):
+        remote.fit(ctrain.Pipeline(tr, num_shards=2, shard_index=0, **VA10K))
     svc = ctrain.DataService("127.0.0.1:1")
     with pytest.raises(TypeError, match="DataServicePipeline cannot be given to the Trainer"):
         mem.fit(svc.pipeline([str(tr)]))
