@@ -117,14 +117,33 @@ class Pipeline:
       feature_size: Criteo hash buckets. feature_map: Criteo vocabulary file.
       skip_corrupt_records, max_skipped_records, max_line_bytes, pipe_timeout_ms:
         as the CLI's flags of the same names.
-      Any other data::PipelineOptions name (order, cache_max_bytes, read_chunk_records,
-      queue_chunks, count_shard_records, ...) is passed through.
+      The other data::PipelineOptions names (order, cache_max_bytes, count_shard_records;
+      ``_ctrain.pipeline_option_names()``) are passed through; shuffle_buffer_size,
+      shuffle_seed and prefetch_buffer_size may be given for shuffle_buffer, seed and prefetch
+      (not both spellings: TypeError).
+
+    ``Trainer.fit(pipeline)`` trains with the options given here explicitly (defaults do not
+    count), and refuses one the Trainer sets to another value or the run cannot use
+    (ValueError naming it): see Trainer.fit.
 
     Raises at construction: TypeError for an unknown option name (with the closest name),
     ValueError naming the option for a bad value (batch_size=0, compression="lz4", ...).
     At ``iter()`` or ``next()``: ValueError for bad data (the file and line / record and
     offset), FileNotFoundError for a missing input or feature_map.
     """
+
+    # Keyword -> PipelineOptions name, where they differ (either spelling may be given, not both).
+    _ALIASES = {"shuffle_buffer": "shuffle_buffer_size", "seed": "shuffle_seed", "prefetch": "prefetch_buffer_size"}
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        # The options given explicitly (not left at their defaults), by PipelineOptions / reader
+        # name -> the keyword the caller wrote: Trainer.fit takes these and only these.
+        for alias, name in cls._ALIASES.items():
+            if alias in kwargs and name in kwargs:
+                raise TypeError(f"Pipeline: {alias} and {name} are the same option: give one")
+        self = super().__new__(cls)
+        self._given = {cls._ALIASES.get(k, k): k for k in kwargs if k != "files"}
+        return self
 
     def __init__(self, files, *, batch_size: int = 1024, shuffle_buffer: int = 0, seed: int = 0,
                  epochs: int = 1, drop_remainder: bool = False, num_shards: int = 1, shard_index: int = 0,
@@ -141,8 +160,7 @@ class Pipeline:
                 raise TypeError(f"Pipeline: unknown option '{k}'{hint}")
         reader, rest = _split_options(dict(options, format=format))
         self._reader = reader
-        self._pipeline = dict(rest)
-        self._pipeline.update(
+        self._pipeline = dict(
             batch_size=batch_size,
             shuffle_buffer_size=shuffle_buffer,
             shuffle_seed=seed,
@@ -157,8 +175,11 @@ class Pipeline:
             deterministic=deterministic,
             reshuffle_each_iteration=reshuffle_each_iteration,
         )
+        # PipelineOptions names given as such (shuffle_buffer_size=, prefetch_buffer_size=, order=, ...)
+        # win over the keywords' defaults (they were overwritten by them before).
+        self._pipeline.update(rest)
         _ctrain.check_pipeline_options(self._reader, self._pipeline)
-        self.batch_size = batch_size
+        self.batch_size = self._pipeline["batch_size"]
         self.field_size = int(reader.get("field_size") or 39)
         self._last: Optional[PipelineIterator] = None
 
@@ -196,6 +217,7 @@ class Pipeline:
         p = Pipeline.__new__(Pipeline)
         p.__dict__.update(self.__dict__)
         p._pipeline = dict(self._pipeline, **changes)
+        p._given = dict(self._given, **{k: k for k in changes})
         p._last = None
         return p
 

@@ -17,6 +17,46 @@ _READER_KEYS = ("format", "compression", "field_size", "id_base", "feature_size"
                 "skip_corrupt_records", "max_skipped_records", "max_line_bytes", "pipe_timeout_ms")
 
 
+# How fit() takes a ctrain.Pipeline's settings (the ones given to Pipeline(...) explicitly; its
+# defaults do not count): PipelineOptions / reader name -> the Trainer option it becomes.
+_AS_TRAINER_OPTION = {
+    "batch_size": "batch_size",
+    "epochs": "epochs",
+    "shuffle_seed": "seed",
+    "reshuffle_each_iteration": "reshuffle_each_iteration",
+    "num_parallel_reads": "num_parallel_reads",
+    "num_parallel_calls": "num_parallel_calls",
+    "prefetch_buffer_size": "prefetch_buffer_size",
+    "cache": "cache",
+    "cache_max_bytes": "cache_max_bytes",
+    "num_shards": "num_shards",
+    "shard_index": "shard_index",
+    "drop_remainder": "drop_remainder",
+}
+_AS_TRAINER_OPTION.update({k: k for k in _READER_KEYS})
+# PipelineOptions with no `ctrain train` flag: handed to the run's pipeline as they are.
+_PIPELINE_ONLY = ("deterministic", "order", "count_shard_records")
+# What memory mode (input_mode="memory", feature_spec, ps) does not use: the streaming pipeline's
+# settings (job::PipelineOptionNames and the above). It uses batch_size, epochs, seed, shuffle.
+_STREAM_ONLY = ("num_parallel_reads", "num_parallel_calls", "shuffle_buffer_size", "reshuffle_each_iteration",
+                "prefetch_buffer_size", "cache", "cache_max_bytes", "num_shards", "shard_index",
+                "drop_remainder") + _PIPELINE_ONLY
+# What the data service's workers do not take from the trainer (dataservice/dataset_def.cc: they
+# parse with their own threads, the dispatcher splits the data, the client buffers by bytes).
+_NOT_THROUGH_SERVICE = ("num_parallel_calls", "prefetch_buffer_size", "cache", "cache_max_bytes", "num_shards",
+                        "shard_index") + _PIPELINE_ONLY
+
+
+def _text(v: Any) -> str:
+    """A setting's value as the CLI's parser reads it (to compare a Trainer's and a Pipeline's)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    s = str(v).strip()
+    return s.lower() if s.lower() in ("true", "false") else s
+
+
 def _flag_args(options: Dict[str, Any]) -> List[str]:
     args: List[str] = []
     for k, v in options.items():
@@ -70,36 +110,212 @@ class Trainer:
         self.history: List[Dict[str, Any]] = []
 
     # ---- data arguments -------------------------------------------------------------------
-    def _files_and_reader(self, data) -> tuple:
-        """(files, reader options) for data: a path, a list of paths, or a ctrain.Pipeline."""
+    def _settings(self, options: Optional[Dict[str, Any]] = None) -> tuple:
+        """(values, given): the data settings as the CLI's parser reads `options` (default: the
+        Trainer's; config= files included) and the names set explicitly."""
+        s = _ctrain.train_settings(_flag_args(self.options if options is None else options))
+        return s["values"], set(s["given"])
+
+    def _show(self, name: str, values: Dict[str, Any]) -> str:
+        if name in self.options:
+            return f"Trainer({name}={self.options[name]!r})"
+        return f"Trainer({name}={values[name]!r} from config {os.fspath(self.options.get('config', ''))!r})"
+
+    @staticmethod
+    def _pipeline_value(p, name: str) -> Any:
+        return p._reader[name] if name in p._reader else p._pipeline[name]
+
+    @staticmethod
+    def _check_data(data, what: str) -> None:
+        from . import DataServicePipeline
+
+        if isinstance(data, DataServicePipeline):
+            raise TypeError(f"{what}: a DataServicePipeline cannot be given to the Trainer (its batches come from "
+                            "the service, and the Trainer runs its own client): give Trainer(data_service="
+                            "'HOST:PORT', job_name=..., num_splits=...) and the files")
+
+    def _refuse_pipeline_settings(self, p, role: str, why: str) -> None:
+        """A Pipeline whose batching settings cannot apply (valid=, evaluate, predict) may give only
+        reader options: anything else is refused by name."""
+        bad = [f"{spelled}={self._pipeline_value(p, n)!r}" for n, spelled in p._given.items() if n not in _READER_KEYS]
+        if bad:
+            raise ValueError(f"{role}: Pipeline({', '.join(bad)}) cannot apply: {why}; give that Pipeline only "
+                             "files and reader options (format, id_base, ...)")
+
+    @staticmethod
+    def _reader_conflicts(p, have: Dict[str, Any], given, against) -> Dict[str, Any]:
+        """The Pipeline's given reader options not in `given` (to use); ValueError for one that
+        `given` sets to another value (against(name) names that side)."""
+        use: Dict[str, Any] = {}
+        for name, spelled in p._given.items():
+            if name not in _READER_KEYS:
+                continue
+            v = p._reader[name]
+            if name in ("format", "compression") and _text(v) == "auto":
+                continue  # detect: the same as not giving it
+            if name in given:
+                if _text(have[name]) != _text(v):
+                    raise ValueError(f"{against(name)} and Pipeline({spelled}={v!r}) disagree: give {name} once")
+            else:
+                use[name] = v
+        return use
+
+    def _files_and_reader(self, data, role: str) -> tuple:
+        """(files, reader options) for evaluate/predict: paths, or a ctrain.Pipeline giving files and
+        reader options only (its reader options must agree with the Trainer's)."""
         from . import Pipeline, _files
 
+        self._check_data(data, role)
         if isinstance(data, Pipeline):
-            reader = {k: v for k, v in data._reader.items() if v is not None and k not in self.options}
-            if reader.get("format") == "auto":
-                del reader["format"]
-            return data.files, reader
+            self._refuse_pipeline_settings(data, role, f"{role} reads every example once, in file order")
+            given = {k for k in self.options if k in _READER_KEYS}
+            have = {k: self.options[k] for k in given}
+            return data.files, self._reader_conflicts(data, have, given, lambda n: f"Trainer({n}={have[n]!r})")
         return _files(data), {}
 
+    def _fit_options(self, p) -> tuple:
+        """(Trainer options to add, pipeline-only options) that make the run use Pipeline p's
+        given settings; ValueError naming both for a conflict, or naming the setting when the run
+        cannot use it."""
+        values, given = self._settings()
+        extra: Dict[str, Any] = {}
+        pipe: Dict[str, Any] = {}
+
+        def conflict(tname: str, spelled: str, v: Any) -> ValueError:
+            once = tname if tname == spelled else f"{spelled} / {tname}"
+            return ValueError(f"{self._show(tname, values)} and Pipeline({spelled}={v!r}) disagree: give {once} once")
+
+        for name, spelled in p._given.items():
+            if name in _READER_KEYS:
+                continue  # below
+            v = p._pipeline[name]
+            if name == "shuffle_buffer_size":
+                n = int(v)
+                if "shuffle" in given and bool(values["shuffle"]) != (n > 0):
+                    raise conflict("shuffle", spelled, v)
+                if "shuffle_buffer_size" in given and int(values["shuffle_buffer_size"]) != n and \
+                        (n > 0 or "shuffle" not in given):
+                    raise conflict("shuffle_buffer_size", spelled, v)
+                if "shuffle" not in given:
+                    extra["shuffle"] = n > 0
+                if n > 0 and "shuffle_buffer_size" not in given:
+                    extra["shuffle_buffer_size"] = n
+                continue
+            if name == "epochs" and int(v) == -1:
+                raise ValueError(f"Pipeline({spelled}=-1) (repeat forever) cannot reach the trainer: give "
+                                 "Trainer(epochs=N), and max_steps to stop earlier")
+            if name in _PIPELINE_ONLY:
+                if name == "deterministic" and _text(v) != "true" and "deterministic" in given and \
+                        values["deterministic"]:
+                    raise ValueError(f"{self._show('deterministic', values)} and Pipeline({spelled}={v!r}) disagree: "
+                                     "a non-deterministic interleave order changes results from run to run")
+                pipe[name] = v
+                continue
+            tname = _AS_TRAINER_OPTION.get(name)
+            if tname is None:
+                raise ValueError(f"Pipeline({spelled}={v!r}) cannot reach the trainer (it has no such setting)")
+            if tname in given:
+                if _text(values[tname]) != _text(v):
+                    raise conflict(tname, spelled, v)
+            else:
+                extra[tname] = v
+        extra.update(self._reader_conflicts(p, values, given, lambda n: self._show(n, values)))
+
+        # What the run's input mode uses: refuse, by name, what it would ignore.
+        eff = dict(values, **extra)
+        mode = _text(eff["input_mode"])
+        if mode == "auto":
+            mode = "memory" if eff["feature_spec"] or eff["ps"] else "stream"
+        used = {n: s for n, s in p._given.items() if n not in _READER_KEYS}
+        if "shuffle_buffer_size" in used and int(p._pipeline["shuffle_buffer_size"]) == 0:
+            del used["shuffle_buffer_size"]  # "no shuffling" reaches every mode (shuffle=False)
+        bad: List[str] = []
+        why = ""
+        if mode == "memory":
+            bad = [n for n in used if n in _STREAM_ONLY]
+            if eff["feature_spec"]:
+                why = "Trainer(feature_spec=...) reads the training data in memory"
+            elif eff["ps"]:
+                why = "a parameter-server worker (Trainer(ps=...)) reads its training data in memory"
+            else:
+                why = "Trainer(input_mode='memory') loads the training data first"
+            why += ", where only batch_size, epochs, seed and shuffle apply (there is no streaming pipeline)"
+        elif eff["data_service"]:
+            bad = [n for n in used if n in _NOT_THROUGH_SERVICE]
+            why = ("with Trainer(data_service=...) the service's workers read the data, taking batch_size, epochs, "
+                   "seed, shuffle_buffer, reshuffle_each_iteration, num_parallel_reads and drop_remainder only")
+        elif eff["cache"] and "prefetch_buffer_size" in used:
+            bad = ["prefetch_buffer_size"]
+            why = "the trainer replays a cache without a prefetch stage (train/stream_input.cc)"
+        if bad:
+            shown = ", ".join(f"{used[n]}={p._pipeline[n]!r}" for n in bad)
+            raise ValueError(f"Pipeline({shown}) cannot reach the training run: {why}; leave it out of the Pipeline")
+        return extra, pipe
+
     def fit(self, train, valid=None, callbacks: Optional[Sequence[Any]] = None) -> Dict[str, Any]:
-        """Trains on `train` (paths, globs, directories or a ctrain.Pipeline: its files and reader
-        options), evaluating on `valid` at each epoch end; resumes from model_dir's latest
-        checkpoint as ``ctrain train`` does. Runs with the GIL released.
+        """Trains on `train` (paths, globs, directories or a ctrain.Pipeline), evaluating on `valid`
+        at each epoch end; resumes from model_dir's latest checkpoint as ``ctrain train`` does.
+        Runs with the GIL released.
+
+        A ctrain.Pipeline gives its files and every setting given to ``Pipeline(...)`` explicitly
+        (its defaults do not count: for those the Trainer's options and defaults apply):
+
+        * batch_size, epochs, seed (it becomes the Trainer's seed, which seeds the shuffle and the
+          initialisation), reshuffle_each_iteration, num_parallel_reads, num_parallel_calls,
+          prefetch, cache, cache_max_bytes, num_shards, shard_index, drop_remainder and the reader
+          options (format, compression, field_size, id_base, feature_size, feature_map, ...) are
+          the Trainer options of the same names; shuffle_buffer=N gives shuffle_buffer_size=N and
+          shuffle=True, shuffle_buffer=0 gives shuffle=False. deterministic, order and
+          count_shard_records go to the run's pipeline as they are.
+        * A setting the Trainer did not set (as an option or in its config file) is used: the
+          Pipeline's value is the run's. One both set to different values raises ValueError
+          naming both ("Trainer(batch_size=256) and Pipeline(batch_size=64) disagree: give
+          batch_size once"); equal values are fine.
+        * A setting the run cannot use raises ValueError naming it: epochs=-1; in memory mode
+          (input_mode="memory", feature_spec, ps) everything but batch_size, epochs, seed,
+          shuffle_buffer=0 and the reader options; with data_service what its workers do not
+          take (num_parallel_calls, prefetch, cache, num_shards, shard_index, ...); prefetch with
+          cache. format="auto" and compression="auto" are the same as not giving them.
+        * `valid` is read whole with the training data's reader options (as ``ctrain train
+          --valid``): a valid Pipeline may give reader options that agree with them, nothing else.
 
         Returns the run's figures: steps, examples, epochs, seconds, examples_per_sec, loss
-        (mean training loss of the last epoch), and with valid: auc, logloss, valid_examples.
+        (mean training loss of the last epoch), with valid: auc, logloss, valid_examples; and
+        "input": the data settings the run used (batch_size, epochs, seed, shuffle,
+        shuffle_buffer_size, num_shards, ..., format, id_base, ...).
         callbacks: callables (or objects with on_train_end(logs)) called with that dict at the
         end of training (per-epoch hooks are not available yet).
 
         Raises ValueError with the CLI's message for bad options or data, FileNotFoundError, ...
         Ctrl-C stops between two steps, writes the checkpoint, then raises KeyboardInterrupt;
         fit again with the same model_dir resumes."""
-        files, reader = self._files_and_reader(train)
-        args = _flag_args(dict(reader, **self.options)) + ["--train"] + files
+        from . import Pipeline, _files
+
+        self._check_data(train, "fit")
+        self._check_data(valid, "fit(valid=)")
+        extra: Dict[str, Any] = {}
+        pipe: Dict[str, Any] = {}
+        if isinstance(train, Pipeline):
+            extra, pipe = self._fit_options(train)
+            files = train.files
+        else:
+            files = _files(train)
+        options = dict(self.options, **extra)
+        args = _flag_args(options) + ["--train"] + files
         if valid is not None:
-            vfiles, _ = self._files_and_reader(valid)
+            if isinstance(valid, Pipeline):
+                self._refuse_pipeline_settings(valid, "fit(valid=)", "fit reads valid whole and evaluates it in "
+                                               "file order (as ctrain train --valid)")
+                have, _ = self._settings(options)
+                self._reader_conflicts(valid, have, set(_READER_KEYS),
+                                       lambda n: f"fit(valid=): the training data's {n}={have[n]!r} (valid is read with it)")
+                vfiles = valid.files
+            else:
+                vfiles = _files(valid)
             args += ["--valid"] + vfiles
-        logs = _ctrain.run_train(args)
+        logs = _ctrain.run_train(args, pipe)
+        if not logs["input"]["shuffle"]:
+            logs["input"]["shuffle_buffer_size"] = 0  # what the run shuffled with (the CLI logs it so too)
         self.history.append(logs)
         for cb in callbacks or ():
             (cb.on_train_end if hasattr(cb, "on_train_end") else cb)(logs)
@@ -116,7 +332,7 @@ class Trainer:
         """AUC and logloss of the model in model_dir on `data` (paths or a ctrain.Pipeline), read
         as the training data was (the checkpoint's data options). Returns {"auc", "logloss",
         "examples", "label_mean", "prediction_mean"} (auc None with one class only)."""
-        files, reader = self._files_and_reader(data)
+        files, reader = self._files_and_reader(data, "evaluate")
         return _ctrain.run_eval(self.model_dir, files, self._data_options(reader))
 
     def predict(self, data) -> np.ndarray:
@@ -137,7 +353,7 @@ class Trainer:
                                        np.ascontiguousarray(ids, np.int64), np.ascontiguousarray(values, np.float32))
                 files, reader = [path], {"format": "tfrecord"}
             else:
-                files, reader = self._files_and_reader(data)
+                files, reader = self._files_and_reader(data, "predict")
             _ctrain.run_predict(self.model_dir, files, self._data_options(reader), out)
             return np.loadtxt(out, dtype=np.float32, ndmin=1)
         finally:

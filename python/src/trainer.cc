@@ -1,7 +1,13 @@
 // ctrain.Trainer's C++ side (python/ctrain/_trainer.py): the jobs of
 // src/ctrain/job, the same code `ctrain train | eval | predict` runs.
-//   run_train(args)   `ctrain train` flags (the Trainer's options as --name value
-//                     pairs) parsed by the CLI's own parser, then job::RunTrain
+//   run_train(args, pipeline)   `ctrain train` flags (the Trainer's options as
+//                     --name value pairs) parsed by the CLI's own parser, then
+//                     `pipeline` (PipelineOptions names the CLI has no flag for,
+//                     from a ctrain.Pipeline: deterministic, order, ...), then
+//                     job::RunTrain; logs["input"] = the data settings it ran with
+//   train_settings(args)   {"values": data settings, "given": names set} of
+//                     parsed flags (config= files included): what fit() checks
+//                     a Pipeline's settings against
 //   run_eval / run_predict(model_dir, inputs, data options, given names)
 //   write_examples(path, labels, ids, values)   a TFRecord for predict(numpy)
 // Ctrl-C during training requests the CLI's stop (a checkpoint at the current
@@ -57,10 +63,73 @@ Status RunJob(const std::function<Status()>& job) {
   return st;
 }
 
-nb::dict RunTrain(const std::vector<std::string>& args) {
+// The settings of a training run that decide which batches it sees and how
+// they are read (the names ctrain.Trainer and ctrain.Pipeline share, plus
+// pipeline_deterministic: PipelineOptions::deterministic, not the trainer's
+// --deterministic), from parsed (or, after the run, used) options.
+nb::dict DataSettings(const job::TrainJobOptions& o) {
+  nb::dict d;
+  const train::TrainOptions& t = o.train_options;
+  d["batch_size"] = t.batch_size;
+  d["epochs"] = t.epochs;
+  d["max_steps"] = t.max_steps;
+  d["seed"] = t.seed;
+  d["shuffle"] = t.shuffle;
+  d["input_mode"] = o.input_mode;
+  const data::PipelineOptions& p = o.pipeline;
+  d["num_parallel_reads"] = p.num_parallel_reads;
+  d["num_parallel_calls"] = p.num_parallel_calls;
+  d["shuffle_buffer_size"] = p.shuffle_buffer_size;
+  d["reshuffle_each_iteration"] = p.reshuffle_each_iteration;
+  d["prefetch_buffer_size"] = p.prefetch_buffer_size;
+  d["cache"] = p.cache;
+  d["cache_max_bytes"] = p.cache_max_bytes;
+  d["num_shards"] = p.num_shards;
+  d["shard_index"] = p.shard_index;
+  d["drop_remainder"] = p.drop_remainder;
+  d["pipeline_deterministic"] = p.deterministic;
+  d["order"] = p.order;
+  d["count_shard_records"] = p.count_shard_records;
+  d["read_chunk_records"] = p.read_chunk_records;
+  d["read_chunk_bytes"] = p.read_chunk_bytes;
+  d["queue_chunks"] = p.queue_chunks;
+  d["deterministic"] = o.parallel.deterministic;
+  const job::DataOptions& r = o.data;
+  d["format"] = r.format;
+  d["compression"] = r.compression;
+  d["field_size"] = r.field_size;
+  d["id_base"] = r.id_base;
+  d["feature_size"] = r.feature_size;
+  d["feature_map"] = r.feature_map;
+  d["skip_corrupt_records"] = r.skip_corrupt_records;
+  d["max_skipped_records"] = r.max_skipped_records;
+  d["max_line_bytes"] = r.max_line_bytes;
+  d["pipe_timeout_ms"] = r.pipe_timeout_ms;
+  d["feature_spec"] = r.feature_spec;
+  d["data_service"] = o.data_service.address;
+  d["ps"] = o.ps.enabled();
+  return d;
+}
+
+job::TrainJobOptions ParseTrain(const std::vector<std::string>& args) {
   StatusOr<job::TrainJobOptions> o = cli::ParseTrainJobOptions(args);
   ThrowIfError(o.status());
-  job::TrainJobOptions options = std::move(*o);
+  return std::move(*o);
+}
+
+nb::dict TrainSettings(const std::vector<std::string>& args) {
+  job::TrainJobOptions o = ParseTrain(args);
+  nb::list given;
+  for (const std::string& name : o.given.names()) given.append(name);
+  nb::dict d;
+  d["values"] = DataSettings(o);
+  d["given"] = given;
+  return d;
+}
+
+nb::dict RunTrain(const std::vector<std::string>& args, const nb::dict& pipeline) {
+  job::TrainJobOptions options = ParseTrain(args);
+  SetPipelineOptions(pipeline, &options.pipeline);  // names without a flag: not in options.given
   train::TrainResult r;
   ThrowIfError(RunJob([&] { return job::RunTrain(options, &r); }));
   nb::dict d;
@@ -80,6 +149,7 @@ nb::dict RunTrain(const std::vector<std::string>& args) {
     d["logloss"] = e["logloss"];
     d["valid_examples"] = e["examples"];
   }
+  d["input"] = DataSettings(options);
   return d;
 }
 
@@ -144,7 +214,8 @@ void BindTrainer(nb::module_& m) {
   m.def("check_train_options", [](const std::vector<std::string>& args) {
     ThrowIfError(cli::ParseTrainJobOptions(args).status());
   }, "args"_a);
-  m.def("run_train", &RunTrain, "args"_a);
+  m.def("train_settings", &TrainSettings, "args"_a);
+  m.def("run_train", &RunTrain, "args"_a, "pipeline"_a = nb::dict());
   m.def("run_eval", &RunEval, "model_dir"_a, "inputs"_a, "data"_a);
   m.def("run_predict", &RunPredict, "model_dir"_a, "inputs"_a, "data"_a, "output"_a);
   m.def("write_examples", &WriteExamples, "path"_a, "labels"_a, "ids"_a, "values"_a);

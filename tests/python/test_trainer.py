@@ -134,3 +134,141 @@ def test_fit_with_a_feature_spec_on_deepctr_tfrecords(shared_data, cli, tmp_path
     out = subprocess.run([cli, "eval", "--model-dir", str(tmp_path / "m"), "--input",
                           str(shared_data / "criteo_deepctr_te.tfrecords")], check=True, capture_output=True, text=True)
     assert f"logloss {ev['logloss']:.6f}" in out.stdout
+
+
+# ---- fit(Pipeline): every setting given to the Pipeline is used, or refused by name ------------------
+
+# SMALL without the data settings the tests below give to the Pipeline instead.
+BARE = {k: v for k, v in SMALL.items() if k not in ("batch_size", "epochs", "shuffle_buffer_size")}
+
+
+def test_fit_trains_with_the_pipelines_batch_size_epochs_and_drop_remainder(va10k_split, tmp_path):
+    tr, _ = va10k_split  # 8000 rows
+    with ctrain.Trainer(model_dir=tmp_path / "a", **BARE) as t:
+        logs = t.fit(ctrain.Pipeline(tr, batch_size=64, epochs=3, shuffle_buffer=500, **VA10K))
+    assert logs["steps"] == -(-8000 // 64) * 3 == 375 and logs["examples"] == 3 * 8000
+    inp = logs["input"]
+    assert (inp["batch_size"], inp["epochs"], inp["shuffle"], inp["shuffle_buffer_size"]) == (64, 3, True, 500)
+    assert inp["format"] == "libsvm" and inp["id_base"] == 1
+    # drop_remainder: 8000 rows in batches of 3000 are 2 full batches per epoch (not 3).
+    with ctrain.Trainer(model_dir=tmp_path / "b", **BARE) as t:
+        logs = t.fit(ctrain.Pipeline(tr, batch_size=3000, drop_remainder=True, epochs=2, **VA10K))
+    assert logs["steps"] == 4 and logs["examples"] == 4 * 3000 and logs["input"]["drop_remainder"] is True
+    # num_shards / shard_index (one file: every 2nd record) and cache.
+    with ctrain.Trainer(model_dir=tmp_path / "s", **BARE) as t:
+        logs = t.fit(ctrain.Pipeline(tr, batch_size=500, epochs=2, num_shards=2, shard_index=1, cache="memory",
+                                     **VA10K))
+    assert logs["examples"] == 2 * 4000 and logs["steps"] == 2 * 8
+    assert (logs["input"]["num_shards"], logs["input"]["shard_index"], logs["input"]["cache"]) == (2, 1, "memory")
+    # Settings with no `ctrain train` flag reach the run's pipeline too.
+    with ctrain.Trainer(model_dir=tmp_path / "c", **BARE) as t:
+        order = "shard,interleave,shuffle,batch,parse,repeat,prefetch"  # no cache stage
+        logs = t.fit(ctrain.Pipeline(tr, batch_size=1000, deterministic=False, order=order, count_shard_records=True,
+                                     **VA10K))
+    inp = logs["input"]
+    assert logs["steps"] == 8 and inp["order"] == order and inp["count_shard_records"] is True
+    assert inp["pipeline_deterministic"] is False
+
+
+def test_fit_takes_the_pipelines_shuffle_settings(va10k_split, tmp_path):
+    tr, _ = va10k_split
+    one = dict(BARE, batch_size=256, epochs=1)
+    runs = {}
+    for name, trainer, data in [
+        ("trainer_noshuffle", dict(one, shuffle=False), tr),
+        ("pipeline_noshuffle", one, ctrain.Pipeline(tr, shuffle_buffer=0, **VA10K)),
+        ("pipeline_shuffle", one, ctrain.Pipeline(tr, shuffle_buffer=1000, **VA10K)),
+        ("trainer_shuffle", dict(one, shuffle_buffer_size=1000), tr),
+        ("pipeline_shuffle_seed", one, ctrain.Pipeline(tr, shuffle_buffer=1000, seed=7, **VA10K)),
+        ("trainer_shuffle_seed", dict(one, shuffle_buffer_size=1000, seed=7), tr),
+        ("pipeline_no_reshuffle", dict(one, epochs=2), ctrain.Pipeline(tr, shuffle_buffer=1000,
+                                                                       reshuffle_each_iteration=False, **VA10K)),
+        ("trainer_no_reshuffle", dict(one, epochs=2, shuffle_buffer_size=1000, reshuffle_each_iteration=False), tr),
+    ]:
+        with ctrain.Trainer(model_dir=tmp_path / name, **trainer) as t:
+            runs[name] = t.fit(data)
+    # Pipeline(shuffle_buffer=0) trains exactly as Trainer(shuffle=False), and differs from shuffling.
+    assert runs["pipeline_noshuffle"]["input"]["shuffle"] is False
+    assert runs["pipeline_noshuffle"]["input"]["shuffle_buffer_size"] == 0
+    assert runs["pipeline_noshuffle"]["loss"] == runs["trainer_noshuffle"]["loss"]
+    assert runs["pipeline_shuffle"]["loss"] != runs["pipeline_noshuffle"]["loss"]
+    # shuffle_buffer, seed, reshuffle_each_iteration: the same run as the Trainer options.
+    assert runs["pipeline_shuffle"]["input"]["shuffle_buffer_size"] == 1000
+    assert runs["pipeline_shuffle"]["loss"] == runs["trainer_shuffle"]["loss"]
+    assert runs["pipeline_shuffle_seed"]["input"]["seed"] == 7
+    assert runs["pipeline_shuffle_seed"]["loss"] == runs["trainer_shuffle_seed"]["loss"]
+    assert runs["pipeline_shuffle_seed"]["loss"] != runs["pipeline_shuffle"]["loss"]
+    assert runs["pipeline_no_reshuffle"]["input"]["reshuffle_each_iteration"] is False
+    assert runs["pipeline_no_reshuffle"]["loss"] == runs["trainer_no_reshuffle"]["loss"]
+
+
+def test_fit_refuses_a_pipeline_setting_that_disagrees_with_the_trainer(va10k_split, tmp_path):
+    tr, va = va10k_split
+    t = ctrain.Trainer(model_dir=tmp_path / "m", **SMALL)  # batch_size=256, epochs=2, shuffle_buffer_size=1000
+    cases = [
+        (dict(batch_size=64), r"Trainer\(batch_size=256\) and Pipeline\(batch_size=64\) disagree: give batch_size once"),
+        (dict(epochs=3), r"Trainer\(epochs=2\) and Pipeline\(epochs=3\) disagree"),
+        (dict(shuffle_buffer=50), r"Trainer\(shuffle_buffer_size=1000\) and Pipeline\(shuffle_buffer=50\) disagree"),
+        (dict(shuffle_buffer=0), r"Trainer\(shuffle_buffer_size=1000\) and Pipeline\(shuffle_buffer=0\) disagree"),
+        (dict(id_base=0), r"Trainer\(id_base=1\) and Pipeline\(id_base=0\) disagree: give id_base once"),
+        (dict(epochs=-1), r"Pipeline\(epochs=-1\) \(repeat forever\) cannot reach the trainer"),
+    ]
+    for settings, message in cases:
+        with pytest.raises(ValueError, match=message):
+            t.fit(ctrain.Pipeline(tr, **settings))
+    # Equal values agree; "auto" is the same as not giving format.
+    t2 = ctrain.Trainer(model_dir=tmp_path / "m2", **dict(SMALL, epochs=1, shuffle=False))
+    with pytest.raises(ValueError, match=r"Trainer\(shuffle=False\) and Pipeline\(shuffle_buffer=10\) disagree"):
+        t2.fit(ctrain.Pipeline(tr, shuffle_buffer=10))
+    logs = t2.fit(ctrain.Pipeline(tr, batch_size=256, shuffle_buffer=0, format="auto", field_size=39, id_base=1))
+    assert logs["steps"] == 32
+    # A value from the Trainer's config file counts as set.
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"batch_size": 128}))
+    t3 = ctrain.Trainer(model_dir=tmp_path / "m3", config=cfg, **BARE)
+    with pytest.raises(ValueError, match=r"Trainer\(batch_size=128 from config .*c\.json'\) and Pipeline\(batch_size=64\)"):
+        t3.fit(ctrain.Pipeline(tr, batch_size=64))
+    # valid=, evaluate and predict read every example in order: a Pipeline there gives files and reader options.
+    with pytest.raises(ValueError, match=r"fit\(valid=\): Pipeline\(batch_size=64\) cannot apply"):
+        t.fit(tr, valid=ctrain.Pipeline(va, batch_size=64))
+    with pytest.raises(ValueError, match=r"training data's id_base=1 .* and Pipeline\(id_base=0\) disagree"):
+        t.fit(tr, valid=ctrain.Pipeline(va, id_base=0))
+    with pytest.raises(ValueError, match=r"evaluate: Pipeline\(num_shards=2, shard_index=1\) cannot apply"):
+        t.evaluate(ctrain.Pipeline(va, num_shards=2, shard_index=1))
+    with pytest.raises(ValueError, match=r"Trainer\(id_base=1\) and Pipeline\(id_base=0\) disagree"):
+        t.predict(ctrain.Pipeline(va, id_base=0))
+    assert not (tmp_path / "m" / "checkpoint").exists()  # nothing ran
+
+
+def test_fit_refuses_pipeline_settings_the_run_cannot_use(va10k_split, tmp_path):
+    tr, _ = va10k_split
+    mem = ctrain.Trainer(model_dir=tmp_path / "m", input_mode="memory", **BARE)
+    with pytest.raises(ValueError, match=r"Pipeline\(num_parallel_reads=2, prefetch=4\) cannot reach the training run: "
+                                         r"Trainer\(input_mode='memory'\)"):
+        mem.fit(ctrain.Pipeline(tr, num_parallel_reads=2, prefetch=4, **VA10K))
+    with pytest.raises(ValueError, match=r"Pipeline\(shuffle_buffer=100\) cannot reach"):
+        mem.fit(ctrain.Pipeline(tr, shuffle_buffer=100, **VA10K))
+    # What memory mode does use: batch size, epochs, no shuffling.
+    logs = mem.fit(ctrain.Pipeline(tr, batch_size=1000, epochs=1, shuffle_buffer=0, **VA10K))
+    assert logs["steps"] == 8 and logs["input"]["shuffle"] is False
+    with pytest.raises(ValueError, match=r"Pipeline\(prefetch=4\) cannot reach the training run: the trainer replays a cache"):
+        ctrain.Trainer(model_dir=tmp_path / "c", **BARE).fit(ctrain.Pipeline(tr, cache="memory", prefetch=4, **VA10K))
+    # Through a data service (refused before it is called): the workers shard and parse themselves.
+    remote = ctrain.Trainer(model_dir=tmp_path / "d", data_service="127.0.0.1:1", **BARE)
+    with pytest.raises(ValueError, match=r"Pipeline\(num_shards=2, shard_index=0\) cannot reach the training run: "
+                                         r"with Trainer\(data_service=...\)"):
+        remote.fit(ctrain.Pipeline(tr, num_shards=2, shard_index=0, **VA10K))
+    svc = ctrain.DataService("127.0.0.1:1")
+    with pytest.raises(TypeError, match="DataServicePipeline cannot be given to the Trainer"):
+        mem.fit(svc.pipeline([str(tr)]))
+
+
+def test_pipeline_options_names_and_aliases(va10k_split):
+    tr, _ = va10k_split
+    # PipelineOptions names given as such are used (they were overwritten by the keywords' defaults).
+    p = ctrain.Pipeline(tr, shuffle_buffer_size=7, prefetch_buffer_size=3, shuffle_seed=5, **VA10K)
+    assert (p._pipeline["shuffle_buffer_size"], p._pipeline["prefetch_buffer_size"], p._pipeline["shuffle_seed"]) == (7, 3, 5)
+    assert set(p._given) >= {"shuffle_buffer_size", "prefetch_buffer_size", "shuffle_seed", "id_base"}
+    assert "batch_size" not in p._given
+    with pytest.raises(TypeError, match="shuffle_buffer and shuffle_buffer_size are the same option"):
+        ctrain.Pipeline(tr, shuffle_buffer=1, shuffle_buffer_size=2)
