@@ -211,10 +211,14 @@ struct InferFlags {
   CLI::App* app = nullptr;
 };
 
-// `ctrain train`: the config file's values for flags not given, then the job.
-Status RunTrain(TrainFlags& fl) {
+// `ctrain train`: the config file's values for flags not given, then the job;
+// the job's error is printed by the job (*reported), before it leaves mpirun.
+Status RunTrain(TrainFlags& fl, bool* reported) {
   if (!fl.job.config.empty()) CTRAIN_RETURN_IF_ERROR(ApplyConfigFile(fl.app, fl.job.config));
-  return job::RunTrain(fl.Options());
+  return job::RunTrain(fl.Options(), nullptr, [reported](const Status& s) {
+    if (!s.ok()) ReportError(s);
+    *reported = true;
+  });
 }
 
 // `ctrain eval` / `ctrain predict`.
@@ -398,13 +402,15 @@ std::shared_ptr<TrainFlags> RegisterTrainCommand(CLI::App& app) {
 Command AddTrainCommand(CLI::App& app) {
   std::shared_ptr<TrainFlags> fl = RegisterTrainCommand(app);
   return {fl->app, [fl]() {
-            Status s = RunTrain(*fl);
+            bool reported = false;
+            Status s = RunTrain(*fl, &reported);
             const int sig = PendingInterrupt();  // deferred while training (checkpoint written)
             if (sig != 0) {
-              if (!s.ok()) ReportError(s);
+              if (!s.ok() && !reported) ReportError(s);
               ExitForSignal(sig);
             }
-            return s.ok() ? 0 : ReportError(s);
+            if (s.ok()) return 0;
+            return reported ? 1 : ReportError(s);
           }};
 }
 

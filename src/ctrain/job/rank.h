@@ -57,6 +57,11 @@ class DistributedRun {
   // A failing rank ends every rank (MPI_Abort) so that none waits for it; a
   // stop request (Cancelled) does not.
   void EndOnError(const Status& s);
+  // Calls report(s) (if set) on this rank. After a stop request (Cancelled)
+  // under mpirun every rank then waits for the others' reports: the first rank
+  // to exit (with 128 + signal) makes mpirun end the rest, which must have
+  // said by then where their checkpoint went.
+  void Report(const Status& s, const std::function<void(const Status&)>& report);
 
  private:
   DistributedRun();

@@ -1,6 +1,7 @@
 // The one file of job/ that knows whether this build has MPI (-DCTRAIN_MPI=OFF leaves dist/ out).
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,13 @@ void DistributedRun::EndOnError(const Status& s) {
     impl_->mpi->Abort(s.ToString(), 1);
 }
 
+void DistributedRun::Report(const Status& s, const std::function<void(const Status&)>& report) {
+  if (report) report(s);
+  if (impl_->mpi == nullptr || impl_->mpi->size() < 2 || s.code() != StatusCode::kCancelled) return;
+  float reported = 1;  // a barrier: every rank stopped at the same step (the vote), none is gone
+  (void)impl_->mpi->AllreduceSum(std::span<float>(&reported, 1), "the ranks' reports after the stop request");
+}
+
 #else  // built without MPI (-DCTRAIN_MPI=OFF or no libopenmpi-dev): a process of its own
 
 struct DistributedRun::Impl {};
@@ -170,6 +178,10 @@ void DistributedRun::SnapshotTraffic() {}
 nlohmann::json DistributedRun::TrafficJson(const train::TrainResult&, const train::Trainer&) const { return nullptr; }
 
 void DistributedRun::EndOnError(const Status&) {}
+
+void DistributedRun::Report(const Status& s, const std::function<void(const Status&)>& report) {
+  if (report) report(s);
+}
 
 #endif
 

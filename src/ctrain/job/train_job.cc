@@ -128,10 +128,12 @@ const std::vector<std::string>& PipelineOptionNames() {
   return names;
 }
 
-Status RunTrain(TrainJobOptions& options, train::TrainResult* result) {
+Status RunTrain(TrainJobOptions& options, train::TrainResult* result,
+                const std::function<void(const Status&)>& report) {
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<DistributedRun> dist, DistributedRun::Start(options));
   const Status s = RunTrainJob(options, *dist, result);
   dist->EndOnError(s);  // a failing rank ends the whole job (MPI_Abort)
+  dist->Report(s, report);
   return s;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,11 @@ const std::vector<std::string>& PipelineOptionNames();
 // options; the inputs' located errors; FailedPrecondition for a locked or
 // unusable model dir. `options` is updated in place with what the run used
 // (autotuned threads, the model's data description, mpirun's rank settings).
-Status RunTrain(TrainJobOptions& options, train::TrainResult* result = nullptr);
+// `report` (optional) is called with the run's status before this process
+// leaves the job: under mpirun, after a stop request, every rank reports and
+// then waits for the others (job/rank.h), so no rank's exit ends another
+// before it said where its checkpoint went (the CLI prints the status there).
+Status RunTrain(TrainJobOptions& options, train::TrainResult* result = nullptr,
+                const std::function<void(const Status&)>& report = {});
 
 }  // namespace ctrain::job
