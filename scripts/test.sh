@@ -31,7 +31,11 @@ release_ctest() { (cd build && ctest --output-on-failure -j "$(nproc)" --timeout
 stage "Release CTest (every test, slow included)" release_ctest
 # The wheel's CMake tree persists in build-py/ (pyproject.toml), so a rerun is incremental.
 PYTHON=${PYTHON:-python3}
+# The wheel is compiled by build/'s compilers (scikit-build-core would take the interpreter's sysconfig CXX,
+# g++ or x86_64-linux-gnu-g++, where build/ has c++): same commands, so its compiles hit build/'s ccache entries.
 python_package() {
+  CC=${CC:-$(sed -n 's/^CMAKE_C_COMPILER:FILEPATH=//p' build/CMakeCache.txt)} \
+  CXX=${CXX:-$(sed -n 's/^CMAKE_CXX_COMPILER:FILEPATH=//p' build/CMakeCache.txt)} \
   PIP_BREAK_SYSTEM_PACKAGES=1 "$PYTHON" -m pip install -q --no-build-isolation .
   (cd tests/python && "$PYTHON" -m pytest -q -m "slow or not slow" .)
 }
