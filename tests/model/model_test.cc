@@ -1,5 +1,6 @@
-// model/model.h: the factory, the kind recorded with the config, and that a
-// Model made by MakeModel computes what the concrete DeepFM computes.
+// model/model.h: the factory, the kind of the config, and that a Model made
+// by MakeModel computes what the concrete DeepFM computes. The kind in
+// checkpoints: tests/train/model_config_json_test.cc.
 #include "ctrain/model/model.h"
 
 #include <gtest/gtest.h>
@@ -8,7 +9,6 @@
 #include <vector>
 
 #include "ctrain/model/deepfm.h"
-#include "ctrain/train/train_config.h"
 
 namespace ctrain::model {
 namespace {
@@ -84,22 +84,6 @@ TEST(ModelTest, TheInterfaceComputesWhatDeepFMComputes) {
   for (size_t i = 0; i < direct.dense_params().size(); ++i)
     EXPECT_EQ((*m)->dense_params()[i].grad, direct.dense_params()[i].grad) << direct.dense_params()[i].name;
   EXPECT_EQ((*m)->GemmFlopsPerExample(), 3.0 * 2.0 * (3 * 4 * 8 + 8 * 1));
-}
-
-// Checkpoints record the kind; those written before it was recorded read as DeepFM's; another kind is named.
-TEST(ModelTest, TheKindTravelsWithTheConfigJson) {
-  const nlohmann::json j = train::ModelConfigToJson(Config());
-  EXPECT_EQ(j["kind"], "deepfm");
-  nlohmann::json old = j;
-  old.erase("kind");
-  StatusOr<ModelConfig> c = train::ModelConfigFromJson(old);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  EXPECT_EQ(c->kind, "deepfm");
-  nlohmann::json other = j;
-  other["kind"] = "xdeepfm_v9";
-  c = train::ModelConfigFromJson(other);
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("unknown model 'xdeepfm_v9'"), std::string::npos) << c.status().ToString();
 }
 
 }  // namespace
