@@ -97,7 +97,7 @@ struct Ctx {
   }
 };
 
-[[gnu::noinline]] bool ReadVarintSlow(const uint8_t*& p, const uint8_t* end, uint64_t* v, Ctx& c) {
+[[gnu::noinline]] inline bool ReadVarintSlow(const uint8_t*& p, const uint8_t* end, uint64_t* v, Ctx& c) {
   const uint8_t* start = p;
   uint64_t r = 0;
   for (int i = 0; i < 10; ++i) {
