@@ -48,6 +48,7 @@ __all__ = [
     "convert",
     "cli_path",
     "Trainer",
+    "option_schema",
 ]
 
 __version__ = "0.1.0"
@@ -442,8 +443,8 @@ class DataServicePipeline:
 
 
 def __getattr__(name: str):
-    if name == "Trainer":
-        from ._trainer import Trainer
+    if name in ("Trainer", "option_schema"):
+        from . import _trainer
 
-        return Trainer
+        return getattr(_trainer, name)
     raise AttributeError(name)

@@ -4,6 +4,7 @@ code as ``ctrain train | eval | predict`` (src/ctrain/job)."""
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import shutil
 import tempfile
@@ -57,19 +58,36 @@ def _text(v: Any) -> str:
     return s.lower() if s.lower() in ("true", "false") else s
 
 
-def _flag_args(options: Dict[str, Any]) -> List[str]:
-    args: List[str] = []
-    for k, v in options.items():
-        if v is None:
-            continue
-        flag = "--" + k.replace("_", "-")
-        if isinstance(v, bool):
-            args.append(f"{flag}={'true' if v else 'false'}")
-        elif isinstance(v, (list, tuple)):
-            args += [flag, ",".join(str(x) for x in v)]
-        else:
-            args += [flag, os.fspath(v) if isinstance(v, os.PathLike) else str(v)]
-    return args
+def _plain(v: Any) -> Any:
+    """A keyword argument's value as JSON: paths as strings, tuples as lists, numpy scalars as
+    Python numbers; everything else as it is (the schema converts it to the option's type)."""
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _option_values(options: Dict[str, Any]) -> str:
+    """The options as typed values (a JSON object) for the C++ side, which sets them through
+    the option schema (src/ctrain/job/option_schema.h); None means "not given"."""
+    return json.dumps({k: _plain(v) for k, v in options.items() if v is not None})
+
+
+def option_schema() -> List[Dict[str, Any]]:
+    """``ctrain train``'s options, one dict each, in declaration order: name, aliases, type
+    (bool|int|float|string|int list|string list), default, unit, help, modes (where the option
+    is honoured, e.g. "memory|stream|towers"), needs (a mode the run must be in, "" = none) and
+    set_by_launch (where ``ctrain launch`` takes it from, "" = a hyperparameter). The same
+    table the CLI's flags, config files and SageMaker hyperparameters are read with."""
+    out = []
+    for d in _ctrain.train_option_schema():
+        d = dict(d)
+        d["default"] = json.loads(d["default"])
+        out.append(d)
+    return out
 
 
 class Trainer:
@@ -92,15 +110,18 @@ class Trainer:
     """
 
     def __init__(self, **options: Any):
-        names = set(_ctrain.train_option_names())
+        names = set()
+        for d in _ctrain.train_option_schema():
+            names.add(d["name"])
+            names.update(d["aliases"])
         for k in options:
             if k not in names or k in ("train", "valid"):
                 close = difflib.get_close_matches(k, sorted(names), n=1)
                 hint = f" (did you mean '{close[0]}'?)" if close else ""
                 where = " (give the data to fit())" if k in ("train", "valid") else ""
                 raise TypeError(f"Trainer: unknown option '{k}'{hint}{where}")
-        # The values too, now, by the CLI's parser (ValueError naming the flag), not at fit().
-        _ctrain.check_train_options(_flag_args(options))
+        # The values too, now, through the option schema (ValueError naming the option), not at fit().
+        _ctrain.check_train_options(_option_values(options))
         self.options = dict(options)
         self._own_dir = None
         if not self.options.get("model_dir"):
@@ -113,7 +134,7 @@ class Trainer:
     def _settings(self, options: Optional[Dict[str, Any]] = None) -> tuple:
         """(values, given): the data settings as the CLI's parser reads `options` (default: the
         Trainer's; config= files included) and the names set explicitly."""
-        s = _ctrain.train_settings(_flag_args(self.options if options is None else options))
+        s = _ctrain.train_settings(_option_values(self.options if options is None else options))
         return s["values"], set(s["given"])
 
     def _show(self, name: str, values: Dict[str, Any]) -> str:
@@ -301,7 +322,7 @@ class Trainer:
         else:
             files = _files(train)
         options = dict(self.options, **extra)
-        args = _flag_args(options) + ["--train"] + files
+        run = dict(options, train=files)
         if valid is not None:
             if isinstance(valid, Pipeline):
                 self._refuse_pipeline_settings(valid, "fit(valid=)", "fit reads valid whole and evaluates it in "
@@ -312,8 +333,8 @@ class Trainer:
                 vfiles = valid.files
             else:
                 vfiles = _files(valid)
-            args += ["--valid"] + vfiles
-        logs = _ctrain.run_train(args, pipe)
+            run["valid"] = vfiles
+        logs = _ctrain.run_train(_option_values(run), pipe)
         if not logs["input"]["shuffle"]:
             logs["input"]["shuffle_buffer_size"] = 0  # what the run shuffled with (the CLI logs it so too)
         self.history.append(logs)

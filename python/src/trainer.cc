@@ -1,13 +1,18 @@
 // ctrain.Trainer's C++ side (python/ctrain/_trainer.py): the jobs of
 // src/ctrain/job, the same code `ctrain train | eval | predict` runs.
-//   run_train(args, pipeline)   `ctrain train` flags (the Trainer's options as
-//                     --name value pairs) parsed by the CLI's own parser, then
-//                     `pipeline` (PipelineOptions names the CLI has no flag for,
-//                     from a ctrain.Pipeline: deterministic, order, ...), then
-//                     job::RunTrain; logs["input"] = the data settings it ran with
-//   train_settings(args)   {"values": data settings, "given": names set} of
-//                     parsed flags (config= files included): what fit() checks
-//                     a Pipeline's settings against
+//   train_option_schema()   the option schema (job/option_schema.h): one dict
+//                     per option (name, aliases, type, default, unit, help, modes)
+//   run_train(options, pipeline)   the Trainer's options as typed values (a JSON
+//                     object: {"batch_size": 256, "deep_layers": [400, 400]}),
+//                     set through the schema (job::TrainJobOptionsFromValues:
+//                     config= files applied), then `pipeline` (PipelineOptions
+//                     names without an option, from a ctrain.Pipeline:
+//                     deterministic, order, ...), then job::RunTrain;
+//                     logs["input"] = the data settings it ran with
+//   check_train_options(options)   the same, without running
+//   train_settings(options)   {"values": data settings, "given": names set}
+//                     (config= files included): what fit() checks a Pipeline's
+//                     settings against
 //   run_eval / run_predict(model_dir, inputs, data options, given names)
 //   write_examples(path, labels, ids, values)   a TFRecord for predict(numpy)
 // Ctrl-C during training requests the CLI's stop (a checkpoint at the current
@@ -25,9 +30,10 @@
 #include "call_thread.h"
 #include "convert.h"
 #include "ctrain/base/signals.h"
-#include "ctrain/cli/commands.h"
 #include "ctrain/data/example_reader.h"
+#include "ctrain/job/config_file.h"
 #include "ctrain/job/infer_job.h"
+#include "ctrain/job/option_schema.h"
 #include "ctrain/job/train_job.h"
 
 namespace nb = nanobind;
@@ -111,14 +117,36 @@ nb::dict DataSettings(const job::TrainJobOptions& o) {
   return d;
 }
 
-job::TrainJobOptions ParseTrain(const std::vector<std::string>& args) {
-  StatusOr<job::TrainJobOptions> o = cli::ParseTrainJobOptions(args);
+// The schema as Python values: [{"name", "aliases", "type", "default" (JSON text),
+// "unit", "help", "modes", "needs", "set_by_launch"}] in declaration order.
+nb::list OptionSchema() {
+  nb::list out;
+  for (const job::OptionSpec& s : job::TrainOptionSchema()) {
+    nb::dict d;
+    d["name"] = s.name;
+    d["aliases"] = s.aliases;
+    d["type"] = std::string(job::OptionTypeName(s.type));
+    d["default"] = s.default_value().dump();
+    d["unit"] = s.unit;
+    d["help"] = s.help;
+    d["modes"] = job::ModeSetText(s.modes);
+    d["needs"] = job::ModeSetText(s.needs);
+    d["set_by_launch"] = s.set_by_launch;
+    out.append(d);
+  }
+  return out;
+}
+
+job::TrainJobOptions ParseTrain(const std::string& options_json) {
+  const nlohmann::json values = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
+  if (values.is_discarded()) Raise(InvalidArgumentError("Trainer: the options are not JSON"));
+  StatusOr<job::TrainJobOptions> o = job::TrainJobOptionsFromValues(values, "Trainer");
   ThrowIfError(o.status());
   return std::move(*o);
 }
 
-nb::dict TrainSettings(const std::vector<std::string>& args) {
-  job::TrainJobOptions o = ParseTrain(args);
+nb::dict TrainSettings(const std::string& options_json) {
+  job::TrainJobOptions o = ParseTrain(options_json);
   nb::list given;
   for (const std::string& name : o.given.names()) given.append(name);
   nb::dict d;
@@ -127,8 +155,8 @@ nb::dict TrainSettings(const std::vector<std::string>& args) {
   return d;
 }
 
-nb::dict RunTrain(const std::vector<std::string>& args, const nb::dict& pipeline) {
-  job::TrainJobOptions options = ParseTrain(args);
+nb::dict RunTrain(const std::string& options_json, const nb::dict& pipeline) {
+  job::TrainJobOptions options = ParseTrain(options_json);
   SetPipelineOptions(pipeline, &options.pipeline);  // names without a flag: not in options.given
   train::TrainResult r;
   ThrowIfError(RunJob([&] { return job::RunTrain(options, &r); }));
@@ -210,12 +238,10 @@ void WriteExamples(const std::string& path, nb::ndarray<const float, nb::ndim<1>
 }  // namespace
 
 void BindTrainer(nb::module_& m) {
-  m.def("train_option_names", &cli::TrainOptionNames);
-  m.def("check_train_options", [](const std::vector<std::string>& args) {
-    ThrowIfError(cli::ParseTrainJobOptions(args).status());
-  }, "args"_a);
-  m.def("train_settings", &TrainSettings, "args"_a);
-  m.def("run_train", &RunTrain, "args"_a, "pipeline"_a = nb::dict());
+  m.def("train_option_schema", &OptionSchema);
+  m.def("check_train_options", [](const std::string& options) { ParseTrain(options); }, "options"_a);
+  m.def("train_settings", &TrainSettings, "options"_a);
+  m.def("run_train", &RunTrain, "options"_a, "pipeline"_a = nb::dict());
   m.def("run_eval", &RunEval, "model_dir"_a, "inputs"_a, "data"_a);
   m.def("run_predict", &RunPredict, "model_dir"_a, "inputs"_a, "data"_a, "output"_a);
   m.def("write_examples", &WriteExamples, "path"_a, "labels"_a, "ids"_a, "values"_a);

@@ -1,10 +1,17 @@
 // ParseTrainJobOptions: `ctrain train`'s flags parsed onto job::TrainJobOptions without running
-// the job (what the Python package's Trainer(**options) uses).
+// the job; the flags, config files, typed values and SageMaker hyperparameters all read the one
+// option schema (job/option_schema.h) and give the same effective options.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "ctrain/cli/commands.h"
+#include "ctrain/job/config_file.h"
+#include "ctrain/job/option_schema.h"
+#include "ctrain/launch/hyperparameters.h"
 
 namespace ctrain::cli {
 namespace {
@@ -39,12 +46,82 @@ TEST(ParseTrainJobOptions, UsageErrorsAreInvalidArgumentWithTheCliMessage) {
   EXPECT_NE(o.status().message().find("--batch-size"), std::string::npos) << o.status().ToString();
 }
 
-TEST(TrainOptionNames, CanonicalUnderscoreNamesOfEveryTrainFlag) {
-  const std::vector<std::string> names = TrainOptionNames();
-  for (const char* n : {"feature_size", "learning_rate", "model_dir", "num_parallel_reads", "data_service", "towers",
-                        "id_base", "config"})
-    EXPECT_NE(std::find(names.begin(), names.end(), n), names.end()) << n;
-  EXPECT_EQ(std::find(names.begin(), names.end(), "help"), names.end());
+TEST(TrainFlags, OneFlagPerSchemaEntryWithItsSpellings) {
+  // Every option of the schema parses from its flag, dashes and underscores, and its aliases.
+  for (const job::OptionSpec& spec : job::TrainOptionSchema()) {
+    std::vector<std::string> spellings = {spec.name};
+    spellings.insert(spellings.end(), spec.aliases.begin(), spec.aliases.end());
+    for (const std::string& n : spellings)
+      for (const std::string& flag : {job::FlagName(n), "--" + n}) {
+        const nlohmann::json def = spec.default_value();
+        std::vector<std::string> texts = job::OptionTexts(spec, def);
+        std::string text = texts.empty() ? "x" : texts[0];
+        if (text.empty()) text = spec.type == job::OptionType::kIntList ? "8" : "x";
+        StatusOr<job::TrainJobOptions> o = ParseTrainJobOptions({flag + "=" + text});
+        if (spec.name == "config") continue;  // reads the file
+        ASSERT_TRUE(o.ok()) << flag << ": " << o.status().ToString();
+        EXPECT_TRUE(o->given.Has(spec.name)) << flag;
+      }
+  }
+}
+
+// The same run given as CLI flags, as a config file, as typed values (Python's path) and as
+// SageMaker hyperparameters as the SDK writes them: one effective configuration.
+TEST(TrainFlags, EveryFrontEndGivesTheSameEffectiveOptions) {
+  StatusOr<job::TrainJobOptions> cli = ParseTrainJobOptions(
+      {"--epochs", "3", "--optimizer", "adagrad", "--learning-rate", "0.001", "--deep-layers", "400,400",
+       "--batch-norm", "--shuffle=false", "--ps", "h1:7000,h2:7001", "--seed", "18446744073709551615"});
+  ASSERT_TRUE(cli.ok()) << cli.status().ToString();
+  const nlohmann::json values = {{"epochs", 3},           {"optimizer", "adagrad"}, {"learning_rate", 0.001},
+                                 {"deep_layers", {400, 400}}, {"batch_norm", true},  {"shuffle", false},
+                                 {"ps", {"h1:7000", "h2:7001"}}, {"seed", 18446744073709551615ull}};
+  StatusOr<job::TrainJobOptions> typed = job::TrainJobOptionsFromValues(values, "test");
+  ASSERT_TRUE(typed.ok()) << typed.status().ToString();
+  EXPECT_EQ(job::EffectiveTrainOptions(*typed).dump(), job::EffectiveTrainOptions(*cli).dump());
+  EXPECT_EQ(job::EffectiveTrainOptions(*cli).dump(),
+            R"({"deep_layers":[400,400],"batch_norm":true,"epochs":3,"learning_rate":0.001,)"
+            R"("optimizer":"adagrad","seed":18446744073709551615,"shuffle":false,"ps":["h1:7000","h2:7001"]})");
+
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/opts.toml") << "epochs = 3\noptimizer = \"adagrad\"\nlearning_rate = 0.001\n"
+                                        "deep_layers = [400, 400]\nbatch_norm = true\nshuffle = false\n"
+                                        "ps = [\"h1:7000\", \"h2:7001\"]\nseed = \"18446744073709551615\"\n";
+  StatusOr<job::TrainJobOptions> file = ParseTrainJobOptions({"--config", dir + "/opts.toml"});
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  nlohmann::ordered_json from_file = job::EffectiveTrainOptions(*file);
+  from_file.erase("config");
+  EXPECT_EQ(from_file.dump(), job::EffectiveTrainOptions(*cli).dump());
+
+  // What the SageMaker Python SDK's framework estimators write (json.dumps per value), with a
+  // tuning job's key, mapped onto flags, parsed by the CLI.
+  StatusOr<launch::MappedHyperparameters> hp = launch::MapHyperparameters(
+      {{"epochs", "3"}, {"optimizer", "\"adagrad\""}, {"learning_rate", "0.001"}, {"deep_layers", "[400, 400]"},
+       {"batch_norm", "true"}, {"shuffle", "false"}, {"ps", "[\"h1:7000\", \"h2:7001\"]"},
+       {"seed", "18446744073709551615"}, {"_tuning_objective_metric", "\"validation:auc\""}},
+      "hp.json");
+  ASSERT_TRUE(hp.ok()) << hp.status().ToString();
+  StatusOr<job::TrainJobOptions> sm = ParseTrainJobOptions(hp->train_args);
+  ASSERT_TRUE(sm.ok()) << sm.status().ToString();
+  EXPECT_EQ(job::EffectiveTrainOptions(*sm).dump(), job::EffectiveTrainOptions(*cli).dump());
+  EXPECT_EQ(hp->skipped_platform_keys, 1);
+}
+
+TEST(TrainFlags, ConfigFileValuesOfTheWrongTypeAreRefusedNamingFileAndOption) {
+  const std::string dir = ::testing::TempDir();
+  std::ofstream(dir + "/bad.toml") << "batch_size = 2.5\n";
+  Status s = ParseTrainJobOptions({"--config", dir + "/bad.toml"}).status();
+  EXPECT_NE(s.ToString().find("bad.toml: --batch-size: expected a whole number, got 2.5"), std::string::npos)
+      << s.ToString();
+  std::ofstream(dir + "/unknown.toml") << "lerning_rate = 0.1\n";
+  s = ParseTrainJobOptions({"--config", dir + "/unknown.toml"}).status();
+  EXPECT_NE(s.ToString().find("unknown option 'lerning_rate'"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.ToString().find("did you mean learning_rate?"), std::string::npos) << s.ToString();
+  // The command line wins over the file.
+  std::ofstream(dir + "/lr.toml") << "learning_rate = 0.1\nbatch_size = 64\n";
+  StatusOr<job::TrainJobOptions> o = ParseTrainJobOptions({"--config", dir + "/lr.toml", "--learning-rate", "0.2"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_FLOAT_EQ(o->learning_rate, 0.2f);
+  EXPECT_EQ(o->train_options.batch_size, 64);
 }
 
 }  // namespace

@@ -15,12 +15,7 @@ namespace {
 
 using Args = std::vector<std::string>;
 
-const std::set<std::string> kFlags{"epochs",     "learning-rate", "optimizer", "deep-layers", "batch-size",
-                                   "batch-norm", "keep-best",     "ps",        "shuffle",     "train",
-                                   "model-dir",  "cache"};
-const std::map<std::string, ListForm> kLists{{"deep-layers", ListForm::kCommaJoined}, {"ps", ListForm::kRepeated}};
-
-StatusOr<MappedHyperparameters> Map(const Hyperparameters& hp) { return MapHyperparameters(hp, kFlags, kLists, "/ml/hp.json"); }
+StatusOr<MappedHyperparameters> Map(const Hyperparameters& hp) { return MapHyperparameters(hp, "/ml/hp.json"); }
 
 std::string Error(const Hyperparameters& hp) {
   StatusOr<MappedHyperparameters> m = Map(hp);
@@ -48,7 +43,9 @@ TEST(MapHyperparameters, NumbersKeepTheirTextAndStringsLoseTheirQuotes) {
   StatusOr<MappedHyperparameters> m =
       Map({{"learning_rate", " 1e-3 "}, {"batch_size", "\"512\""}, {"cache", "\"/tmp/a b\""}, {"epochs", "\"2\""}});
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ(m->train_args, (Args{"--learning-rate=1e-3", "--batch-size=512", "--cache=/tmp/a b", "--epochs=2"}));
+  // Typed through the schema: the flags carry the values' canonical texts.
+  EXPECT_EQ(m->train_args, (Args{"--learning-rate=0.001", "--batch-size=512", "--cache=/tmp/a b", "--epochs=2"}));
+  EXPECT_EQ(m->values.dump(), R"({"learning_rate":0.001,"batch_size":512,"cache":"/tmp/a b","epochs":2})");
   EXPECT_EQ(m->epochs, 2);
   // A JSON string holding a list is that string: the flag's own list form.
   m = Map({{"deep_layers", "\"64,32\""}});
@@ -62,7 +59,7 @@ TEST(MapHyperparameters, RawUnencodedValuesAreKept) {
   StatusOr<MappedHyperparameters> m = Map({{"optimizer", "adam"}, {"batch_norm", "True"}, {"deep_layers", "400,400"},
                                            {"learning_rate", "0.001"}, {"cache", "memory"}});
   ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ(m->train_args, (Args{"--optimizer=adam", "--batch-norm=True", "--deep-layers=400,400",
+  EXPECT_EQ(m->train_args, (Args{"--optimizer=adam", "--batch-norm=true", "--deep-layers=400,400",
                                  "--learning-rate=0.001", "--cache=memory"}));
   EXPECT_EQ(m->decoded_json,
             R"({"optimizer":"adam","batch_norm":"True","deep_layers":"400,400","learning_rate":0.001,"cache":"memory"})");
@@ -135,9 +132,17 @@ TEST(MapHyperparameters, NullAndEmptyValuesAreRefused) {
 
 TEST(MapHyperparameters, EpochsMustBeAWholeNumberAfterDecoding) {
   EXPECT_EQ(Error({{"epochs", "2.5"}}),
-            "InvalidArgument: /ml/hp.json: hyperparameter \"epochs\" must be a whole number >= 1, got \"2.5\"");
+            "InvalidArgument: /ml/hp.json: hyperparameter \"epochs\" (value \"2.5\"): --epochs: expected a whole "
+            "number, got 2.5");
   EXPECT_EQ(Error({{"epochs", "\"two\""}}),
-            "InvalidArgument: /ml/hp.json: hyperparameter \"epochs\" must be a whole number >= 1, got \"two\"");
+            "InvalidArgument: /ml/hp.json: hyperparameter \"epochs\" (value \"\\\"two\\\"\"): --epochs: expected a "
+            "whole number, got 'two'");
+  EXPECT_EQ(Error({{"epochs", "0"}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"epochs\" must be a whole number >= 1, got 0");
+  // Every option's type, not only epochs'.
+  EXPECT_EQ(Error({{"batch_norm", "\"maybe\""}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"batch_norm\" (value \"\\\"maybe\\\"\"): --batch-norm: "
+            "expected true or false, got 'maybe'");
 }
 
 TEST(DecodeHyperparameterValue, TheToolkitsRule) {

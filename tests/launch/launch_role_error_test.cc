@@ -21,13 +21,12 @@ TEST(LaunchRoleError, BadHyperparameterValueNamesTheFlagInOutputFailure) {
                                << "[channels.train]\nmode = \"File\"\nfiles = [\"" << d << "/tr.libsvm\"]\n";
   RunResult r = Shell("timeout 60 " + kCtrain + " launch --local-cluster t.toml --work-dir run", d);
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_EQ(Slurp(d + "/run/algo-1/output/failure"),
-            "algo-1 trainer exited with status 2: Could not convert: --learning-rate = abc\n")
-      << r.out;
-  EXPECT_NE(r.out.find("failed: algo-1 (status 1): algo-1 trainer exited with status 2: Could not convert: "
-                       "--learning-rate = abc"),
-            std::string::npos)
-      << r.out;
+  // Typed through the option schema before any role starts: the launcher's own error.
+  const std::string why = "hyperparameter \"learning_rate\" (value \"abc\"): --learning-rate: expected a number, got 'abc'";
+  const std::string failure = Slurp(d + "/run/algo-1/output/failure");
+  EXPECT_NE(failure.find("input/config/hyperparameters.json: " + why), std::string::npos) << failure;
+  EXPECT_NE(r.out.find("failed: algo-1 (status 1): InvalidArgument: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
   fs::remove_all(d);
 }
 

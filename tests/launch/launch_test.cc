@@ -31,7 +31,6 @@ class LaunchFailures : public ::testing::Test {
     Write("resourceconfig.json", kHetero);
     Write("inputdataconfig.json", R"({"train": {"TrainingInputMode": "File"}})");
     o_.sm_root = root_;
-    o_.train_flags = {"epochs", "learning-rate", "train", "valid", "model-dir"};
     o_.exe = "/bin/false";  // nothing may start in these tests
   }
   void Write(const std::string& name, const std::string& text) { std::ofstream(root_ + "/input/config/" + name) << text; }

@@ -85,25 +85,25 @@ TEST(Hyperparameters, EveryValueIsAString) {
 }
 
 TEST(Hyperparameters, MapOntoTrainFlagsAndNameUnknownKeys) {
-  const std::set<std::string> flags{"epochs", "learning-rate", "batch-size", "train", "model-dir"};
   Hyperparameters hp{{"learning_rate", "0.001"}, {"batch-size", "512"}, {"epochs", "3"},
                      {"data_group", "data"},     {"sagemaker_region", "\"us-east-1\""}};
-  StatusOr<MappedHyperparameters> m = MapHyperparameters(hp, flags, {}, "hp.json");
+  StatusOr<MappedHyperparameters> m = MapHyperparameters(hp, "hp.json");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->train_args, (std::vector<std::string>{"--learning-rate=0.001", "--batch-size=512", "--epochs=3"}));
   EXPECT_EQ(m->data_group, "data");
   EXPECT_EQ(m->epochs, 3);
   EXPECT_EQ(m->skipped_platform_keys, 1);
 
-  Status s = MapHyperparameters({{"lerning_rate", "0.1"}}, flags, {}, "/x/hp.json").status();
+  Status s = MapHyperparameters({{"lerning_rate", "0.1"}}, "/x/hp.json").status();
   EXPECT_EQ(s.ToString(),
             "InvalidArgument: /x/hp.json: unknown hyperparameter \"lerning_rate\" (no ctrain train flag --lerning-rate; "
             "did you mean learning_rate?)");
-  s = MapHyperparameters({{"model_dir", "/tmp"}}, flags, {}, "hp.json").status();
+  s = MapHyperparameters({{"model_dir", "/tmp"}}, "hp.json").status();
   EXPECT_NE(s.ToString().find("\"model_dir\" is set by ctrain launch"), std::string::npos) << s.ToString();
-  s = MapHyperparameters({{"epochs", "two"}}, flags, {}, "hp.json").status();
-  EXPECT_NE(s.ToString().find("\"epochs\" must be a whole number"), std::string::npos) << s.ToString();
-  s = MapHyperparameters({{"epochs", "1"}, {"epochs", "2"}}, flags, {}, "hp.json").status();
+  s = MapHyperparameters({{"epochs", "two"}}, "hp.json").status();
+  EXPECT_NE(s.ToString().find("\"epochs\" (value \"two\"): --epochs: expected a whole number"), std::string::npos)
+      << s.ToString();
+  s = MapHyperparameters({{"epochs", "1"}, {"epochs", "2"}}, "hp.json").status();
   EXPECT_NE(s.ToString().find("given twice"), std::string::npos) << s.ToString();
 }
 

@@ -130,12 +130,16 @@ TEST_F(PsFlagsTest, FlagsAWorkerCannotHonourAreRefusedByName) {
     const char* flags;
     const char* message;
   };
-  const Case cases[] = {Case{"--keep-best", "--keep-best is not supported with --ps"},
-                        Case{"--warm-start-from WARM", "--warm-start-from is not supported with --ps"},
-                        Case{"--towers 2", "no --towers / --hogwild"},
-                        Case{"--hogwild 2", "no --towers / --hogwild"},
-                        Case{"--autotune", "--autotune"},
-                        Case{"--input-mode stream", "--input-mode memory"}};
+  const Case cases[] = {
+      Case{"--keep-best", "--keep-best is not supported with parameter servers (sync)"},
+      Case{"--warm-start-from WARM", "--warm-start-from is not supported with parameter servers (sync)"},
+      Case{"--towers 2", "--towers is not supported with parameter servers (sync)"},
+      Case{"--hogwild 2", "--hogwild is not supported with parameter servers (sync)"},
+      Case{"--autotune", "--autotune is not supported with parameter servers (sync)"},
+      Case{"--keep-checkpoints 2", "--keep-checkpoints is not supported with parameter servers (sync): each parameter "
+                                   "server keeps its own shard checkpoints"},
+      Case{"--input-mode stream", "--ps is not supported with local stream: a parameter-server worker reads its data in "
+                                  "memory"}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.flags);
     std::string flags = c.flags;

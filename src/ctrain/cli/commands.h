@@ -34,10 +34,8 @@ Command AddReportCommand(CLI::App& app);
 
 // `ctrain train`'s flags (e.g. {"--feature-size", "921", "--shuffle=false"}) parsed onto the job's
 // options exactly as the CLI parses them (usage checks, --config applied, the given options
-// recorded); the Python package's Trainer(**options) uses it. Errors: InvalidArgument with the
-// CLI's usage message (an unknown flag with its closest name, a bad value).
+// recorded). Errors: InvalidArgument with the CLI's usage message (an unknown flag with its
+// closest name, a bad value).
 StatusOr<job::TrainJobOptions> ParseTrainJobOptions(const std::vector<std::string>& args);
-// The canonical names (the first long flag name with underscores) of `ctrain train`'s options.
-std::vector<std::string> TrainOptionNames();
 
 }  // namespace ctrain::cli

@@ -60,17 +60,6 @@ Command AddLaunchCommand(CLI::App& app) {
       }
       fl->o.host_addresses[ha.substr(0, eq)] = ha.substr(eq + 1);
     }
-    for (const CLI::Option* opt : app.get_subcommand("train")->get_options())
-      for (const std::string& n : opt->get_lnames()) {
-        std::string h = n;
-        std::replace(h.begin(), h.end(), '_', '-');
-        fl->o.train_flags.insert(h);
-        // A vector option (--ps): a hyperparameter list gives it once per element.
-        if (opt->get_expected_max() > 1) fl->o.list_flags[h] = launch::ListForm::kRepeated;
-      }
-    fl->o.train_flags.erase("help");
-    // --deep-layers is one comma-separated string (as in train --config: deep_layers = [400, 400]).
-    fl->o.list_flags["deep-layers"] = launch::ListForm::kCommaJoined;
 #if CTRAIN_HAVE_MPI
     fl->o.have_mpi = true;
 #endif

@@ -1,17 +1,26 @@
 // The training job's refusals of modes and options that do not combine (job/train_steps.h).
 #include <string>
 
+#include "ctrain/job/option_schema.h"
 #include "ctrain/job/train_steps.h"
 
 namespace ctrain::job {
+
+std::string InputMode(const TrainJobOptions& job) {
+  if (job.input_mode != "auto") return job.input_mode;
+  return job.train.empty() || !job.data.feature_spec.empty() || job.ps.enabled() ? "memory" : "stream";
+}
+
+Status CheckModes(TrainRun& run) {
+  return CheckOptionModes(run.given_values, RunModes(run.job, InputMode(run.job) == "stream", run.dist.active()));
+}
 
 Status CheckCombinations(TrainRun& run) {
   TrainJobOptions& job = run.job;
   train::TrainOptions& o = run.o;
   const bool spec = run.spec.has_value();
   std::string& mode = run.mode;
-  mode = job.input_mode;
-  if (mode == "auto") mode = job.train.empty() || spec || job.ps.enabled() ? "memory" : "stream";
+  mode = InputMode(job);
   if (spec && (job.train.empty() || mode != "memory" || !job.data_service.address.empty()))
     return InvalidArgumentError("--feature-spec reads --train in memory: give --train, and not --input-mode stream "
                                 "or --data-service (they read the seed layout only)");
@@ -20,6 +29,12 @@ Status CheckCombinations(TrainRun& run) {
   if (job.ps.enabled() && !job.data_service.address.empty())
     return InvalidArgumentError("--ps and --data-service cannot be combined yet (docs/parameter-servers.md#limits)");
   if (job.ps.enabled()) CTRAIN_RETURN_IF_ERROR(job.ps.Options({}, nullptr).status());  // before any data is read
+  // A trainer is a client only: its certificate goes with TLS to the servers, which --tls-ca turns on.
+  const service::SecurityOptions& sec = job.data_service.security;
+  if ((!sec.tls_cert.empty() || !sec.tls_key.empty()) && sec.tls_ca.empty())
+    return InvalidArgumentError(std::string(!sec.tls_cert.empty() ? "--tls-cert" : "--tls-key") +
+                                " is this trainer's client certificate for TLS to the servers, and TLS is off without "
+                                "--tls-ca: give --tls-ca (the CAs that verify the servers)");
   if (job.ps.enabled() && run.dist.active())
     return InvalidArgumentError("--ps cannot run under mpirun: start each parameter-server worker as its own "
                                 "process with --worker-index and --num-workers");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ctrain/base/signals.h"
+#include "ctrain/job/option_schema.h"
 #include "ctrain/job/rank.h"
 #include "ctrain/job/train_steps.h"
 #include "ctrain/monitor/monitor.h"
@@ -95,6 +96,8 @@ Status Train(TrainRun& run) {
 
 Status RunTrainJob(TrainJobOptions& job, DistributedRun& dist, train::TrainResult* result) {
   TrainRun run(job, dist);
+  run.given_values = GivenTrainOptions(job, job.given);
+  CTRAIN_RETURN_IF_ERROR(CheckModes(run));                                         // train_checks.cc
   CTRAIN_RETURN_IF_ERROR(ResolveModelOptions(run));                                // train_resolve.cc
   CTRAIN_RETURN_IF_ERROR(dist.SetUpRank(job, &run.per_rank_inputs, &run.report));  // rank_mpi.cc
   CTRAIN_RETURN_IF_ERROR(ResolveRunOptions(run));                                  // train_resolve.cc
@@ -120,13 +123,6 @@ Status RunTrainJob(TrainJobOptions& job, DistributedRun& dist, train::TrainResul
 }
 
 }  // namespace
-
-const std::vector<std::string>& PipelineOptionNames() {
-  static const std::vector<std::string> names{
-      "num_parallel_reads", "num_parallel_calls", "shuffle_buffer_size", "reshuffle_each_iteration",
-      "prefetch_buffer_size", "cache", "cache_max_bytes", "num_shards", "shard_index", "drop_remainder"};
-  return names;
-}
 
 Status RunTrain(TrainJobOptions& options, train::TrainResult* result,
                 const std::function<void(const Status&)>& report) {

@@ -79,9 +79,6 @@ struct TrainJobOptions {
   }
 };
 
-// The pipeline options (canonical names) that --input-mode memory ignores.
-const std::vector<std::string>& PipelineOptionNames();
-
 // Runs the job. Alone, or as one rank under mpirun: a failing rank ends the
 // whole job (MPI_Abort) so that no rank waits for it; a stop request (SIGINT/
 // SIGTERM while training: base/signals.h) checkpoints at the current step and

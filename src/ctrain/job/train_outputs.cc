@@ -45,10 +45,6 @@ Status PrepareOutputs(TrainRun& run) {
     };
     CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, out, {{"--model-dir", o.model_dir, checkpoint_file}}));
   }
-  if (!run.stream)
-    for (const std::string& name : PipelineOptionNames())
-      if (job.given.Has(name))
-        std::fprintf(stderr, "ctrain: warning: %s is ignored with --input-mode memory\n", FlagName(name).c_str());
   return Status::OK();
 }
 

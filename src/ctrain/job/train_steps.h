@@ -5,7 +5,7 @@
 // |---|---|
 // | ResolveModelOptions, ResolveRunOptions: the job's flags onto train::TrainOptions | train_resolve.cc |
 // | DistributedRun::SetUpRank: mpirun's per-rank settings (or the no-MPI refusal) | rank_mpi.cc |
-// | CheckCombinations, CheckValidation: the mode x option refusals | train_checks.cc |
+// | CheckModes, CheckCombinations, CheckValidation: the mode x option refusals | train_checks.cc |
 // | PrepareOutputs: the model dir (created, locked), writable outputs, outputs not inputs | train_outputs.cc |
 // | OpenData, DescribeData, SampleForAutotune: the data, its description, the autotune sample | train_data.cc |
 // | Autotune, CreateTrainer, SetUpTrainer, Train | train_job.cc |
@@ -41,6 +41,7 @@ struct TrainRun {
   TrainJobOptions& job;
   train::TrainOptions& o;  // job.train_options
   DistributedRun& dist;
+  nlohmann::ordered_json given_values;    // the options as given, before resolving (GivenTrainOptions)
   bool per_rank_inputs = false;           // --train held {local_rank} or {rank}
   std::optional<data::FeatureSpec> spec;  // --feature-spec: it decides F and the id space
   bool report = true;                     // this process prints the run's lines (under mpirun: rank 0 only)
@@ -66,14 +67,17 @@ struct TrainRun {
 Status ResolveModelOptions(TrainRun& run);
 Status ResolveRunOptions(TrainRun& run);
 
-// train_checks.cc: the input mode and the combinations of --ps, --data-service,
-// --feature-spec, --autotune and mpirun it refuses (before any output or input
-// is touched); after the data: TrainOptions::Validate and the options that need --valid.
+// train_checks.cc: every given option against the run's modes (job/option_schema.h
+// CheckOptionModes), then the input mode and the combinations of --ps,
+// --data-service, --feature-spec, --autotune and mpirun it refuses, before any
+// output or input is touched; after the data: TrainOptions::Validate and the
+// options that need --valid.
+Status CheckModes(TrainRun& run);  // first of all: every given option against the run's modes
 Status CheckCombinations(TrainRun& run);
 Status CheckValidation(TrainRun& run);
 
 // train_outputs.cc: creates and locks the model dir, checks every output is
-// writable and none overwrites an input; warns about pipeline options memory mode ignores.
+// writable and none overwrites an input.
 Status PrepareOutputs(TrainRun& run);
 
 // train_data.cc: opens the training data (stream input, the data service, memory

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ctrain/base/edit_distance.h"
+#include "ctrain/job/option_schema.h"
 
 namespace ctrain::launch {
 namespace {
@@ -16,21 +17,6 @@ using ordered_json = nlohmann::ordered_json;
 std::string Hyphens(std::string s) {
   std::replace(s.begin(), s.end(), '_', '-');
   return s;
-}
-
-// Flags the launcher sets itself, and where their values come from.
-const std::map<std::string, std::string>& Reserved() {
-  static const auto* m = new std::map<std::string, std::string>{
-      {"train", "the \"train\" channel (inputdataconfig.json)"},
-      {"valid", "the \"validation\" channel (inputdataconfig.json)"},
-      {"model-dir", "the checkpoint directory (/opt/ml/checkpoints, or ctrain launch --checkpoint-dir)"},
-      {"metrics-json", "output/data/metrics.json"},
-      {"monitor-dir", "output/data/monitor/<host>/<role>"},
-      {"monitor-interval-ms", "ctrain launch --monitor-interval-ms"},
-      {"data-service", "the data_group's first host"},
-      {"config", "the hyperparameters themselves"},
-  };
-  return *m;
 }
 
 // Keys SageMaker (the SDK, the service or the training toolkit) adds for itself: never ctrain
@@ -75,14 +61,13 @@ std::string HyperparameterText(const std::string& value) {
   return value;
 }
 
-StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, const std::set<std::string>& train_flags,
-                                                   const std::map<std::string, ListForm>& list_flags,
-                                                   const std::string& source) {
+StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, const std::string& source) {
   MappedHyperparameters out;
   ordered_json decoded = ordered_json::object();
-  std::set<std::string> seen;
+  std::map<std::string, std::string> seen;  // option name -> the key that gave it
   for (const auto& [key, raw] : hps) decoded[key] = Decode(raw);
   out.decoded_json = decoded.dump();
+  out.values = ordered_json::object();
   for (const auto& [key, raw] : hps) {
     const ordered_json v = Decode(raw);
     if (IsPlatformKey(key)) {
@@ -93,62 +78,54 @@ StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, c
     const std::string where = source + ": hyperparameter \"" + key + "\"";
     const std::string shown = " (value " + ordered_json(raw).dump() + ")";
     const std::string flag = Hyphens(key);
-    if (!seen.insert(flag).second) return InvalidArgumentError(where + " is given twice (hyphen and underscore spellings)");
     if (v.is_object())
       return InvalidArgumentError(where + " is a JSON object" + shown + "; a flag takes a string, a number, true/false "
                                   "or (list flags) a list");
     if (v.is_null()) return InvalidArgumentError(where + " is null" + shown + "; give a value or leave the key out");
-    // The flag's values: one, or a list's elements.
-    std::vector<std::string> values;
     if (v.is_array()) {
       if (v.empty()) return InvalidArgumentError(where + " is an empty list" + shown);
-      for (const ordered_json& e : v) {
+      for (const ordered_json& e : v)
         if (!e.is_string() && !e.is_number() && !e.is_boolean())
           return InvalidArgumentError(where + " is a list holding " + e.dump() + shown +
                                       "; list elements are strings, numbers or true/false");
-        values.push_back(ScalarText(e));
-      }
-    } else {
-      // A number keeps its text as written ("1e-3", 64-bit integers exactly).
-      values.push_back(v.is_number() ? Trim(raw) : ScalarText(v));
     }
-    for (const std::string& s : values)
-      if (s.empty()) return InvalidArgumentError(where + " is empty" + shown + "; give a value or leave the key out");
-
+    if ((v.is_string() && Trim(v.get<std::string>()).empty()) ||
+        (v.is_array() && std::any_of(v.begin(), v.end(), [](const ordered_json& e) {
+           return e.is_string() && Trim(e.get<std::string>()).empty();
+         })))
+      return InvalidArgumentError(where + " is empty" + shown + "; give a value or leave the key out");
     if (flag == "data-group") {
       if (v.is_array()) return InvalidArgumentError(where + " is a list" + shown + "; it names one instance group");
-      out.data_group = values[0];
+      out.data_group = ScalarText(v);
       continue;
     }
-    if (auto r = Reserved().find(flag); r != Reserved().end())
-      return InvalidArgumentError(where + " is set by ctrain launch from " + r->second + "; leave it out");
-    if (train_flags.count(flag) == 0) {
+    const job::OptionSpec* spec = job::FindTrainOption(key);
+    if (spec == nullptr) {
       std::string best;
       size_t best_d = 4;
-      for (const std::string& f : train_flags)
-        if (size_t d = EditDistance(flag, f); d < best_d) best_d = d, best = f;
-      std::string hint = best.empty() ? "" : "; did you mean " + best + "?";
-      std::replace(hint.begin(), hint.end(), '-', '_');
+      for (const job::OptionSpec& o : job::TrainOptionSchema())
+        if (size_t d = EditDistance(flag, Hyphens(o.name)); d < best_d) best_d = d, best = o.name;
       return InvalidArgumentError(source + ": unknown hyperparameter \"" + key + "\" (no ctrain train flag --" + flag +
-                                  hint + ")");
+                                  (best.empty() ? "" : "; did you mean " + best + "?") + ")");
     }
-    const auto list = list_flags.find(flag);
-    if (v.is_array() && list == list_flags.end())
-      return InvalidArgumentError(where + " is a list" + shown + ", but --" + flag + " takes one value");
-    if (flag == "epochs" || flag == "num-epochs") {
-      const std::string& e = values[0];
-      char* end = nullptr;
-      const long n = std::strtol(e.c_str(), &end, 10);
-      if (end == e.c_str() || *end != '\0' || n < 1)
-        return InvalidArgumentError(where + " must be a whole number >= 1, got \"" + e + "\"");
-      out.epochs = static_cast<int32_t>(n);
+    if (auto [at, fresh] = seen.emplace(spec->name, key); !fresh)
+      return InvalidArgumentError(where + " is given twice (also as \"" + at->second + "\")");
+    if (!spec->set_by_launch.empty())
+      return InvalidArgumentError(where + " is set by ctrain launch from " + spec->set_by_launch + "; leave it out");
+    const bool list = spec->type == job::OptionType::kIntList || spec->type == job::OptionType::kStringList;
+    if (v.is_array() && !list)
+      return InvalidArgumentError(where + " is a list" + shown + ", but " + spec->flag() + " takes one value");
+    // The option's type (the toolkit's decoding gave JSON; a raw string is read as the flag's text).
+    StatusOr<nlohmann::json> typed = job::CoerceOptionValue(*spec, nlohmann::json::parse(v.dump()));
+    if (!typed.ok()) return InvalidArgumentError(where + shown + ": " + std::string(typed.status().message()));
+    if (spec->name == "epochs") {
+      if (typed->get<int64_t>() < 1)
+        return InvalidArgumentError(where + " must be a whole number >= 1, got " + typed->dump());
+      out.epochs = static_cast<int32_t>(typed->get<int64_t>());
     }
-    if (v.is_array() && list->second == ListForm::kCommaJoined) {
-      std::string joined;
-      for (const std::string& s : values) joined += (joined.empty() ? "" : ",") + s;
-      values = {joined};
-    }
-    for (const std::string& s : values) out.train_args.push_back("--" + flag + "=" + s);
+    for (const std::string& text : job::OptionTexts(*spec, *typed))
+      out.train_args.push_back("--" + Hyphens(spec->name) + "=" + text);
+    out.values[spec->name] = *typed;
   }
   return out;
 }

@@ -14,49 +14,42 @@
 //
 // Decoding: the rule of the SageMaker training toolkit (sagemaker_training.environment.
 // read_hyperparameters): each value is parsed as JSON; a value that is not a JSON text is
-// kept as the raw string. Then, per flag:
-//   JSON string   its contents (no quotes): "\"adam\"" -> --optimizer=adam
-//   JSON number   its text as written: "0.001" -> --learning-rate=0.001
-//   true / false  "true" / "false", which every boolean flag takes (--batch-norm=true, --keep-best=false)
-//   JSON list     only for a list flag (`list_flags`): kCommaJoined joins the elements with ","
-//                 (deep_layers "[400, 400]" -> --deep-layers=400,400); kRepeated gives the flag once
-//                 per element (--ps=a --ps=b). Elements are strings, numbers or booleans.
-//   raw string    unchanged ("True", "400,400", "adam": accepted as the flag's text)
+// kept as the raw string. Then the value becomes the option's type through the option schema
+// (job/option_schema.h CoerceOptionValue): "\"adam\"" and "adam" -> "adam"; "3", "\"3\"" -> 3;
+// "true", "True" -> true; "[400, 400]" and "400,400" -> [400, 400] for deep_layers; a list for
+// a string-list option (ps) -> one flag per element. The flags given to `ctrain train` are
+// the typed values' texts (job::OptionTexts): --optimizer=adam --epochs=3 --batch-norm=true
+// --deep-layers=400,400 --ps=a --ps=b.
 //
 // Keys:
-//   - each names the `ctrain train` flag of the same name, with hyphens or underscores
-//     ("learning_rate" and "learning-rate" are --learning-rate);
+//   - each names a `ctrain train` option (a name or alias, hyphens or underscores:
+//     "learning_rate" and "learning-rate" are --learning-rate);
 //   - data_group (decoded the same way): the instance group whose hosts run the data service;
 //   - platform keys are skipped, counted, and listed in `skipped_keys` (never refused):
 //     every key starting with "sagemaker_" (the SDK's: sagemaker_program, sagemaker_region,
 //     sagemaker_submit_directory, ...) or with "_" (the service's: _tuning_objective_metric),
 //     and the toolkit's default_user_module_name (its SAGEMAKER_HYPERPARAMETERS list).
 // Errors (InvalidArgument, naming the file and the key, and the value where it is the cause):
-//   - a key that is no `ctrain train` flag ("unknown hyperparameter \"lerning_rate\"
+//   - a key that is no `ctrain train` option ("unknown hyperparameter \"lerning_rate\"
 //     (no ctrain train flag --lerning-rate; did you mean learning_rate?)");
-//   - a key the launcher sets from the contract (train, valid, model_dir, metrics_json,
-//     monitor_dir, data_service, ...): the message says where that value comes from;
-//   - a JSON object, null, an empty value, a list for a flag that takes one value, an empty list
-//     or a list holding a list or an object;
-//   - the same flag under two spellings; epochs that is not a whole number >= 1.
+//   - a key the launcher sets from the contract (the schema's set_by_launch: train, valid,
+//     model_dir, metrics_json, monitor_dir, data_service, config): the message says where
+//     that value comes from;
+//   - a JSON object, null, an empty value, a list for an option that takes one value, an empty
+//     list or a list holding a list or an object; a value that is not of the option's type;
+//   - the same option under two spellings; epochs that is not a whole number >= 1.
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <set>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "ctrain/base/status.h"
 #include "ctrain/launch/sagemaker_config.h"
 
 namespace ctrain::launch {
-
-// How a `ctrain train` flag takes a list.
-enum class ListForm {
-  kCommaJoined,  // one value, comma-separated (--deep-layers=400,400)
-  kRepeated,     // the flag once per element (a vector option: --ps=a --ps=b)
-};
 
 struct MappedHyperparameters {
   std::vector<std::string> train_args;  // "--learning-rate=0.001", ...
@@ -67,6 +60,8 @@ struct MappedHyperparameters {
   // Every key (skipped ones too) with its decoded value, as a compact JSON object in file
   // order: what the training toolkit's read_hyperparameters() returns for the same file.
   std::string decoded_json;
+  // The options, typed ({"optimizer": "adam", "deep_layers": [400, 400]}), in file order.
+  nlohmann::ordered_json values;
 };
 
 // The toolkit's decoding of one value as compact JSON: the value itself when it is a JSON
@@ -78,10 +73,7 @@ std::string DecodeHyperparameterValue(const std::string& value);
 // "true"/"false"; anything else (a list, an object, null, a raw string) is returned unchanged.
 std::string HyperparameterText(const std::string& value);
 
-// `train_flags`: the long flag names of `ctrain train` without "--" (every spelling, with
-// hyphens). `list_flags`: those of them that take a list, and how. `source` names the file in errors.
-StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, const std::set<std::string>& train_flags,
-                                                   const std::map<std::string, ListForm>& list_flags,
-                                                   const std::string& source);
+// `source` names the file in errors.
+StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, const std::string& source);
 
 }  // namespace ctrain::launch

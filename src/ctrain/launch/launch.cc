@@ -176,11 +176,12 @@ int Run::Go(std::string* reason) {
   StatusOr<Contract> c = LoadContract(o_.sm_root, o_.getenv);
   if (!c.ok()) return fail(c.status());
   c_ = std::move(*c);
-  StatusOr<MappedHyperparameters> hp = MapHyperparameters(c_.hyperparameters, o_.train_flags, o_.list_flags,
-                                                          o_.sm_root + "/input/config/hyperparameters.json");
+  StatusOr<MappedHyperparameters> hp =
+      MapHyperparameters(c_.hyperparameters, o_.sm_root + "/input/config/hyperparameters.json");
   if (!hp.ok()) return fail(hp.status());
   hp_ = std::move(*hp);
   Say("hyperparameters (decoded as the SageMaker training toolkit does): " + hp_.decoded_json);
+  Say("training options from the hyperparameters (typed as ctrain train reads them): " + hp_.values.dump());
   if (hp_.skipped_platform_keys > 0) {
     std::string names;
     for (const std::string& k : hp_.skipped_keys) names += (names.empty() ? "" : ", ") + k;

@@ -55,8 +55,6 @@ struct LaunchOptions {
   int32_t dispatcher_port = 5050;
   int32_t worker_port = 5051;
   int64_t monitor_interval_ms = 1000;
-  std::set<std::string> train_flags;  // `ctrain train`'s long flag names (launch/hyperparameters.h)
-  std::map<std::string, ListForm> list_flags;  // those that take a list, and how (launch/hyperparameters.h)
   std::string exe;                    // this binary; "" = /proc/self/exe
   std::string mpirun = "mpirun";
   std::vector<std::string> mpirun_args;  // extra mpirun arguments (e.g. --oversubscribe)
