@@ -150,3 +150,22 @@ def test_the_training_toolkit_decodes_the_tree_as_ctrain_does(job):
     hp_flags = {a.split("=", 1)[0] for a in trainer.split() if a.startswith("--")} - {
         "--train", "--valid", "--model-dir", "--metrics-json", "--monitor-dir", "--monitor-interval-ms"}
     assert hp_flags == {"--" + k.replace("_", "-") for k in out["user"]}
+
+
+TYPED_PREFIX = "ctrain: launch: training options from the hyperparameters (typed as ctrain train reads them): "
+
+
+def test_the_typed_options_are_the_toolkits_user_hyperparameters(job):
+    """The option schema's types give back exactly the values the SDK's user wrote (what the
+    training toolkit hands a script as env.hyperparameters), and the Python Trainer reads the same
+    values into the same effective options (ctrain.option_schema() names every key)."""
+    import ctrain
+
+    lines = [line for line in job["log"].splitlines() if line.startswith(TYPED_PREFIX)]
+    assert len(lines) == 1, job["log"]
+    typed = json.loads(lines[0][len(TYPED_PREFIX):])
+    user = {k: v for k, v in USER_HPS.items() if not k.startswith(("sagemaker_", "_"))}
+    assert typed == user
+    names = {d["name"] for d in ctrain.option_schema()}
+    assert set(user) <= names
+    ctrain.Trainer(**user).close()  # the same typed values are valid Trainer options

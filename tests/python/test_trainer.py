@@ -272,3 +272,32 @@ def test_pipeline_options_names_and_aliases(va10k_split):
     assert "batch_size" not in p._given
     with pytest.raises(TypeError, match="shuffle_buffer and shuffle_buffer_size are the same option"):
         ctrain.Pipeline(tr, shuffle_buffer=1, shuffle_buffer_size=2)
+
+
+def test_options_are_typed_values_read_through_the_option_schema(tmp_path):
+    """Trainer(**options) passes typed values (tuples, numpy scalars, paths) through the option schema,
+    not flag strings; a value of the wrong type is a ValueError naming the option, before fit()."""
+    schema = {d["name"]: d for d in ctrain.option_schema()}
+    assert schema["deep_layers"]["type"] == "int list" and schema["deep_layers"]["default"] == [400, 400, 400]
+    assert schema["batch_size"]["default"] == 256 and schema["batch_size"]["unit"] == "examples"
+    assert "memory" not in schema["shuffle_buffer_size"]["modes"].split("|")
+    assert "stream" in schema["shuffle_buffer_size"]["modes"].split("|")
+    assert schema["lr_scaling"]["needs"] == "mpirun"
+    t = ctrain.Trainer(deep_layers=(8, 4), learning_rate=np.float32(0.01), batch_size=np.int64(64),
+                       model_dir=tmp_path / "m")
+    t.close()
+    with pytest.raises(ValueError, match="--batch-size: expected a whole number, got 2.5"):
+        ctrain.Trainer(batch_size=2.5)
+    with pytest.raises(ValueError, match="--deep-layers: expected positive whole numbers"):
+        ctrain.Trainer(deep_layers=[8, 0])
+
+
+def test_an_option_the_mode_cannot_honour_is_refused_by_name(tmp_path):
+    """input_mode="memory" does not run the input pipeline: its options are refused, naming option and mode."""
+    t = ctrain.Trainer(input_mode="memory", shuffle_buffer_size=10, field_size=4, feature_size=64,
+                       embedding_size=4, deep_layers=[8], progress="none", model_dir=tmp_path / "m")
+    f = tmp_path / "tr.libsvm"
+    f.write_text("".join(f"{i % 2} {1 + i % 2}:1 {10 + i % 7}:1 {20 + i % 5}:1 {30 + i % 3}:1\n" for i in range(64)))
+    with pytest.raises(ValueError, match="--shuffle-buffer-size is not supported with local memory"):
+        t.fit([str(f)])
+    t.close()
