@@ -1,4 +1,5 @@
 #include "ctrain/cli/data_flags.h"
+#include "ctrain/base/log.h"
 
 #include <cstdio>
 
@@ -32,7 +33,7 @@ void DataFlags::Register(CLI::App* app, bool with_feature_size, const std::strin
 }
 
 int ReportError(const Status& s) {
-  std::fprintf(stderr, "ctrain: %s\n", s.ToString().c_str());
+  Logf("%s\n", s.ToString().c_str());
   return 1;
 }
 

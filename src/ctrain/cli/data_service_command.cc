@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
@@ -32,7 +33,7 @@ void Announce(const char* what, const std::string& address, const service::Serve
   std::printf("ctrain: %s listening on %s\n", what, address.c_str());
   std::fflush(stdout);
   if (const std::string w = service::ExposureWarning(config); !w.empty())
-    std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+    Warnf("%s\n", w.c_str());
 }
 
 struct DispatcherFlags {
@@ -138,7 +139,7 @@ Status RunRead(ReadFlags& fl) {
   CTRAIN_ASSIGN_OR_RETURN(dataservice::ReadResult r,
                           dataservice::ReadThroughService(o, in, fl.batch_size, fl.seed, fl.shuffle_buffer_size > 0,
                                                           fl.epochs, fl.discard ? "" : fl.output, fl.pace_us));
-  std::fprintf(stderr, "ctrain: read %lld examples in %lld batches (%.1f MB) in %.3f s: %.0f examples/s, %.1f MB/s\n",
+  Logf("read %lld examples in %lld batches (%.1f MB) in %.3f s: %.0f examples/s, %.1f MB/s\n",
                static_cast<long long>(r.examples), static_cast<long long>(r.batches), r.bytes / 1e6, r.seconds,
                r.seconds > 0 ? r.examples / r.seconds : 0.0, r.seconds > 0 ? r.bytes / 1e6 / r.seconds : 0.0);
   if (fl.json) {

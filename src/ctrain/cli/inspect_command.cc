@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/log.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
 #include "ctrain/data/field_stats.h"
@@ -55,14 +56,14 @@ int SuggestSpec(const InspectFlags& fl, const std::vector<std::string>& files) {
   o.compression = *c;
   auto r = data::SuggestFeatureSpec(files, o);
   if (!r.ok()) return ReportError(r.status());
-  for (const std::string& n : r->notes) std::fprintf(stderr, "ctrain: spec: %s\n", n.c_str());
+  for (const std::string& n : r->notes) Logf("spec: %s\n", n.c_str());
   if (fl.suggest_spec == "-") {
     std::fputs(r->json.c_str(), stdout);
     return 0;
   }
   Status w = io::WriteStringToFileAtomic(fl.suggest_spec, r->json);
   if (!w.ok()) return ReportError(w);
-  std::fprintf(stderr, "ctrain: wrote a feature spec for %lld records to %s (edit it, then pass --feature-spec)\n",
+  Logf("wrote a feature spec for %lld records to %s (edit it, then pass --feature-spec)\n",
                static_cast<long long>(r->records), fl.suggest_spec.c_str());
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/base/log.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/launch/launch.h"
 #include "ctrain/launch/local_cluster.h"
@@ -55,7 +56,7 @@ Command AddLaunchCommand(CLI::App& app) {
     for (const std::string& ha : fl->host_addresses) {
       const size_t eq = ha.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == ha.size()) {
-        std::fprintf(stderr, "ctrain: --host-address %s: expected NAME=ADDR\n", ha.c_str());
+        Logf("--host-address %s: expected NAME=ADDR\n", ha.c_str());
         return 2;
       }
       fl->o.host_addresses[ha.substr(0, eq)] = ha.substr(eq + 1);
@@ -66,7 +67,7 @@ Command AddLaunchCommand(CLI::App& app) {
     fl->o.getenv = [](const char* name) -> const char* { return std::getenv(name); };
     if (!fl->local_cluster.empty()) return launch::RunLocalCluster(fl->local_cluster, fl->work_dir, fl->o);
     if (!fl->work_dir.empty()) {
-      std::fprintf(stderr, "ctrain: --work-dir is for --local-cluster\n");
+      Logf("--work-dir is for --local-cluster\n");
       return 2;
     }
     return launch::RunLaunch(fl->o);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 #include "ctrain/cli/arg_parsing.h"
 #include "ctrain/train/threads.h"
@@ -38,7 +39,7 @@ int Main(int argc, char** argv) {
   // needed (or it failed: then say so and go on). The others skip the exec.
   const std::string command = SubcommandName(args);
   if (command == "train" || command == "eval" || command == "predict")
-    if (Status s = train::UsePassiveOpenMPWait(argv); !s.ok()) std::fprintf(stderr, "ctrain: %s\n", s.ToString().c_str());
+    if (Status s = train::UsePassiveOpenMPWait(argv); !s.ok()) Logf("%s\n", s.ToString().c_str());
   InstallInterruptHandlers();  // interrupts remove in-progress temporary files (base/signals.h)
   CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
   std::vector<Command> commands = BuildApp(app);

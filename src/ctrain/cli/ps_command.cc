@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
@@ -39,7 +40,7 @@ Status RunPs(const PsFlags& fl) {
   std::printf("ctrain: ps listening on %s\n", server->address().c_str());
   std::fflush(stdout);
   if (const std::string w = service::ExposureWarning(o.server); !w.empty())
-    std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+    Warnf("%s\n", w.c_str());
   return server->Run(PendingInterruptFlag());
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/base/log.h"
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
 #include "ctrain/io/file.h"
@@ -46,7 +47,7 @@ Status RunReport(const ReportFlags& fl) {
     CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> pngs, report::WriteCharts(r, out));
     written.insert(written.end(), pngs.begin(), pngs.end());
   }
-  for (const std::string& w : written) std::fprintf(stderr, "ctrain: report: wrote %s\n", w.c_str());
+  for (const std::string& w : written) Logf("report: wrote %s\n", w.c_str());
   return Status::OK();
 }
 

@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/data/pipe_mode.h"
 
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 
 namespace ctrain::data {
@@ -19,7 +21,7 @@ std::string ChannelFifoPath(const std::string& channel_spec, int64_t pass) {
 
 Status WaitForPath(const std::string& path, int64_t timeout_ms, const std::atomic<bool>* cancel) {
   if (timeout_ms < 0) return InvalidArgumentError("pipe timeout must be >= 0 ms, got " + std::to_string(timeout_ms));
-  using Clock = std::chrono::steady_clock;
+  using Clock = ::ctrain::Clock;  // base/clock.h
   const auto start = Clock::now();
   int64_t next_log_ms = 1000;
   struct stat st;
@@ -34,7 +36,7 @@ Status WaitForPath(const std::string& path, int64_t timeout_ms, const std::atomi
                                    " ms (SageMaker creates one FIFO <channel>_<epoch> per epoch)");
     if (waited >= next_log_ms) {
       next_log_ms += 5000;
-      std::fprintf(stderr, "ctrain: waiting for FIFO %s to appear (%.0f s, %s)\n", path.c_str(), waited / 1000.0,
+      Logf("waiting for FIFO %s to appear (%.0f s, %s)\n", path.c_str(), waited / 1000.0,
                    timeout_ms > 0 ? ("timeout " + std::to_string(timeout_ms) + " ms").c_str() : "no timeout");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));

@@ -1,9 +1,11 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/data/pipeline.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
 
+#include "ctrain/base/log.h"
 #include "ctrain/data/batch_parser.h"
 #include "ctrain/data/file_list.h"
 #include "ctrain/data/interleave.h"
@@ -204,7 +206,7 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const std::vector<std::stri
   CTRAIN_RETURN_IF_ERROR(ValidatePipelineOptions(options));
   std::unique_ptr<Pipeline> p(new Pipeline());
   p->options_ = options;
-  p->start_ = std::chrono::steady_clock::now();
+  p->start_ = Clock::now();
   CTRAIN_ASSIGN_OR_RETURN(p->files_, ExpandFileList(file_patterns));
   const ShardSpec spec{options.num_shards, options.shard_index, 0};
   CTRAIN_ASSIGN_OR_RETURN(p->shard_plan_, PlanShards(p->files_, spec, reader_options, options.count_shard_records));
@@ -295,7 +297,7 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const std::vector<std::stri
   CTRAIN_RETURN_IF_ERROR(impl->top->Start(0));
   p->impl_ = std::move(impl);
   if (options.print_warnings)
-    for (const std::string& w : p->warnings_) std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+    for (const std::string& w : p->warnings_) Warnf("%s\n", w.c_str());
   return p;
 }
 
@@ -384,7 +386,7 @@ StatusOr<bool> Pipeline::Next(Batch* batch) {
 
 PipelineStats Pipeline::stats() const {
   PipelineStats s;
-  s.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  s.elapsed_seconds = SecondsSince(start_);
   impl_->counters.Fill(&s);
   for (const auto& st : impl_->stages) st->AddStats(&s);
   std::lock_guard<std::mutex> lock(stats_mu_);

@@ -53,6 +53,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ctrain/base/clock.h"
 #include "ctrain/base/status.h"
 #include "ctrain/data/batch.h"
 #include "ctrain/data/example_reader.h"
@@ -170,7 +171,7 @@ class Pipeline {
   ShardPlan shard_plan_;
   std::vector<std::string> warnings_;
   std::unique_ptr<Impl> impl_;
-  std::chrono::steady_clock::time_point start_;
+  Clock::time_point start_;
   InputWaitMeter meter_;          // consumer thread only
   mutable std::mutex stats_mu_;   // guards the consumer-side snapshot below
   uint64_t records_ = 0, batches_ = 0;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/base/clock.h"
 #include "ctrain/data/bounded_queue.h"
 
 namespace ctrain::data {
@@ -66,7 +67,7 @@ struct PipelineStats {
 // Records, per consumer step, the time spent waiting for input vs computing.
 class InputWaitMeter {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = ::ctrain::Clock;  // base/clock.h
   // Call right before asking for the next batch and right after getting it.
   void BeginWait() {
     const auto now = Clock::now();

@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/dataservice/admin.h"
 
 #include <chrono>
@@ -33,7 +34,7 @@ StatusOr<ReadResult> ReadThroughService(const DataServiceClientOptions& options,
   params.epochs = epochs;
   params.seed = seed;
   params.shuffle = shuffle;
-  const auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = Clock::now();
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<train::BatchSource> src, CreateDataServiceSource(options, params));
   ReadResult r;
   data::Batch b;
@@ -55,7 +56,7 @@ StatusOr<ReadResult> ReadThroughService(const DataServiceClientOptions& options,
   }
   CTRAIN_RETURN_IF_ERROR(src->Finish());
   if (out) CTRAIN_RETURN_IF_ERROR(out->Close());
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = SecondsSince(t0);
   r.metrics = src->Metrics();
   r.bytes = r.metrics.value("raw_bytes", int64_t{0});
   return r;

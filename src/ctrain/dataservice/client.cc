@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/dataservice/client.h"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <grpcpp/client_context.h>
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/log.h"
 #include "ctrain/dataservice/advice.h"
 #include "ctrain/dataservice/data_service.grpc.pb.h"
 #include "ctrain/dataservice/dataset_def.h"
@@ -24,7 +26,7 @@
 namespace ctrain::dataservice {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = ::ctrain::Clock;  // base/clock.h
 using json = nlohmann::json;
 
 double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
@@ -73,7 +75,7 @@ class DataServiceSource final : public train::BatchSource {
     if (opt_.log)
       opt_.log(line);
     else
-      std::fprintf(stderr, "ctrain: data service: %s\n", line.c_str());
+      Logf("data service: %s\n", line.c_str());
   }
   service::RetryOptions Retry() const {
     service::RetryOptions r;

@@ -1,3 +1,4 @@
+#include "ctrain/base/path.h"
 #include "ctrain/dataservice/dataset_def.h"
 
 #include <filesystem>
@@ -20,10 +21,9 @@ StatusOr<proto::DatasetDef> MakeDatasetDef(const train::StreamInput& input, cons
       return InvalidArgumentError(train::InputDisplayName(f) +
                                   ": a stream cannot be read through the data service (the workers read the files "
                                   "themselves); give regular files");
-    std::error_code ec;
-    std::filesystem::path abs = std::filesystem::absolute(f, ec);
-    if (ec) return InvalidArgumentError(f + ": cannot make the path absolute: " + ec.message());
-    def.add_files(abs.lexically_normal().string());
+    const std::string abs = AbsolutePath(f);  // base/path.h
+    if (abs.empty() || abs[0] != '/') return InvalidArgumentError(f + ": cannot make the path absolute");
+    def.add_files(abs);
   }
   const data::ExampleReaderOptions& r = input.reader;
   def.set_format(std::string(data::RecordFormatName(r.format)));

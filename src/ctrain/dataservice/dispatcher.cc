@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/dataservice/dispatcher.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/log.h"
 #include "ctrain/data/file_list.h"
 #include "ctrain/dataservice/advice.h"
 #include "ctrain/dataservice/data_service.grpc.pb.h"
@@ -21,7 +23,7 @@
 namespace ctrain::dataservice {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = ::ctrain::Clock;  // base/clock.h
 using json = nlohmann::json;
 
 struct WorkerRecord {
@@ -58,7 +60,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
     if (options.log)
       options.log(line);
     else
-      std::fprintf(stderr, "ctrain: dispatcher: %s\n", line.c_str());
+      Logf("dispatcher: %s\n", line.c_str());
   }
 
   // Journals then applies. REQUIRES: mu held.

@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/dataservice/worker.h"
 
 #include <unistd.h>
@@ -11,6 +12,7 @@
 
 #include <grpcpp/server_context.h>
 
+#include "ctrain/base/log.h"
 #include "ctrain/data/pipeline.h"
 #include "ctrain/dataservice/data_service.grpc.pb.h"
 #include "ctrain/dataservice/dataset_def.h"
@@ -20,7 +22,7 @@
 
 namespace ctrain::dataservice {
 namespace {
-using Clock = std::chrono::steady_clock;
+using Clock = ::ctrain::Clock;  // base/clock.h
 }
 
 int64_t ProcessRssBytes() {
@@ -48,7 +50,7 @@ struct Worker::Impl final : public proto::Worker::Service {
     if (options.log)
       options.log(line);
     else
-      std::fprintf(stderr, "ctrain: worker: %s\n", line.c_str());
+      Logf("worker: %s\n", line.c_str());
   }
 
   grpc::Status StreamSplit(grpc::ServerContext* ctx,

@@ -1,4 +1,6 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/dist/mpi_exchange.h"
+#include "ctrain/base/log.h"
 
 #include <mpi.h>
 #include <sched.h>
@@ -16,7 +18,7 @@ namespace ctrain::dist {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = ::ctrain::Clock;  // base/clock.h
 constexpr int kArriveTag = 7101;
 // Liveness probe of a stalled collective: a waiting rank pings the peers that
 // arrived; every rank waiting in a collective answers pings.
@@ -131,7 +133,7 @@ std::string MpiExchange::RankName(int32_t r) const {
 }
 
 void MpiExchange::Abort(const std::string& message, int code) {
-  std::fprintf(stderr, "ctrain: error: %s: %s\n", RankName(rank_).c_str(), message.c_str());
+  Logf("error: %s: %s\n", RankName(rank_).c_str(), message.c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);

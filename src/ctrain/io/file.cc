@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/io/file.h"
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 
 namespace ctrain::io {
@@ -82,7 +84,7 @@ class PollingFile final : public SequentialFile {
     if (owned_) ::close(fd_);
   }
   StatusOr<size_t> Read(char* buf, size_t n) override {
-    using Clock = std::chrono::steady_clock;
+    using Clock = ::ctrain::Clock;  // base/clock.h
     constexpr int kSliceMs = 100;
     constexpr int64_t kFirstLogMs = 1000, kLogEveryMs = 5000;
     size_t got = 0;
@@ -184,7 +186,7 @@ bool IsDescriptorPath(const std::string& path) {
 // O_NONBLOCK) is retried every 100 ms for up to kDefaultStreamTimeoutMs,
 // logging after 1 s and every 5 s, then DeadlineExceeded; an interrupt ends the wait.
 StatusOr<int> OpenStreamForWriting(const std::string& path, bool fifo) {
-  using Clock = std::chrono::steady_clock;
+  using Clock = ::ctrain::Clock;  // base/clock.h
   const auto start = Clock::now();
   int64_t next_log_ms = 1000;
   for (;;) {
@@ -201,7 +203,7 @@ StatusOr<int> OpenStreamForWriting(const std::string& path, bool fifo) {
                                    std::to_string(kDefaultStreamTimeoutMs) + " ms (pipe timeout)");
     if (waited >= next_log_ms) {
       next_log_ms += 5000;
-      std::fprintf(stderr, "ctrain: waiting for a reader on %s (%.0f s)\n", path.c_str(), waited / 1000.0);
+      Logf("waiting for a reader on %s (%.0f s)\n", path.c_str(), waited / 1000.0);
     }
     ::usleep(100 * 1000);
   }

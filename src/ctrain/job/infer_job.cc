@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/log.h"
 #include "ctrain/data/feature_spec.h"
 #include "ctrain/data/file_list.h"
 #include "ctrain/io/file.h"
@@ -56,7 +57,7 @@ Status ApplyCheckpointDataOptions(InferJobOptions& job, const train::TrainOption
   };
   if (from_checkpoint("--id-base")) used += std::to_string(job.data.id_base = to.data.id_base);
   if (!to.data.feature_map.empty() && from_checkpoint("--feature-map")) used += job.data.feature_map = to.data.feature_map;
-  if (!used.empty()) std::fprintf(stderr, "ctrain: reading --input as the model's training data: %s\n", used.c_str());
+  if (!used.empty()) Logf("reading --input as the model's training data: %s\n", used.c_str());
   return Status::OK();
 }
 
@@ -65,7 +66,7 @@ Status ApplyCheckpointDataOptions(InferJobOptions& job, const train::TrainOption
 Status CheckInputEncoding(InferJobOptions& job, const train::TrainOptions& to, const std::vector<train::InputFormat>& formats,
                           std::vector<std::string>* notes) {
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, job.data.ReaderOptions());
-  return train::CheckInputsMatchModel(to.data, job.model_dir, formats, ro, AbsolutePath(job.data.feature_map), notes);
+  return train::CheckInputsMatchModel(to.data, job.model_dir, formats, ro, CanonicalPath(job.data.feature_map), notes);
 }
 
 Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out) {
@@ -131,16 +132,16 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
         LoadExamples(job.input, job.data, to.model.feature_size, &ds, "input", &stats, /*model_fixed=*/true, labels));
     // Again as actually read (covers stdin and FIFOs, which cannot be sniffed first).
     CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(job, to, train::InputFormatsRead(stats), &notes));
-    for (const std::string& n : notes) std::fprintf(stderr, "ctrain: note: %s\n", n.c_str());
+    for (const std::string& n : notes) Logf("note: %s\n", n.c_str());
     {  // values the model cannot handle give saturated predictions, not errors: say so
       train::InputStats st(ds.field_size());
       st.Add(ds.ids(), ds.values(), ds.size(), ds.labels());
       for (const std::string& w : st.Warnings("input examples", &ds.source_paths(), &ds.source_reader(), st.examples()))
-        std::fprintf(stderr, "ctrain: warning: %s\n", w.c_str());
+        Warnf("%s\n", w.c_str());
     }
   }
   for (const std::string& d : train::DescribeDropped(stats.dropped, predict))
-    std::fprintf(stderr, "ctrain: %s: %s\n", command, d.c_str());
+    Logf("%s: %s\n", command, d.c_str());
   if (predict) {
     CTRAIN_RETURN_IF_ERROR(train::CheckDroppedAlignable(stats.dropped));
     CTRAIN_RETURN_IF_ERROR(train::CheckPredictColumns(columns, ds));
@@ -153,7 +154,7 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
     CTRAIN_RETURN_IF_ERROR(f->Close());
     int64_t dropped = 0;
     for (const auto& d : stats.dropped) dropped += static_cast<int64_t>(d.where.records);
-    std::fprintf(stderr, "ctrain: wrote %lld lines to %s: %zu predictions, %lld nan for dropped records (model step %lld)\n",
+    Logf("wrote %lld lines to %s: %zu predictions, %lld nan for dropped records (model step %lld)\n",
                  static_cast<long long>(probs.size() + dropped), job.output.c_str(), probs.size(),
                  static_cast<long long>(dropped), static_cast<long long>(t->global_step()));
     return Status::OK();
@@ -169,7 +170,7 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
   }
   CTRAIN_ASSIGN_OR_RETURN(train::EvalResult r, t->Evaluate(ds));
   const std::string saturated = train::SaturationWarning(r.saturated_fraction, r.examples, t->global_step());
-  if (!saturated.empty()) std::fprintf(stderr, "ctrain: warning: %s\n", saturated.c_str());
+  if (!saturated.empty()) Warnf("%s\n", saturated.c_str());
   std::printf("auc %.6f\nlogloss %.6f\nexamples %lld\nnormalized_entropy %.6f\ncalibration %.6f\npr_auc %.6f\n", r.auc,
               r.logloss, static_cast<long long>(r.examples), r.normalized_entropy, r.calibration, r.pr_auc);
   if (job.gauc_field >= 0)

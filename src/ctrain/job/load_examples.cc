@@ -5,16 +5,11 @@
 
 #include <cstdio>
 
+#include "ctrain/base/log.h"
 #include "ctrain/train/input_checks.h"
 #include "ctrain/train/prediction_output.h"
 
 namespace ctrain::job {
-
-std::string AbsolutePath(const std::string& path) {
-  if (path.empty()) return path;
-  char abs[PATH_MAX];
-  return ::realpath(path.c_str(), abs) != nullptr ? std::string(abs) : path;
-}
 
 Status LoadExamples(const std::vector<std::string>& paths, DataOptions& data, int64_t feature_size,
                     train::Dataset* out, const char* what, train::LoadStats* stats_out, bool model_fixed,
@@ -32,10 +27,10 @@ Status LoadExamples(const std::vector<std::string>& paths, DataOptions& data, in
   *out = std::move(loaded).value();
   if (std::string(what) != "input")  // eval/predict log them with the output line they affect
     for (const std::string& d : train::DescribeDropped(stats.dropped, false))
-      std::fprintf(stderr, "ctrain: %s: %s\n", what, d.c_str());
+      Logf("%s: %s\n", what, d.c_str());
   char ctr[32] = "unlabelled";  // io/label_mode.h: read without labels (NaN)
   if (train::HasLabels(*out)) std::snprintf(ctr, sizeof ctr, "CTR %.4f", out->PositiveRate());
-  std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), %s%s%s\n", what,
+  Logf("%s: %lld examples from %lld file(s), %s%s%s\n", what,
                static_cast<long long>(out->size()), static_cast<long long>(stats.files), ctr,
                stats.skipped.empty() ? "" : "; skipped: ", stats.skipped.c_str());
   return Status::OK();
@@ -48,7 +43,7 @@ Status LoadSpecExamples(const std::vector<std::string>& paths, const data::Featu
   StatusOr<train::Dataset> loaded = train::LoadSpecDataset(paths, spec, &stats);
   if (!loaded.ok()) return std::string(what) == "train" ? loaded.status() : loaded.status().WithContext(std::string("--") + what);
   *out = std::move(loaded).value();
-  std::fprintf(stderr, "ctrain: %s: %lld examples from %lld file(s), CTR %.4f, %d fields%s (feature spec %s)%s%s\n",
+  Logf("%s: %lld examples from %lld file(s), CTR %.4f, %d fields%s (feature spec %s)%s%s\n",
                what, static_cast<long long>(out->size()), static_cast<long long>(stats.files), out->PositiveRate(),
                spec.field_size, spec.multi_hot ? " multi-hot" : "", spec.source.c_str(),
                stats.skipped.empty() ? "" : "; skipped: ", stats.skipped.c_str());

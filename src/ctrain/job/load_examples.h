@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/base/path.h"
 #include "ctrain/base/status.h"
 #include "ctrain/job/data_options.h"
 #include "ctrain/train/dataset.h"
@@ -28,6 +29,5 @@ Status LoadSpecExamples(const std::vector<std::string>& paths, const data::Featu
                         const char* what, train::LoadStats* stats_out = nullptr);
 
 // The absolute path of a --feature-map (as recorded in checkpoints); "" stays "".
-std::string AbsolutePath(const std::string& path);
 
 }  // namespace ctrain::job

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 #include "ctrain/job/rank.h"
 #if CTRAIN_HAVE_MPI
@@ -83,7 +84,7 @@ void DistributedRun::ShardRows(train::Dataset* rows, bool log) const {
   if (mpi == nullptr || mpi->size() <= 1) return;
   *rows = dist::ShardRows(*rows, mpi->size(), mpi->rank());
   if (log)
-    std::fprintf(stderr, "ctrain: %s: memory mode: %lld training rows (every %d-th row from %d)\n",
+    Logf("%s: memory mode: %lld training rows (every %d-th row from %d)\n",
                  mpi->RankName(mpi->rank()).c_str(), static_cast<long long>(rows->size()), mpi->size(), mpi->rank());
 }
 
@@ -92,7 +93,7 @@ void DistributedRun::Attach(train::Trainer& trainer, int64_t check_replicas_ever
   if (mpi == nullptr) return;
   trainer.set_gradient_exchange(mpi);
   mpi->set_check_replicas_every(check_replicas_every);
-  if (mpi->is_chief()) std::fprintf(stderr, "ctrain: %s\n", impl_->job_line.c_str());
+  if (mpi->is_chief()) Logf("%s\n", impl_->job_line.c_str());
 }
 
 void DistributedRun::SnapshotTraffic() {

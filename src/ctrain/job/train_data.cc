@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/base/log.h"
 #include "ctrain/data/feature_spec.h"
 #include "ctrain/data/pipeline.h"
 #include "ctrain/data/shard.h"
@@ -52,14 +53,14 @@ Status OpenStream(TrainRun& run) {
   }
   if (run.remote) {
     CTRAIN_ASSIGN_OR_RETURN(dataservice::DataServiceClientOptions dso,
-                            job.data_service.Options(/*ordered=*/true, AbsolutePath(job.data.feature_map)));
+                            job.data_service.Options(/*ordered=*/true, CanonicalPath(job.data.feature_map)));
     run.data_service_factory = dataservice::MakeDataServiceSourceFactory(dso);
     // Received batches are decoded on the stream threads and freed on the
     // trainer's: one malloc arena per core keeps RSS near the byte limits
     // (docs/data-service.md#memory).
     mallopt(M_ARENA_MAX, std::max(2, train::AvailableCpus()));
     if (run.report)
-      std::fprintf(stderr, "ctrain: training data from the data service at %s (%s, job %s)\n",
+      Logf("training data from the data service at %s (%s, job %s)\n",
                    dso.dispatcher.c_str(), job.data_service.processing_mode.c_str(),
                    dso.job_name.empty() ? "by dataset" : dso.job_name.c_str());
   } else if (run.report) {
@@ -128,11 +129,11 @@ Status DescribeData(TrainRun& run) {
   } else {
     formats = train::InputFormatsRead(run.tr_stats);
   }
-  CTRAIN_ASSIGN_OR_RETURN(o.data, train::DescribeTrainingData(formats, ro, AbsolutePath(job.data.feature_map)));
+  CTRAIN_ASSIGN_OR_RETURN(o.data, train::DescribeTrainingData(formats, ro, CanonicalPath(job.data.feature_map)));
   // --valid must be encoded like --train (the check eval makes against a checkpoint).
   if (run.have_valid)
     CTRAIN_RETURN_IF_ERROR(train::CheckValidMatchesTraining(o.data, job.train, train::InputFormatsRead(run.va_stats),
-                                                            ro, AbsolutePath(job.data.feature_map)));
+                                                            ro, CanonicalPath(job.data.feature_map)));
   return Status::OK();
 }
 

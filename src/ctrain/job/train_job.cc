@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 #include "ctrain/job/option_schema.h"
 #include "ctrain/job/rank.h"
@@ -27,7 +28,7 @@ Status Autotune(TrainRun& run) {
   const TrainJobOptions& job = run.job;
   train::TrainOptions& o = run.o;
   if (job.autotune) {
-    std::fprintf(stderr, "ctrain: autotune: measuring thread layouts on %d cores (%lld steps each)...\n",
+    Logf("autotune: measuring thread layouts on %d cores (%lld steps each)...\n",
                  train::AvailableCpus(), static_cast<long long>(job.autotune_steps));
     train::AutotuneOptions ao;
     ao.steps = job.autotune_steps;
@@ -56,14 +57,14 @@ Status CreateTrainer(TrainRun& run) {
     CTRAIN_ASSIGN_OR_RETURN(run.ps_params, ps::PsParameters::Connect(run.o, po));
     std::string servers;
     for (const std::string& a : job.ps.addresses) servers += (servers.empty() ? "" : ",") + a;
-    std::fprintf(stderr, "ctrain: %s, parameter servers %s\n", run.ps_params->Describe().c_str(), servers.c_str());
+    Logf("%s, parameter servers %s\n", run.ps_params->Describe().c_str(), servers.c_str());
     if (job.ps.worker_index != 0) run.have_valid = false;  // the chief validates
   }
   CTRAIN_ASSIGN_OR_RETURN(run.trainer, train::Trainer::Create(run.o, run.ps_params.get()));
   bool restored = false;
   CTRAIN_RETURN_IF_ERROR(run.trainer->Restore(&restored));
   if (restored && !run.ps_params)
-    std::fprintf(stderr, "ctrain: resumed from %s at step %lld\n", run.o.model_dir.c_str(),
+    Logf("resumed from %s at step %lld\n", run.o.model_dir.c_str(),
                  static_cast<long long>(run.trainer->global_step()));
   return Status::OK();
 }

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/log.h"
 #include "ctrain/job/metrics_json.h"
 #include "ctrain/job/train_steps.h"
 #include "ctrain/ps/ps_training.h"
@@ -27,7 +28,7 @@ void ReportDone(const TrainRun& run) {
   if (!run.report) return;
   const train::TrainResult& r = run.r;
   if (r.steps_this_run == 0) {
-    std::fprintf(stderr, "ctrain: nothing to do: already at step %lld (%lld examples, %.2f epochs)",
+    Logf("nothing to do: already at step %lld (%lld examples, %.2f epochs)",
                  static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs);
   } else if (!r.epoch_size_known) {
     std::fprintf(stderr,
@@ -36,7 +37,7 @@ void ReportDone(const TrainRun& run) {
                  static_cast<long long>(r.steps), static_cast<long long>(r.examples),
                  static_cast<long long>(r.epochs), r.examples_per_sec);
   } else {
-    std::fprintf(stderr, "ctrain: done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
+    Logf("done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
                  static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
   }
   if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
@@ -47,7 +48,7 @@ void ReportDone(const TrainRun& run) {
                  r.pipeline.records_per_second);
   std::fprintf(stderr, "\n");
   if (r.streamed && r.input_wait_fraction > 0.1 && !r.input_suggestion.empty())
-    std::fprintf(stderr, "ctrain: %s\n", r.input_suggestion.c_str());
+    Logf("%s\n", r.input_suggestion.c_str());
 }
 
 nlohmann::json ReportPs(const TrainRun& run) {
@@ -57,7 +58,7 @@ nlohmann::json ReportPs(const TrainRun& run) {
   pr.train = run.r;
   ps::FinishPsResult(*run.ps_params, *run.trainer, &pr);
   nlohmann::json j = ps::PsMetricsJson(pr, run.job.ps.worker_index, run.job.ps.num_workers, run.job.ps.sync_replicas);
-  std::fprintf(stderr, "ctrain: %s\n", ps::PsMetricsLine(j).c_str());
+  Logf("%s\n", ps::PsMetricsLine(j).c_str());
   return j;
 }
 

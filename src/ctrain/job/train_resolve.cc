@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "ctrain/base/log.h"
 #include "ctrain/data/feature_spec.h"
 #include "ctrain/job/train_steps.h"
 #include "ctrain/model/layers/bf16.h"
@@ -28,7 +29,7 @@ Status ResolveModelOptions(TrainRun& run) {
     const Status bf16 = model::Bf16GemmSupported();
     o.model.gemm_dtype = bf16.ok() ? model::DataType::kBF16 : model::DataType::kF32;
     if (!bf16.ok() && !job.autotune)
-      std::fprintf(stderr, "ctrain: --mixed-precision auto: f32 (%s)\n", std::string(bf16.message()).c_str());
+      Logf("--mixed-precision auto: f32 (%s)\n", std::string(bf16.message()).c_str());
   } else {
     return InvalidArgumentError("--mixed-precision: expected f32, bf16 or auto, got '" + job.mixed_precision + "'");
   }

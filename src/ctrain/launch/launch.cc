@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/launch/launch.h"
 
 #include <signal.h>
@@ -12,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 #include "ctrain/dataservice/admin.h"
 #include "ctrain/io/file.h"
@@ -26,7 +28,7 @@ namespace {
 constexpr auto kListenTimeout = std::chrono::seconds(120);
 
 void Say(const std::string& line) {
-  std::fprintf(stderr, "ctrain: launch: %s\n", line.c_str());
+  Logf("launch: %s\n", line.c_str());
   std::fflush(stderr);
 }
 
@@ -362,7 +364,7 @@ StatusOr<int> Run::Start(const std::string& role, const std::vector<std::string>
 
 int Run::WaitForMpiRanks(const std::string& leader, std::string* reason) {
   if (o_.mpi_host_wait_s <= 0) return 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o_.mpi_host_wait_s);
+  const Deadline deadline(std::chrono::seconds(o_.mpi_host_wait_s));
   bool seen = false;
   for (;;) {
     if (int sig = PendingInterrupt(); sig != 0) {
@@ -375,7 +377,7 @@ int Run::WaitForMpiRanks(const std::string& leader, std::string* reason) {
       Say(c_.resources.current_host + ": mpirun's daemon is here; waiting for it to end");
     }
     if (seen && daemons == 0) return 0;
-    if (!seen && std::chrono::steady_clock::now() >= deadline) {
+    if (!seen && deadline.expired()) {
       *reason = c_.resources.current_host + ": the mpirun of " + leader + " did not reach this host within " +
                 std::to_string(o_.mpi_host_wait_s) + " s (mpirun starts its daemon through ssh: does the image run sshd?)";
       return 1;
@@ -466,9 +468,9 @@ int RunLaunch(const LaunchOptions& options) {
   }
   if (rc != 0) {
     if (reason.empty()) reason = "failed with status " + std::to_string(rc);
-    std::fprintf(stderr, "ctrain: launch: %s\n", reason.c_str());
+    Logf("launch: %s\n", reason.c_str());
     if (Status s = WriteFailure(options.sm_root + "/output/failure", reason); !s.ok())
-      std::fprintf(stderr, "ctrain: launch: %s\n", s.ToString().c_str());
+      Logf("launch: %s\n", s.ToString().c_str());
   }
   return rc;
 }

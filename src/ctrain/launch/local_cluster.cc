@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 #include "ctrain/io/file.h"
 #include "ctrain/launch/hyperparameters.h"
@@ -71,7 +72,7 @@ void FeedPipe(const std::string& prefix, const std::vector<std::string>& files, 
     const std::string fifo = prefix + "_" + std::to_string(e);
     ::unlink(fifo.c_str());
     if (::mkfifo(fifo.c_str(), 0600) != 0) {
-      std::fprintf(stderr, "ctrain: launch: local cluster: mkfifo %s: %s\n", fifo.c_str(), std::strerror(errno));
+      Logf("launch: local cluster: mkfifo %s: %s\n", fifo.c_str(), std::strerror(errno));
       return;
     }
     int fd = -1;
@@ -255,7 +256,7 @@ Status WriteHostTree(const std::string& root, const LocalClusterSpec& spec, cons
 
 int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, const LaunchOptions& base) {
   auto fail = [](const Status& s) {
-    std::fprintf(stderr, "ctrain: launch: %s\n", s.ToString().c_str());
+    Logf("launch: %s\n", s.ToString().c_str());
     return 1;
   };
   StatusOr<std::string> text = io::ReadFileToString(spec_path);
@@ -291,7 +292,7 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
       if (c.mode == InputMode::kPipe && host_group[i] != data_group)
         feeders.emplace_back(FeedPipe, abs_work + "/" + hosts[i] + "/input/data/" + c.name, c.files, epochs, &stop_feeders);
 
-  std::fprintf(stderr, "ctrain: launch: local cluster of %zu host(s) in %s\n", hosts.size(), abs_work.c_str());
+  Logf("launch: local cluster of %zu host(s) in %s\n", hosts.size(), abs_work.c_str());
   int rc = 0, stopped_by = 0;
   std::vector<std::string> failures;
   {
@@ -326,7 +327,7 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
         }
         if (sup.status(i) != 0 && !stopping) {  // one host failed: SageMaker stops the job
           stopping = true;
-          std::fprintf(stderr, "ctrain: launch: %s exited with status %d: stopping the other hosts\n",
+          Logf("launch: %s exited with status %d: stopping the other hosts\n",
                        sup.name(i).c_str(), sup.status(i));
           sup.SignalAll(SIGTERM);
         }
@@ -351,8 +352,8 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
   }
   stop_feeders = true;
   for (auto& t : feeders) t.join();
-  for (const std::string& f : failures) std::fprintf(stderr, "ctrain: launch: failed: %s\n", f.c_str());
-  if (rc == 0) std::fprintf(stderr, "ctrain: launch: local cluster done: every host exited 0\n");
+  for (const std::string& f : failures) Logf("launch: failed: %s\n", f.c_str());
+  if (rc == 0) Logf("launch: local cluster done: every host exited 0\n");
   if (stopped_by != 0) return 128 + stopped_by;
   return rc;
 }

@@ -1,4 +1,6 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/launch/supervisor.h"
+#include "ctrain/base/log.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -93,7 +95,7 @@ StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::
     if (const int null = ::open("/dev/null", O_RDONLY); null >= 0) ::dup2(null, 0);
     ::dup2(out[1], 1), ::dup2(err[1], 2);
     ::execv(args[0], args.data());
-    std::fprintf(stderr, "ctrain: launch: cannot execute %s: %s\n", args[0], std::strerror(errno));
+    Logf("launch: cannot execute %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // (also here: no group signal may reach it before the child's own setpgid)
@@ -170,17 +172,17 @@ void Supervisor::SignalAll(int sig) {
 }
 
 int Supervisor::Wait(int i, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
+  const Deadline deadline(limit);
   for (;;) {
     if (Exited(i)) return children_[i]->status;
-    if (std::chrono::steady_clock::now() >= end) return -1;
+    if (deadline.expired()) return -1;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
 StatusOr<std::string> Supervisor::WaitListening(int i, std::chrono::milliseconds limit, const std::atomic<int>* stop) {
   Child& c = *children_[i];
-  const auto end = std::chrono::steady_clock::now() + limit;
+  const Deadline deadline(limit);
   for (;;) {
     {
       std::unique_lock<std::mutex> l(c.mu);
@@ -192,7 +194,7 @@ StatusOr<std::string> Supervisor::WaitListening(int i, std::chrono::milliseconds
       return UnavailableError(c.name + " exited with status " + std::to_string(c.status) + " before listening" +
                               (last_line(i).empty() ? "" : ": " + last_line(i)));
     if (stop != nullptr && stop->load() != 0) return CancelledError(c.name + ": stopped while waiting for it to listen");
-    if (std::chrono::steady_clock::now() >= end)
+    if (deadline.expired())
       return DeadlineExceededError(c.name + " did not say where it listens within " +
                                    std::to_string(limit.count()) + " ms");
   }

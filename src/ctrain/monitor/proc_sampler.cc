@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/monitor/proc_sampler.h"
 
 #include <dirent.h>
@@ -47,7 +48,7 @@ bool ParseProcStat(const std::string& line, uint64_t* ticks, int* cpu) {
 ProcSampler::ProcSampler() {
   cores_ = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
   ticks_per_sec_ = std::max(1L, ::sysconf(_SC_CLK_TCK));
-  last_ = std::chrono::steady_clock::now();
+  last_ = Clock::now();
   std::string line;
   int cpu = 0;
   if (ReadLine("/proc/self/stat", &line)) ParseProcStat(line, &last_process_ticks_, &cpu);
@@ -72,7 +73,7 @@ bool ProcSampler::ReadThreads(std::map<int, ThreadTicks>* out) {
 
 std::vector<Scalar> ProcSampler::Sample() {
   std::vector<Scalar> out;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = Clock::now();
   const double wall = std::chrono::duration<double>(now - last_).count();
   last_ = now;
   std::string line;

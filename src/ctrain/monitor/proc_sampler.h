@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/base/clock.h"
 #include "ctrain/monitor/event_file.h"
 
 namespace ctrain::monitor {
@@ -39,7 +40,7 @@ class ProcSampler {
     int cpu = 0;
   };
   bool ReadThreads(std::map<int, ThreadTicks>* out);
-  std::chrono::steady_clock::time_point last_;
+  Clock::time_point last_;
   uint64_t last_process_ticks_ = 0;
   std::map<int, ThreadTicks> last_threads_;
   int cores_ = 1;

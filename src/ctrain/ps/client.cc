@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/ps/client.h"
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 
 #include <grpcpp/client_context.h>
 
+#include "ctrain/base/log.h"
 #include "ctrain/ps/dense_placement.h"
 #include "ctrain/ps/parameter_server.grpc.pb.h"
 #include "ctrain/service/grpc_status.h"
@@ -16,9 +18,6 @@
 namespace ctrain::ps {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point a) { return std::chrono::duration<double>(Clock::now() - a).count(); }
 
 // Seconds to serialize and parse `req` and `resp` once each (what gRPC does with them on both ends).
 template <typename Req, typename Resp>
@@ -31,7 +30,7 @@ double ProtobufSeconds(const Req& req, const Resp& resp) {
   Resp p2;
   r2.ParseFromString(a);
   p2.ParseFromString(b);
-  return Seconds(t0);
+  return SecondsSince(t0);
 }
 constexpr int64_t kProtobufSampleEvery = 16;
 
@@ -66,7 +65,7 @@ struct PsClient::Impl {
     if (options.log)
       options.log(line);
     else
-      std::fprintf(stderr, "ctrain: worker %d: %s\n", options.worker_index, line.c_str());
+      Logf("worker %d: %s\n", options.worker_index, line.c_str());
   }
   std::string Name(int32_t s) const {
     return "parameter server shard " + std::to_string(s) + " at " + options.addresses[s];
@@ -228,7 +227,7 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
   if (dense != nullptr)
     for (int32_t s = 0; s < S; ++s) m.pull_req[s].set_dense(!m.dense_of[s].empty());
   for (int32_t s = 0; s < S; ++s) m.stats.bytes_sent += static_cast<int64_t>(m.pull_req[s].ByteSizeLong());
-  m.stats.encode_seconds += Seconds(t0);
+  m.stats.encode_seconds += SecondsSince(t0);
   t0 = Clock::now();
   CTRAIN_RETURN_IF_ERROR(m.ForShards(m.AllShards(), [&](int32_t s) {
     return m.Call(s, "Pull", [&](grpc::ClientContext* ctx) {
@@ -236,7 +235,7 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
       return m.stubs[s]->Pull(ctx, m.pull_req[s], &m.pull_resp[s]);
     });
   }));
-  m.stats.rpc_seconds += Seconds(t0);
+  m.stats.rpc_seconds += SecondsSince(t0);
   if (m.stats.pulls / S % kProtobufSampleEvery == 0)
     for (int32_t s = 0; s < S; ++s)
       m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.pull_req[s], m.pull_resp[s]);
@@ -275,7 +274,7 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
       }
     }
   }
-  m.stats.encode_seconds += Seconds(t0);
+  m.stats.encode_seconds += SecondsSince(t0);
   return Status::OK();
 }
 
@@ -326,7 +325,7 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
       for (int32_t i : m.dense_of[s]) PutFloats((*dense)[i], m.dense_sizes[i], m.push_req[s].add_dense_grad());
   }
   for (int32_t s = 0; s < S; ++s) m.stats.bytes_sent += static_cast<int64_t>(m.push_req[s].ByteSizeLong());
-  m.stats.encode_seconds += Seconds(t0);
+  m.stats.encode_seconds += SecondsSince(t0);
   t0 = Clock::now();
   CTRAIN_RETURN_IF_ERROR(m.ForShards(m.AllShards(), [&](int32_t s) {
     return m.Call(s, "Push", [&](grpc::ClientContext* ctx) {
@@ -334,7 +333,7 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
       return m.stubs[s]->Push(ctx, m.push_req[s], &m.push_resp[s]);
     });
   }));
-  m.stats.rpc_seconds += Seconds(t0);
+  m.stats.rpc_seconds += SecondsSince(t0);
   if (m.stats.pushes / S % kProtobufSampleEvery == 0)
     for (int32_t s = 0; s < S; ++s)
       m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.push_req[s], m.push_resp[s]);

@@ -1,3 +1,5 @@
+#include "ctrain/base/clock.h"
+#include "ctrain/base/path.h"
 #include "ctrain/ps/shard.h"
 
 #include <unistd.h>
@@ -7,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "ctrain/base/log.h"
 #include "ctrain/model/deepfm.h"
 #include "ctrain/ps/dense_placement.h"
 #include "ctrain/train/checkpoint.h"
@@ -16,7 +19,7 @@
 namespace ctrain::ps {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = ::ctrain::Clock;  // base/clock.h
 
 int64_t Nanos(Clock::time_point a) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - a).count();
@@ -50,12 +53,6 @@ StatusOr<int64_t> CheckedElements(const std::string& what, const std::vector<int
   return n;
 }
 
-std::string AbsolutePath(const std::string& p) {
-  if (!p.empty() && p[0] == '/') return p;
-  char buf[4096];
-  if (::getcwd(buf, sizeof buf) == nullptr) return p;
-  return std::string(buf) + "/" + p;
-}
 
 }  // namespace
 
@@ -77,7 +74,7 @@ void ParameterShard::Log(const std::string& line) const {
   if (options_.log)
     options_.log(line);
   else
-    std::fprintf(stderr, "ctrain: ps shard %d: %s\n", options_.shard, line.c_str());
+    Logf("ps shard %d: %s\n", options_.shard, line.c_str());
 }
 
 StatusOr<std::unique_ptr<ParameterShard>> ParameterShard::Create(const ShardOptions& options) {

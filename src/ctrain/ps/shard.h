@@ -39,6 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/clock.h"
 #include "ctrain/base/status.h"
 #include "ctrain/optim/optimizer.h"
 #include "ctrain/ps/parameter_server.pb.h"
@@ -135,7 +136,7 @@ class ParameterShard {
   bool shutdown_ = false;                        // GUARDED_BY(sync_mu_)
 
   // Traffic.
-  std::chrono::steady_clock::time_point start_;
+  Clock::time_point start_;
   std::atomic<int64_t> pulls_{0}, pushes_{0}, pulled_rows_{0}, pushed_rows_{0}, bytes_in_{0}, bytes_out_{0},
       dropped_stale_{0};
   std::atomic<int64_t> pull_ns_{0}, apply_ns_{0};  // time in Pull's copy and in the optimizer

@@ -1,3 +1,4 @@
+#include "ctrain/base/clock.h"
 #include "ctrain/service/channel.h"
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
+#include "ctrain/base/log.h"
 #include "ctrain/service/auth.h"
 #include "ctrain/service/server.h"
 
@@ -47,7 +49,7 @@ void PrepareContext(grpc::ClientContext* context, const ChannelConfig& config, s
 }
 
 Status RetryUnavailable(const std::string& what, const RetryOptions& options, const std::function<Status()>& call) {
-  using Clock = std::chrono::steady_clock;
+  using Clock = ::ctrain::Clock;  // base/clock.h
   const auto start = Clock::now();
   auto next_notice = start + options.notice_every;
   std::chrono::milliseconds delay(50);
@@ -66,7 +68,7 @@ Status RetryUnavailable(const std::string& what, const RetryOptions& options, co
       if (options.log)
         options.log(line);
       else
-        std::fprintf(stderr, "ctrain: %s\n", line.c_str());
+        Logf("%s\n", line.c_str());
       next_notice = now + options.notice_every;
     }
     // Sleep in short slices so a stop request is seen promptly.

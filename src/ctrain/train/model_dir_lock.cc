@@ -1,4 +1,5 @@
 #include "ctrain/train/model_dir_lock.h"
+#include "ctrain/base/log.h"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -82,7 +83,7 @@ StatusOr<std::unique_ptr<ModelDirLock>> ModelDirLock::Acquire(const std::string&
     }
     if (err == ENOLCK || err == EOPNOTSUPP || err == ENOSYS) {
       // A file system without flock (some network mounts): train unguarded rather than not at all.
-      std::fprintf(stderr, "ctrain: warning: %s: cannot lock (%s); make sure no other training uses %s\n",
+      Warnf("%s: cannot lock (%s); make sure no other training uses %s\n",
                    path.c_str(), std::strerror(err), model_dir.c_str());
       break;
     }

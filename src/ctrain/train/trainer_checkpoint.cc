@@ -1,6 +1,7 @@
 // Checkpoints (docs/checkpoint.md): the tensors and meta of a trainer, saving,
 // restoring (a local checkpoint or what the parameter servers restored) and
 // warm starts (docs/training.md#warm-start).
+#include "ctrain/base/path.h"
 #include "ctrain/train/trainer_impl.h"
 
 #include <cmath>
@@ -129,13 +130,7 @@ Status Trainer::Impl::SaveFinal() {
 
 namespace {
 
-std::string CanonicalDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::path p = std::filesystem::weakly_canonical(std::filesystem::absolute(dir, ec), ec);
-  std::string s = ec ? dir : p.string();
-  while (s.size() > 1 && s.back() == '/') s.pop_back();
-  return s;
-}
+std::string CanonicalDir(const std::string& dir) { return CanonicalPath(dir); }  // base/path.h
 
 // The model config keys that fix the parameters' shapes: a warm start needs
 // them equal (feature_size may grow; dropout, l2 and the like may change).

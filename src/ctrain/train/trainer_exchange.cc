@@ -1,6 +1,7 @@
 // Training as one of N mpirun ranks (docs/distributed.md): the fused
 // allreduce of the dense gradients, the allgather of sparse rows, rank 0's
 // state broadcast, the per-step vote and the replica hash check.
+#include "ctrain/base/log.h"
 #include "ctrain/train/trainer_impl.h"
 
 #include <algorithm>
@@ -130,7 +131,7 @@ Status Trainer::Impl::Vote(bool have, bool* go, int* sig) {
 void Trainer::Impl::ReportLeftOver(int64_t n) {
   if (n <= 0) return;
   left_over += n;
-  std::fprintf(stderr, "ctrain: %s: epoch %lld ended at step %lld with another rank's shard: %lld examples of this "
+  Logf("%s: epoch %lld ended at step %lld with another rank's shard: %lld examples of this "
                "rank's shard were not used in this epoch\n", exch->RankName(exch->rank()).c_str(),
                static_cast<long long>(pos.epoch + 1), static_cast<long long>(pos.global_step),
                static_cast<long long>(n));

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/clock.h"
 #include "ctrain/model/model.h"
 #include "ctrain/optim/optimizer.h"
 #include "ctrain/train/checkpoint.h"
@@ -39,11 +40,8 @@ class EpochFeed;          // trainer_feed.h
 class GradientExchange;   // gradient_exchange.h
 class RemoteParameters;   // remote_parameters.h
 
-using Clock = std::chrono::steady_clock;
-
-inline double Seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
+using ::ctrain::Clock;  // base/clock.h
+inline double Seconds(Clock::time_point a, Clock::time_point b) { return SecondsBetween(a, b); }
 
 // One model replica and its per-step buffers.
 struct Replica {
