@@ -27,6 +27,8 @@ trap print_times EXIT
 stage "dependencies (install-deps.sh)" bash scripts/install-deps.sh
 # Tests and benches ON explicitly: build/ may have been configured by scripts/run.sh without them.
 stage "Release build (build/, every target)" bash scripts/build.sh -DCTRAIN_BUILD_TESTS=ON -DCTRAIN_BUILD_BENCH=ON
+# The lock rules (Clang thread-safety annotations, src/ctrain/base/mutex.h) checked by clang -Wthread-safety.
+stage "thread-safety analysis (clang -Wthread-safety)" bash scripts/thread_safety.sh build
 release_ctest() { (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900); }
 stage "Release CTest (every test, slow included)" release_ctest
 # The wheel's CMake tree persists in build-py/ (pyproject.toml), so a rerun is incremental.

@@ -15,10 +15,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
+
+#include "ctrain/base/mutex.h"
 
 namespace ctrain::data {
 
@@ -34,15 +35,15 @@ struct QueueStats {
 template <typename T>
 class BoundedQueue {
  public:
-  // REQUIRES: capacity >= 1.
+  // CTRAIN_REQUIRES: capacity >= 1.
   BoundedQueue(std::string name, size_t capacity) : name_(std::move(name)), capacity_(std::max<size_t>(capacity, 1)) {}
   BoundedQueue(const BoundedQueue&) = delete;
   BoundedQueue& operator=(const BoundedQueue&) = delete;
 
   // Blocks while full. Returns false (and drops `item`) once closed.
   bool Push(T item, uint64_t bytes = 0) {
-    std::unique_lock<std::mutex> lock(mu_);
-    not_full_.wait(lock, [&] { return closed_ || items_.size() < capacity_; });
+    MutexLock lock(mu_);
+    lock.Wait(not_full_, [&]() CTRAIN_REQUIRES(mu_) { return closed_ || items_.size() < capacity_; });
     if (closed_) return false;
     items_.emplace_back(std::move(item), bytes);
     bytes_ += bytes;
@@ -56,8 +57,8 @@ class BoundedQueue {
 
   // Blocks while empty and open. nullopt once closed and drained.
   std::optional<T> Pop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    not_empty_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    MutexLock lock(mu_);
+    lock.Wait(not_empty_, [&]() CTRAIN_REQUIRES(mu_) { return closed_ || !items_.empty(); });
     if (items_.empty()) return std::nullopt;
     Sample();
     T item = std::move(items_.front().first);
@@ -69,7 +70,7 @@ class BoundedQueue {
 
   // Non-blocking Pop: nullopt when empty (open or closed).
   std::optional<T> TryPop() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (items_.empty()) return std::nullopt;
     Sample();
     T item = std::move(items_.front().first);
@@ -80,7 +81,7 @@ class BoundedQueue {
   }
 
   void Close(bool discard = false) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
     if (discard) {
       items_.clear();
@@ -91,17 +92,17 @@ class BoundedQueue {
   }
 
   bool closed() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return closed_;
   }
   size_t size() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return items_.size();
   }
   size_t capacity() const { return capacity_; }
 
   QueueStats stats() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     QueueStats s;
     s.name = name_;
     s.capacity = capacity_;
@@ -113,19 +114,20 @@ class BoundedQueue {
   }
 
  private:
-  void Sample() {  // REQUIRES: mu_ held
+  void Sample() CTRAIN_REQUIRES(mu_) {
     fill_sum_ += items_.size();
     ++samples_;
   }
 
   const std::string name_;
   const size_t capacity_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable not_full_, not_empty_;
-  std::deque<std::pair<T, uint64_t>> items_;  // GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;                         // GUARDED_BY(mu_)
-  bool closed_ = false;                        // GUARDED_BY(mu_)
-  uint64_t fill_sum_ = 0, samples_ = 0, pushes_ = 0, max_items_ = 0, max_bytes_ = 0;
+  std::deque<std::pair<T, uint64_t>> items_ CTRAIN_GUARDED_BY(mu_);
+  uint64_t bytes_ CTRAIN_GUARDED_BY(mu_) = 0;
+  bool closed_ CTRAIN_GUARDED_BY(mu_) = false;
+  uint64_t fill_sum_ CTRAIN_GUARDED_BY(mu_) = 0, samples_ CTRAIN_GUARDED_BY(mu_) = 0, pushes_ CTRAIN_GUARDED_BY(mu_) = 0,
+           max_items_ CTRAIN_GUARDED_BY(mu_) = 0, max_bytes_ CTRAIN_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace ctrain::data

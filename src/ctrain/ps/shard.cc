@@ -94,7 +94,7 @@ StatusOr<std::unique_ptr<ParameterShard>> ParameterShard::Create(const ShardOpti
 }
 
 int64_t ParameterShard::global_step() const {
-  std::shared_lock<std::shared_mutex> l(table_mu_);
+  ReaderLock l(table_mu_);
   return global_step_;
 }
 
@@ -110,7 +110,7 @@ nlohmann::json ParameterShard::SpecJson() const {
 }
 
 // Builds the tables and this server's dense parameters for `spec`; with
-// init_values, fills them with their initial values. REQUIRES: table_mu_ exclusive.
+// init_values, fills them with their initial values. CTRAIN_REQUIRES: table_mu_ exclusive.
 Status ParameterShard::CreateTables(const proto::ModelSpec& spec, bool init_values) {
   const nlohmann::json mj = nlohmann::json::parse(spec.model_json(), nullptr, false);
   const nlohmann::json oj = nlohmann::json::parse(spec.optimizer_json(), nullptr, false);
@@ -225,7 +225,7 @@ Status ParameterShard::CheckSpec(const proto::ModelSpec& spec) const {
 
 Status ParameterShard::Init(const proto::InitRequest& req, proto::InitResponse* resp) {
   {
-    std::unique_lock<std::shared_mutex> l(table_mu_);
+    WriterLock l(table_mu_);
     if (!initialized_) {
       CTRAIN_RETURN_IF_ERROR(CreateTables(req.spec(), /*init_values=*/true));
       start_ = Clock::now();
@@ -249,7 +249,7 @@ Status ParameterShard::Init(const proto::InitRequest& req, proto::InitResponse* 
 
 Status ParameterShard::Pull(const proto::PullRequest& req, proto::PullResponse* resp) {
   const auto t0 = Clock::now();
-  std::shared_lock<std::shared_mutex> l(table_mu_);
+  ReaderLock l(table_mu_);
   if (!initialized_)
     return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) +
                                    " is not initialised (no trainer has called Init yet)");
@@ -352,13 +352,13 @@ Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* 
   for (const std::string& d : req.dense_grad()) bytes_in_ += static_cast<int64_t>(d.size());
   bool sync = false;
   {
-    std::shared_lock<std::shared_mutex> l(table_mu_);
+    ReaderLock l(table_mu_);
     CTRAIN_RETURN_IF_ERROR(ValidatePush(req));
     sync = spec_.sync_replicas();
   }
   std::vector<int64_t> ids(req.ids().begin(), req.ids().end());
   if (!sync) {
-    std::unique_lock<std::shared_mutex> l(table_mu_);
+    WriterLock l(table_mu_);
     if (spec_.max_staleness() > 0 && global_step_ - req.pulled_version() > spec_.max_staleness()) {
       dropped_stale_ += 1;
       resp->set_dropped_stale(true);
@@ -373,7 +373,7 @@ Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* 
     return Status::OK();
   }
   // Sync replicas: join the round; the last worker in applies the mean.
-  std::unique_lock<std::mutex> l(sync_mu_);
+  MutexLock l(sync_mu_);
   for (const auto& p : round_)
     if (p->worker == req.worker_index())
       return FailedPreconditionError("Push: worker " + std::to_string(req.worker_index()) +
@@ -391,7 +391,7 @@ Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* 
   if (static_cast<int32_t>(round_.size()) < spec_.num_workers()) {
     // A lost worker stalls the round (as in TF): say which ones are missing, every 10 s.
     const auto since = Clock::now();
-    while (!sync_cv_.wait_for(l, std::chrono::seconds(10), [&] { return rounds_done_ > my_round || shutdown_; })) {
+    while (!l.WaitFor(sync_cv_, std::chrono::seconds(10), [&]() CTRAIN_REQUIRES(sync_mu_) { return rounds_done_ > my_round || shutdown_; })) {
       std::string missing;
       for (int32_t w = 0; w < spec_.num_workers(); ++w) {
         bool in = false;
@@ -418,7 +418,7 @@ Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* 
       in.push_back(q.get());
     }
   {
-    std::unique_lock<std::shared_mutex> tl(table_mu_);
+    WriterLock tl(table_mu_);
     if (in.size() == 1) {  // one contributor: its gradient as is (bit-identical to local training)
       const Pending& q = *in[0];
       std::vector<const float*> dense;
@@ -466,7 +466,7 @@ Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* 
 }
 
 void ParameterShard::Shutdown() {
-  std::lock_guard<std::mutex> l(sync_mu_);
+  MutexLock l(sync_mu_);
   shutdown_ = true;
   sync_cv_.notify_all();
 }
@@ -480,7 +480,7 @@ Status ParameterShard::Save(const proto::SaveRequest& req, proto::SaveResponse* 
     trainer_meta = nlohmann::json::parse(req.meta_json(), nullptr, false);
     if (trainer_meta.is_discarded()) return InvalidArgumentError("Save: meta_json is not JSON");
   }
-  std::unique_lock<std::shared_mutex> l(table_mu_);
+  WriterLock l(table_mu_);
   if (!initialized_)
     return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) + " is not initialised");
   if (options_.shard == 0 && req.state_size() > 0) {
@@ -563,7 +563,7 @@ Status ParameterShard::Restore() {
     t->set_name(d.value("name", ""));
     for (int64_t x : d.value("shape", std::vector<int64_t>())) t->add_shape(x);
   }
-  std::unique_lock<std::shared_mutex> l(table_mu_);
+  WriterLock l(table_mu_);
   CTRAIN_RETURN_IF_ERROR(CreateTables(spec, /*init_values=*/false).WithContext(ck.path));
   auto copy = [&](const std::string& name, float* dst, int64_t n) -> Status {
     const train::NamedTensor* t = ck.Find(name);
@@ -605,7 +605,7 @@ Status ParameterShard::Restore() {
 }
 
 nlohmann::json ParameterShard::StatusJson() const {
-  std::shared_lock<std::shared_mutex> l(table_mu_);
+  ReaderLock l(table_mu_);
   nlohmann::json j;
   j["shard"] = options_.shard;
   j["num_shards"] = options_.num_shards;

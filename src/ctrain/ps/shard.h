@@ -32,13 +32,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "ctrain/base/mutex.h"
 #include "ctrain/base/clock.h"
 #include "ctrain/base/status.h"
 #include "ctrain/optim/optimizer.h"
@@ -102,12 +101,12 @@ class ParameterShard {
   };
   struct Pending;  // one worker's push in a sync round
   void Log(const std::string& line) const;
-  Status CreateTables(const proto::ModelSpec& spec, bool init_values);
-  Status CheckSpec(const proto::ModelSpec& spec) const;
-  Status ValidatePush(const proto::PushRequest& req) const;
-  // Applies one (merged) update. REQUIRES: table_mu_ held exclusively.
+  Status CreateTables(const proto::ModelSpec& spec, bool init_values) CTRAIN_REQUIRES(table_mu_);
+  Status CheckSpec(const proto::ModelSpec& spec) const CTRAIN_REQUIRES_SHARED(table_mu_);
+  Status ValidatePush(const proto::PushRequest& req) const CTRAIN_REQUIRES_SHARED(table_mu_);
+  // Applies one (merged) update, table_mu_ held exclusively.
   void ApplyLocked(const std::vector<int64_t>& ids, const float* w, const float* v,
-                   const std::vector<const float*>& dense, float lr);
+                   const std::vector<const float*>& dense, float lr) CTRAIN_REQUIRES(table_mu_);
   Status Restore();
   nlohmann::json SpecJson() const;
 
@@ -115,25 +114,25 @@ class ParameterShard {
   train::Partitioner part_;
   int64_t rows_;  // rows this shard holds
 
-  mutable std::shared_mutex table_mu_;  // pulls: shared; updates, init, save: exclusive
+  mutable SharedMutex table_mu_;  // pulls: shared; updates, init, save: exclusive
   bool initialized_ = false;
   proto::ModelSpec spec_;  // without dense values
   int32_t K_ = 0;
   bool use_w_ = true, use_v_ = true;
   std::unique_ptr<train::LocalParameterTable> w_, v_;
   std::unique_ptr<optim::Optimizer> dense_opt_;
-  std::vector<Dense> dense_;
-  std::vector<Dense> state_;  // shard 0: the chief's BN state at the last Save
-  int64_t global_step_ = 0;   // updates applied (GUARDED_BY table_mu_)
+  std::vector<Dense> dense_ CTRAIN_GUARDED_BY(table_mu_);
+  std::vector<Dense> state_ CTRAIN_GUARDED_BY(table_mu_);  // shard 0: the chief's BN state at the last Save
+  int64_t global_step_ CTRAIN_GUARDED_BY(table_mu_) = 0;   // updates applied
   bool restored_ = false;
   std::string restored_meta_, restored_from_;
 
   // Sync rounds.
-  std::mutex sync_mu_;
+  Mutex sync_mu_;
   std::condition_variable sync_cv_;
-  std::vector<std::unique_ptr<Pending>> round_;  // GUARDED_BY(sync_mu_)
-  int64_t rounds_done_ = 0;                      // GUARDED_BY(sync_mu_)
-  bool shutdown_ = false;                        // GUARDED_BY(sync_mu_)
+  std::vector<std::unique_ptr<Pending>> round_ CTRAIN_GUARDED_BY(sync_mu_);
+  int64_t rounds_done_ CTRAIN_GUARDED_BY(sync_mu_) = 0;
+  bool shutdown_ CTRAIN_GUARDED_BY(sync_mu_) = false;
 
   // Traffic.
   Clock::time_point start_;

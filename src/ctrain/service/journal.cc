@@ -231,7 +231,7 @@ Status Journal::Append(std::string_view payload) {
   record.reserve(payload.size() + kFramingBytes);
   io::AppendTFRecord(&record, payload);  // CRCs outside the lock
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   CTRAIN_RETURN_IF_ERROR(CheckUsable());
   Status s = WriteAll(fd_, record.data(), record.size(), path_);
   if (s.ok() && ::fdatasync(fd_) != 0) s = ErrnoError(path_, "fdatasync", errno);
@@ -255,7 +255,7 @@ Status Journal::Rewrite(const std::vector<std::string>& records) {
     total += records[i].size() + kFramingBytes;
   }
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   CTRAIN_RETURN_IF_ERROR(CheckUsable());
   const std::string temp = Join(dir_, kJournalTempFileName);
   UniqueFd fd(::open(temp.c_str(), O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
@@ -291,12 +291,12 @@ Status Journal::Rewrite(const std::vector<std::string>& records) {
 }
 
 uint64_t Journal::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return bytes_;
 }
 
 uint64_t Journal::records() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return records_;
 }
 

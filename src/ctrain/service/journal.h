@@ -65,11 +65,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "ctrain/base/mutex.h"
 #include "ctrain/base/status.h"
 
 namespace ctrain::service {
@@ -138,16 +138,16 @@ class Journal {
 
  private:
   Journal(std::string dir, int lock_fd, int fd, uint64_t bytes, uint64_t records);
-  Status CheckUsable() const;  // REQUIRES: mu_ held
+  Status CheckUsable() const CTRAIN_REQUIRES(mu_);
 
   const std::string dir_;
   const std::string path_;
   const int lock_fd_;
-  mutable std::mutex mu_;
-  int fd_;             // GUARDED_BY(mu_), open O_APPEND on path_
-  uint64_t bytes_;     // GUARDED_BY(mu_)
-  uint64_t records_;   // GUARDED_BY(mu_)
-  Status broken_;      // GUARDED_BY(mu_); the first write error, sticky
+  mutable Mutex mu_;
+  int fd_ CTRAIN_GUARDED_BY(mu_);          // open O_APPEND on path_
+  uint64_t bytes_ CTRAIN_GUARDED_BY(mu_);
+  uint64_t records_ CTRAIN_GUARDED_BY(mu_);
+  Status broken_ CTRAIN_GUARDED_BY(mu_);   // the first write error, sticky
 };
 
 }  // namespace ctrain::service

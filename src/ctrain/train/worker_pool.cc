@@ -31,7 +31,7 @@ WorkerPool::WorkerPool(int32_t replicas, int32_t intra_op_threads, bool affinity
 
 WorkerPool::~WorkerPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_start_.notify_all();
@@ -57,15 +57,15 @@ void WorkerPool::Loop(int32_t r) {
   for (;;) {
     const std::function<void(int32_t)>* job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_start_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      MutexLock lock(mu_);
+      lock.Wait(cv_start_, [&]() CTRAIN_REQUIRES(mu_) { return stop_ || generation_ != seen; });
       if (stop_) return;
       seen = generation_;
       job = job_;
     }
     (*job)(r);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (--pending_ == 0) cv_done_.notify_one();
     }
   }
@@ -77,15 +77,15 @@ void WorkerPool::Run(const std::function<void(int32_t)>& fn) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     job_ = &fn;
     pending_ = replicas_ - 1;
     ++generation_;
   }
   cv_start_.notify_all();
   fn(0);
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_done_.wait(lock, [&] { return pending_ == 0; });
+  MutexLock lock(mu_);
+  lock.Wait(cv_done_, [&]() CTRAIN_REQUIRES(mu_) { return pending_ == 0; });
   job_ = nullptr;
 }
 

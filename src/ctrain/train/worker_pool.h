@@ -15,9 +15,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "ctrain/base/mutex.h"
 
 namespace ctrain::train {
 
@@ -44,12 +45,12 @@ class WorkerPool {
   bool affinity_;
   std::vector<int> cpus_;  // allowed CPUs
   std::vector<std::thread> threads_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_start_, cv_done_;
-  const std::function<void(int32_t)>* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int32_t pending_ = 0;
-  bool stop_ = false;
+  const std::function<void(int32_t)>* job_ CTRAIN_GUARDED_BY(mu_) = nullptr;
+  uint64_t generation_ CTRAIN_GUARDED_BY(mu_) = 0;
+  int32_t pending_ CTRAIN_GUARDED_BY(mu_) = 0;
+  bool stop_ CTRAIN_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace ctrain::train
