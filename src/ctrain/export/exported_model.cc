@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "ctrain/data/feature_spec.h"
+#include "ctrain/model/model.h"
 #include "ctrain/train/train_config.h"
 #include "ctrain/train/trainer_state.h"
 
@@ -80,7 +81,11 @@ StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir) {
   if (m.config.use_first_order) want.push_back({"embeddings/w", {N}});
   if (m.config.use_fm || m.config.use_deep) want.push_back({"embeddings/V", {N, K}});
   {
-    model::DeepFM shape_only(m.config);  // its parameter list is the single source of names and shapes
+    // The model interface (model/model.h) of the checkpoint's kind: its parameter list is the single
+    // source of names and shapes.
+    StatusOr<std::unique_ptr<model::Model>> made = model::MakeModel(m.config);
+    if (!made.ok()) return made.status().WithContext(ck->path + ": meta \"model\"");
+    model::Model& shape_only = **made;
     CTRAIN_RETURN_IF_ERROR(shape_only.status());
     for (const model::DenseParam& p : shape_only.dense_params()) want.push_back({p.name, p.shape});
     for (const model::DenseParam& p : shape_only.state()) want.push_back({p.name, p.shape});

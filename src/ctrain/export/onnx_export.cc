@@ -161,6 +161,10 @@ StatusOr<ExternalData> ParseExternalData(const std::string& text) {
 
 StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string& path,
                                       const OnnxExportOptions& options) {
+  // The graph below is DeepFM's forward pass; a model of another kind needs its own graph writer.
+  if (m.config.kind != "deepfm")
+    return UnimplementedError(m.checkpoint_path + ": ONNX export of model kind '" + m.config.kind +
+                              "' is not available (the ONNX graph is written for deepfm)");
   if (m.multi_hot_input && !options.multi_hot)
     return FailedPreconditionError(m.checkpoint_path +
                                    ": the model was trained through a feature spec with multi-hot fields (meta "
