@@ -31,8 +31,8 @@ constexpr ModeSet kPipeline = M::kLocalStream | M::kTowers | M::kHogwild | M::kM
 constexpr ModeSet kService = M::kLocalStream | M::kTowers | M::kHogwild | M::kMpirun | M::kDataService;
 constexpr ModeSet kNotPs = AllModesBut(kPs);
 constexpr ModeSet kSync = AllModesBut(static_cast<ModeSet>(M::kHogwild));
-// Autotune measures local thread layouts on local rows.
-constexpr ModeSet kLocalLayouts = AllModesBut(kPs | M::kDataService);
+// Autotune measures local thread layouts on local rows, on cores no other rank shares.
+constexpr ModeSet kLocalLayouts = AllModesBut(kPs | M::kDataService | M::kMpirun);
 
 template <class T>
 constexpr OptionType TypeOf() {
@@ -350,7 +350,8 @@ std::vector<OptionSpec> Build() {
   add(Entry("autotune", {}, "", "Measure the thread layouts (with --mixed-precision auto: also bf16) for a few steps "
                                "and train with the fastest; thread options given explicitly are kept",
             kLocalLayouts)
-          .why("autotune measures local thread layouts on local rows; give --intra-op-parallelism-threads")
+          .why("autotune measures local thread layouts on local rows, on cores no other rank shares; give "
+               "--intra-op-parallelism-threads")
           .switch_()
           .bind(FIELD(autotune)));
   add(Entry("deterministic", {}, "", "Refuse settings whose results differ from run to run (hogwild); --autotune "
@@ -359,7 +360,7 @@ std::vector<OptionSpec> Build() {
           .why("hogwild replicas race on the embedding tables: use --towers for deterministic replicas")
           .bind(FIELD(parallel.deterministic)));
   add(Entry("autotune_steps", {}, "steps", "Timed steps per autotune candidate", kLocalLayouts)
-          .why("autotune measures local thread layouts on local rows")
+          .why("autotune measures local thread layouts on local rows, on cores no other rank shares")
           .bind(FIELD(autotune_steps)));
   // mpirun (docs/distributed.md).
   add(Entry("lr_scaling", {}, "", "Under mpirun: scale --learning-rate with the N ranks: none, linear (x N) or sqrt "
@@ -409,12 +410,18 @@ std::vector<OptionSpec> Build() {
           .why(ps_why)
           .switch_()
           .bind(FIELD(train_options.warm_start_optimizer)));
+  // Early stopping: every rank must stop at the same step, and under mpirun rank 0 alone validates.
+  const ModeSet stopping = AllModesBut(static_cast<ModeSet>(M::kMpirun));
+  const std::string stopping_why = "rank 0 alone validates, so the other ranks could not stop at its step (--keep-best works)";
   add(Entry("early_stopping_metric", {}, "", "Stop when this validation metric stops improving: auc, gauc, pr_auc, "
-                                            "logloss, normalized_entropy", kAll)
+                                            "logloss, normalized_entropy", stopping)
+          .why(stopping_why)
           .bind(FIELD(train_options.early_stopping_metric)));
-  add(Entry("early_stopping_patience", {}, "evaluations", "Evaluations without improvement before stopping", kAll)
+  add(Entry("early_stopping_patience", {}, "evaluations", "Evaluations without improvement before stopping", stopping)
+          .why(stopping_why)
           .bind(FIELD(train_options.early_stopping_patience)));
-  add(Entry("early_stopping_min_delta", {}, "", "The least change that counts as an improvement", kAll)
+  add(Entry("early_stopping_min_delta", {}, "", "The least change that counts as an improvement", stopping)
+          .why(stopping_why)
           .bind(FIELD(train_options.early_stopping_min_delta)));
   add(Entry("keep_best", {}, "", "Also save the checkpoint with the best validation metric to --model-dir/best",
             kNotPs)

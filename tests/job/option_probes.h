@@ -1,0 +1,210 @@
+// The option matrix's probes (tests/job/option_matrix_acceptance_test.cc, in
+// process; option_matrix_mpirun_acceptance_test.cc, under mpirun): for every
+// option of the schema, the value a run sets, what it must show, and what it
+// needs alongside.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "ctrain/job/option_schema.h"
+
+namespace ctrain::job::matrix {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+enum class Expect {
+  kChanges,  // a figure of the run (steps, loss, validation metrics) differs from the run without it
+  kSame,     // the figures are bit-equal (the option must not change results), and the run succeeds
+  kRuns,     // the run succeeds (the effect needs more than one process to see: covered where named)
+  kOutput,   // `check(dir)` holds after the run and not after the run without it
+  kFails,    // the run fails with a message containing `text` (the option was read and applied)
+  kBase,     // set by every run of the matrix (the data, its sizes, the mode's own switches)
+};
+
+struct Probe {
+  json value;
+  Expect expect;
+  json extra = json::object();  // options both runs set (what the option needs)
+  std::function<bool(const std::string& dir)> check = {};
+  std::string text = {};
+  json with = json::object();  // options only the probed run sets (what must come with it)
+  // Under mpirun (option_matrix_mpirun_acceptance_test.cc), where it differs: what to expect, and instead of `extra`.
+  std::optional<Expect> mpirun_expect = std::nullopt;
+  std::optional<json> mpirun_extra = std::nullopt;
+};
+
+inline bool Exists(const std::string& p) { return fs::exists(p); }
+// Checkpoints under `dir` (parameter servers: in their shard directories below it; best/ not counted).
+inline int CountCheckpoints(const std::string& dir) {
+  int n = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_directory() && it->path().filename() == "best") it.disable_recursion_pending();
+    const std::string name = it->path().filename().string();
+    if (name.rfind("ckpt-", 0) == 0 && name.size() > 4 && name.substr(name.size() - 4) == ".bin") ++n;
+  }
+  return n;
+}
+
+// The probes; `dir` placeholders "@" are replaced by the run's directory.
+inline const std::map<std::string, Probe>& Probes() {
+  static const auto* p = new std::map<std::string, Probe>{
+      {"config", {"@/lr.json", Expect::kChanges}},
+      {"train", {nullptr, Expect::kBase}},
+      {"valid", {nullptr, Expect::kBase}},
+      {"format", {"libsvm", Expect::kSame}},
+      {"compression", {"none", Expect::kSame}},
+      {"field_size", {nullptr, Expect::kBase}},
+      {"id_base", {1, Expect::kChanges}},
+      {"feature_map", {"@/vocab.txt", Expect::kFails, {}, {}, "vocab.txt"}},
+      {"skip_corrupt_records", {true, Expect::kSame}},
+      {"max_skipped_records", {5, Expect::kSame}},
+      {"pipe_timeout_ms", {1000, Expect::kSame}},
+      {"max_line_bytes", {8, Expect::kFails, {}, {}, "max-line-bytes"}},
+      {"feature_size", {128, Expect::kChanges}},
+      {"feature_spec", {"@/spec.json", Expect::kFails, {}, {}, "spec.json"}},
+      {"embedding_size", {8, Expect::kChanges}},
+      {"deep_layers", {json::array({16, 8}), Expect::kChanges}},
+      {"dropout", {0.4, Expect::kChanges}},
+      {"batch_norm", {true, Expect::kChanges}},
+      {"l2_reg", {0.01, Expect::kChanges}},
+      {"mixed_precision", {"f32", Expect::kSame}},
+      {"batch_size", {32, Expect::kChanges}},
+      {"epochs", {3, Expect::kChanges}},
+      {"max_steps", {5, Expect::kChanges}},
+      {"learning_rate", {0.05, Expect::kChanges}},
+      {"optimizer", {"adagrad", Expect::kChanges}},
+      {"seed", {7, Expect::kChanges}},
+      {"dropout_seed", {7, Expect::kChanges}},
+      {"shuffle", {false, Expect::kChanges}},
+      {"model_dir", {"@/model", Expect::kOutput, {}, [](const std::string& d) { return CountCheckpoints(d + "/model") > 0; }}},
+      {"save_checkpoints_steps",
+       {3, Expect::kOutput, {{"model_dir", "@/model"}}, [](const std::string& d) { return CountCheckpoints(d + "/model") > 1; }}},
+      {"keep_checkpoints",
+       {1, Expect::kOutput, {{"model_dir", "@/model"}, {"save_checkpoints_steps", 3}},
+        [](const std::string& d) { return CountCheckpoints(d + "/model") == 1; }}},
+      // Under mpirun early stopping is refused (rank 0 alone validates): the extra evaluations leave no final figure.
+      {"eval_every_steps",
+       {2, Expect::kChanges, {{"early_stopping_metric", "logloss"}, {"early_stopping_patience", 1}, {"early_stopping_min_delta", 1.0}},
+        {}, {}, json::object(), Expect::kRuns, json::object()}},
+      {"monitor_dir", {"@/mon", Expect::kOutput, {}, [](const std::string& d) {  // under mpirun: mon/rank<R>/
+                         return Exists(d + "/mon/metrics.jsonl") || Exists(d + "/mon/rank0/metrics.jsonl");
+                       }}},
+      {"monitor_interval_ms", {50, Expect::kSame, {{"monitor_dir", "@/mon"}}}},
+      {"metrics_json", {"@/m.json", Expect::kOutput, {}, [](const std::string& d) { return Exists(d + "/m.json"); }}},
+      {"progress", {"log", Expect::kSame}},
+      {"input_mode", {nullptr, Expect::kBase}},
+      {"num_parallel_reads", {2, Expect::kSame}},
+      {"num_parallel_calls", {2, Expect::kSame}},
+      {"shuffle_buffer_size", {10, Expect::kChanges}},
+      {"reshuffle_each_iteration", {false, Expect::kChanges}},
+      {"prefetch_buffer_size", {0, Expect::kSame}},
+      {"cache", {"memory", Expect::kSame}},
+      {"cache_max_bytes", {1 << 20, Expect::kSame, {{"cache", "memory"}}}},
+      {"num_shards", {2, Expect::kChanges}},
+      {"shard_index", {1, Expect::kChanges, {{"num_shards", 2}}}},
+      {"drop_remainder", {true, Expect::kChanges}},
+      {"data_service", {nullptr, Expect::kBase}},
+      {"processing_mode", {"parallel_epochs", Expect::kRuns}},  // one worker: the same rows (dataservice tests: more)
+      {"job_name", {"named-job", Expect::kRuns}},
+      {"num_splits", {2, Expect::kChanges}},
+      {"consumer_index", {nullptr, Expect::kBase}},  // one consumer here; tests/dataservice run several
+      {"data_service_compression", {"zstd", Expect::kSame}},
+      {"data_service_buffer_bytes", {1 << 20, Expect::kSame}},
+      {"data_service_max_open_splits", {1, Expect::kSame}},
+      {"token_file", {"@/missing-token", Expect::kFails, {}, {}, "missing-token"}},
+      {"tls_cert", {"@/missing.pem", Expect::kFails, {}, {}, "--tls-cert"}},  // without --tls-ca: refused by name
+      {"tls_key", {"@/missing.key", Expect::kFails, {}, {}, "--tls-key"}},
+      {"tls_ca", {"@/missing-ca.pem", Expect::kFails, {}, {}, "missing-ca.pem"}},
+      {"ps", {nullptr, Expect::kBase}},
+      {"worker_index", {nullptr, Expect::kBase}},  // one worker here; tests/ps run several
+      {"num_workers", {nullptr, Expect::kBase}},
+      {"sync_replicas", {nullptr, Expect::kBase}},
+      {"max_staleness", {1, Expect::kSame}},
+      {"ps_wait_seconds", {5.0, Expect::kSame}},
+      {"intra_op_parallelism_threads", {2, Expect::kRuns}},  // GEMM sums may reassociate
+      {"inter_op_parallelism_threads", {1, Expect::kSame}},
+      {"towers", {nullptr, Expect::kBase}},
+      {"hogwild", {nullptr, Expect::kBase}},
+      {"affinity", {true, Expect::kSame}},
+      {"autotune", {true, Expect::kRuns, {{"autotune_steps", 1}}}},
+      {"deterministic", {true, Expect::kSame}},
+      {"autotune_steps", {2, Expect::kRuns, {{"autotune", true}}}},
+      // mpirun only: refused in every in-process mode; option_matrix_mpirun_acceptance_test.cc runs them.
+      {"lr_scaling", {"sqrt", Expect::kChanges}},
+      {"stall_warning_secs", {5.0, Expect::kSame}},
+      {"stall_shutdown_secs", {30.0, Expect::kSame}},
+      {"check_replicas_every", {2, Expect::kSame}},
+      {"lr_warmup_steps", {5, Expect::kChanges}},
+      {"lr_decay", {"exponential", Expect::kChanges, {{"lr_decay_steps", 2}}}},
+      {"lr_decay_steps", {5, Expect::kChanges, {{"lr_decay", "exponential"}, {"lr_decay_steps", 2}}}},
+      {"lr_decay_rate", {0.5, Expect::kChanges, {{"lr_decay", "exponential"}, {"lr_decay_steps", 2}}}},
+      {"lr_decay_staircase", {true, Expect::kChanges, {{"lr_decay", "exponential"}, {"lr_decay_steps", 3}}}},
+      {"lr_decay_alpha", {0.5, Expect::kChanges, {{"lr_decay", "cosine"}, {"lr_decay_steps", 10}}}},
+      {"warm_start_from", {"@/../warm", Expect::kChanges}},
+      {"warm_start_optimizer", {true, Expect::kChanges, {{"warm_start_from", "@/../warm"}}}},
+      {"early_stopping_metric",
+       {"logloss", Expect::kChanges, {{"eval_every_steps", 2}}, {}, {},
+        {{"early_stopping_patience", 1}, {"early_stopping_min_delta", 1.0}}}},
+      {"early_stopping_patience",
+       {3, Expect::kChanges,
+        {{"early_stopping_metric", "logloss"}, {"early_stopping_patience", 1}, {"early_stopping_min_delta", 1.0},
+         {"eval_every_steps", 2}}}},
+      {"early_stopping_min_delta",
+       {1.0, Expect::kChanges, {{"early_stopping_metric", "logloss"}, {"early_stopping_patience", 1}, {"eval_every_steps", 2}}}},
+      {"keep_best", {true, Expect::kOutput, {{"model_dir", "@/model"}}, [](const std::string& d) { return CountCheckpoints(d + "/model/best") > 0; }}},
+      {"gauc_field", {1, Expect::kChanges}},
+      {"negative_downsampling", {0.5, Expect::kChanges}},
+  };
+  return *p;
+}
+
+// LibSVM rows whose label follows field 0's id (1 or 2); ids start at 1 (so
+// that --id-base 1 is valid and moves every id).
+inline void WriteRows(const std::string& path, int rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::ofstream f(path);
+  for (int r = 0; r < rows; ++r) {
+    const int click = rng() % 4 == 0 ? 1 : 0;
+    f << click << " " << (1 + click) << ":1";
+    for (int j = 1; j < 4; ++j) f << " " << (3 + j * 10 + rng() % 10) << ":" << (1 + rng() % 3) * 0.5;
+    f << "\n";
+  }
+}
+
+inline std::string Replace(std::string s, const std::string& dir) {
+  for (size_t at = s.find('@'); at != std::string::npos; at = s.find('@', at + dir.size())) s.replace(at, 1, dir);
+  return s;
+}
+inline json Placed(const json& v, const std::string& dir) {
+  if (v.is_string()) return Replace(v.get<std::string>(), dir);
+  if (v.is_object()) {
+    json o = json::object();
+    for (auto it = v.begin(); it != v.end(); ++it) o[it.key()] = Placed(it.value(), dir);
+    return o;
+  }
+  return v;
+}
+
+// The modes of this test's runs in `mode` (a run with towers reads in memory, ...).
+inline ModeSet RunModesOf(TrainMode mode) {
+  switch (mode) {
+    case TrainMode::kTowers:
+    case TrainMode::kHogwild:
+    case TrainMode::kPsAsync:
+    case TrainMode::kPsSync: return TrainMode::kLocalMemory | mode;
+    case TrainMode::kDataService: return TrainMode::kLocalStream | mode;
+    default: return static_cast<ModeSet>(mode);
+  }
+}
+
+}  // namespace ctrain::job::matrix
