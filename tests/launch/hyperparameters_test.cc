@@ -3,6 +3,10 @@
 // (a plain Estimator), platform keys skipped and counted, and the refusals.
 #include "ctrain/launch/hyperparameters.h"
 
+#include <nlohmann/json.hpp>
+
+#include "ctrain/job/option_schema.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -155,6 +159,41 @@ TEST(DecodeHyperparameterValue, TheToolkitsRule) {
   EXPECT_EQ(HyperparameterText("\"data\""), "data");
   EXPECT_EQ(HyperparameterText(" 3 "), "3");
   EXPECT_EQ(HyperparameterText("[1]"), "[1]");
+}
+
+}  // namespace
+}  // namespace ctrain::launch
+
+namespace ctrain::launch {
+namespace {
+
+// The launch front end of the option matrix: every option of the schema is a hyperparameter
+// (its default, JSON-encoded as the SDK's framework estimators write it, maps to the flag's
+// text and back to the same value), or one the launcher sets itself, refused naming where its
+// value comes from.
+TEST(MapHyperparameters, EveryOptionOfTheSchemaIsAHyperparameterOrSetByTheLauncher) {
+  int mapped = 0, set_by_launch = 0;
+  for (const job::OptionSpec& s : job::TrainOptionSchema()) {
+    SCOPED_TRACE(s.name);
+    nlohmann::json v = s.default_value();
+    if (v.is_string() && v.get<std::string>().empty()) v = "x";  // an empty value is refused as such
+    if (v.is_array() && v.empty()) v = s.type == job::OptionType::kIntList ? nlohmann::json{8} : nlohmann::json{"x"};
+    StatusOr<MappedHyperparameters> m = MapHyperparameters({{s.name, v.dump()}}, "hp.json");
+    if (!s.set_by_launch.empty()) {
+      ASSERT_FALSE(m.ok());
+      EXPECT_NE(m.status().message().find("is set by ctrain launch from " + s.set_by_launch), std::string::npos)
+          << m.status().ToString();
+      ++set_by_launch;
+      continue;
+    }
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    ASSERT_FALSE(m->train_args.empty());
+    EXPECT_EQ(m->values.at(s.name).dump(), job::CoerceOptionValue(s, v)->dump());
+    for (const std::string& a : m->train_args) EXPECT_EQ(a.rfind(s.flag() + "=", 0), 0u) << a;
+    ++mapped;
+  }
+  EXPECT_EQ(set_by_launch, 8);  // config, train, valid, model_dir, monitor_dir, monitor_interval_ms, metrics_json, data_service
+  EXPECT_GT(mapped, 70);
 }
 
 }  // namespace

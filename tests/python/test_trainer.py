@@ -301,3 +301,19 @@ def test_an_option_the_mode_cannot_honour_is_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match="--shuffle-buffer-size is not supported with local memory"):
         t.fit([str(f)])
     t.close()
+
+
+def test_every_option_of_the_schema_is_a_trainer_keyword_argument():
+    """The Python front end of the option matrix: every option of the schema (but the data, which
+    fit() takes) is a typed keyword argument; its default given explicitly is accepted as it is."""
+    for d in ctrain.option_schema():
+        if d["name"] in ("train", "valid", "config"):
+            continue
+        value = d["default"]
+        if value == "" or value == []:
+            continue  # "not set"; a value of its own is probed by the C++ matrix (same path)
+        ctrain.Trainer(**{d["name"]: value}).close()
+        for alias in d["aliases"]:
+            ctrain.Trainer(**{alias: value}).close()
+    with pytest.raises(TypeError, match="give the data to fit"):
+        ctrain.Trainer(train=["a.libsvm"])
