@@ -270,16 +270,6 @@ nlohmann::ordered_json EffectiveTrainOptions(const TrainJobOptions& options, boo
   return out;
 }
 
-nlohmann::ordered_json GivenTrainOptions(const TrainJobOptions& options, const ExplicitOptions& given) {
-  nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  for (const OptionSpec& s : TrainOptionSchema()) {
-    if (!given.Has(s.name)) continue;
-    json v = s.get(options);
-    if (v != s.default_value()) out[s.name] = std::move(v);
-  }
-  return out;
-}
-
 ModeSet RunModes(const TrainJobOptions& o, bool stream, bool mpirun) {
   ModeSet m = static_cast<ModeSet>(stream ? TrainMode::kLocalStream : TrainMode::kLocalMemory);
   if (o.parallel.towers > 1) m = m | TrainMode::kTowers;

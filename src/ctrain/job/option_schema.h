@@ -10,9 +10,9 @@
 //     values, no flag strings: python/src/trainer.cc);
 //   - SageMaker hyperparameters (launch/hyperparameters.cc: the toolkit's JSON
 //     decoding, then the option's type);
-//   - the job's mode check (job/train_checks.cc CheckModes): an option given
-//     with a non-default value in a mode it does not list is refused at start,
-//     naming the option and the mode.
+//   - the job's mode check (job/train_checks.cc CheckModes): an option set to
+//     a value other than its default in a mode it does not list is refused at
+//     start, naming the option and the mode.
 // tests/job/option_matrix_test.cc walks the table over every mode.
 //
 // Values are JSON (nlohmann::json) of the option's type:
@@ -134,17 +134,13 @@ Status ApplyTrainOptions(const nlohmann::json& values, const std::string& source
 // SageMaker hyperparameters.
 nlohmann::ordered_json EffectiveTrainOptions(const TrainJobOptions& options, bool all = false);
 
-// The options in `given` whose value in `options` differs from the default,
-// {name: value}: what CheckOptionModes checks (taken before the job resolves
-// its options).
-nlohmann::ordered_json GivenTrainOptions(const TrainJobOptions& options, const ExplicitOptions& given);
-
 // The modes of a run whose options are `options` (`stream`: the input mode as
 // resolved), under mpirun with more than one rank when `mpirun`.
 ModeSet RunModes(const TrainJobOptions& options, bool stream, bool mpirun);
-// The refusal of an option given in a mode it does not support, or OK: every
-// option of `given_values` (GivenTrainOptions) must list every mode of
-// `modes`, and be in one of its `needs` modes. The error names the flag and
+// The refusal of an option set in a mode it does not support, or OK: every
+// option of `given_values` (EffectiveTrainOptions of the options as set, before
+// the job resolves them) must list every mode of `modes`, and be in one of its
+// `needs` modes. The error names the flag and
 // the mode: "--keep-best is not supported with parameter servers (sync): ...",
 // "--lr-scaling needs mpirun (this run: local memory)".
 Status CheckOptionModes(const nlohmann::ordered_json& given_values, ModeSet modes);

@@ -12,46 +12,32 @@ std::string InputMode(const TrainJobOptions& job) {
 }
 
 Status CheckModes(TrainRun& run) {
-  return CheckOptionModes(run.given_values, RunModes(run.job, InputMode(run.job) == "stream", run.dist.active()));
+  const TrainJobOptions& job = run.job;
+  if (job.input_mode != "auto" && job.input_mode != "stream" && job.input_mode != "memory")
+    return InvalidArgumentError("--input-mode must be stream or memory (or auto), got '" + job.input_mode + "'");
+  return CheckOptionModes(run.given_values, RunModes(job, InputMode(job) == "stream", run.dist.active()));
 }
 
+// What the schema's modes do not say: the combinations that need more than one option's value.
 Status CheckCombinations(TrainRun& run) {
   TrainJobOptions& job = run.job;
   train::TrainOptions& o = run.o;
-  const bool spec = run.spec.has_value();
-  std::string& mode = run.mode;
-  mode = InputMode(job);
-  if (spec && (job.train.empty() || mode != "memory" || !job.data_service.address.empty()))
-    return InvalidArgumentError("--feature-spec reads --train in memory: give --train, and not --input-mode stream "
-                                "or --data-service (they read the seed layout only)");
-  if (job.ps.enabled() && mode != "memory")
-    return InvalidArgumentError("--ps: a worker reads its training data in memory (--input-mode memory)");
-  if (job.ps.enabled() && !job.data_service.address.empty())
-    return InvalidArgumentError("--ps and --data-service cannot be combined yet (docs/parameter-servers.md#limits)");
+  run.mode = InputMode(job);
+  run.stream = run.mode == "stream";
+  run.remote = !job.data_service.address.empty();
+  if (run.spec && job.train.empty())
+    return InvalidArgumentError("--feature-spec reads --train in memory: give --train (the built-in synthetic data "
+                                "has the seed layout)");
+  if (run.stream && job.train.empty())
+    return InvalidArgumentError("--input-mode stream needs --train (the built-in synthetic data is generated in memory)");
   if (job.ps.enabled()) CTRAIN_RETURN_IF_ERROR(job.ps.Options({}, nullptr).status());  // before any data is read
+  if (job.ps.enabled() && job.ps.worker_index != 0) o.model_dir.clear();  // the chief (worker 0) checkpoints
   // A trainer is a client only: its certificate goes with TLS to the servers, which --tls-ca turns on.
   const service::SecurityOptions& sec = job.data_service.security;
   if ((!sec.tls_cert.empty() || !sec.tls_key.empty()) && sec.tls_ca.empty())
     return InvalidArgumentError(std::string(!sec.tls_cert.empty() ? "--tls-cert" : "--tls-key") +
                                 " is this trainer's client certificate for TLS to the servers, and TLS is off without "
                                 "--tls-ca: give --tls-ca (the CAs that verify the servers)");
-  if (job.ps.enabled() && run.dist.active())
-    return InvalidArgumentError("--ps cannot run under mpirun: start each parameter-server worker as its own "
-                                "process with --worker-index and --num-workers");
-  if (job.ps.enabled() && job.autotune)
-    return InvalidArgumentError("--autotune measures local thread layouts; with --ps give --intra-op-parallelism-threads");
-  if (job.ps.enabled() && job.ps.worker_index != 0) o.model_dir.clear();  // the chief (worker 0) checkpoints
-  if (mode != "stream" && mode != "memory")
-    return InvalidArgumentError("--input-mode must be stream or memory (or auto), got '" + job.input_mode + "'");
-  if (mode == "stream" && job.train.empty())
-    return InvalidArgumentError("--input-mode stream needs --train (the built-in synthetic data is generated in memory)");
-  run.remote = !job.data_service.address.empty();
-  if (run.remote && (job.train.empty() || mode != "stream"))
-    return InvalidArgumentError("--data-service streams --train through the service: give --train, and not "
-                                "--input-mode memory");
-  if (run.remote && job.autotune)
-    return InvalidArgumentError("--autotune measures on local rows; with --data-service give the thread layout");
-  run.stream = mode == "stream";
   return Status::OK();
 }
 

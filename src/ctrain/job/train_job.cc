@@ -97,7 +97,7 @@ Status Train(TrainRun& run) {
 
 Status RunTrainJob(TrainJobOptions& job, DistributedRun& dist, train::TrainResult* result) {
   TrainRun run(job, dist);
-  run.given_values = GivenTrainOptions(job, job.given);
+  run.given_values = EffectiveTrainOptions(job);  // every option away from its default, however it was set
   CTRAIN_RETURN_IF_ERROR(CheckModes(run));                                         // train_checks.cc
   CTRAIN_RETURN_IF_ERROR(ResolveModelOptions(run));                                // train_resolve.cc
   CTRAIN_RETURN_IF_ERROR(dist.SetUpRank(job, &run.per_rank_inputs, &run.report));  // rank_mpi.cc

@@ -41,7 +41,7 @@ struct TrainRun {
   TrainJobOptions& job;
   train::TrainOptions& o;  // job.train_options
   DistributedRun& dist;
-  nlohmann::ordered_json given_values;    // the options as given, before resolving (GivenTrainOptions)
+  nlohmann::ordered_json given_values;    // the options away from their defaults, before resolving (EffectiveTrainOptions)
   bool per_rank_inputs = false;           // --train held {local_rank} or {rank}
   std::optional<data::FeatureSpec> spec;  // --feature-spec: it decides F and the id space
   bool report = true;                     // this process prints the run's lines (under mpirun: rank 0 only)
