@@ -38,7 +38,7 @@ _AS_TRAINER_OPTION.update({k: k for k in _READER_KEYS})
 # PipelineOptions with no `ctrain train` flag: handed to the run's pipeline as they are.
 _PIPELINE_ONLY = ("deterministic", "order", "count_shard_records")
 # What memory mode (input_mode="memory", feature_spec, ps) does not use: the streaming pipeline's
-# settings (job::PipelineOptionNames and the above). It uses batch_size, epochs, seed, shuffle.
+# settings (the option schema's modes, src/ctrain/job/train_option_schema.cc, and the above). It uses batch_size, epochs, seed, shuffle.
 _STREAM_ONLY = ("num_parallel_reads", "num_parallel_calls", "shuffle_buffer_size", "reshuffle_each_iteration",
                 "prefetch_buffer_size", "cache", "cache_max_bytes", "num_shards", "shard_index",
                 "drop_remainder") + _PIPELINE_ONLY

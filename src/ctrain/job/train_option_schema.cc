@@ -229,7 +229,9 @@ std::vector<OptionSpec> Build() {
           .bind(FIELD(input_mode)));
   add(Entry("num_parallel_reads", {}, "files", "Files read concurrently", kService).why(memory_why)
           .bind(FIELD(pipeline.num_parallel_reads)));
-  add(Entry("num_parallel_calls", {}, "threads", "Parse threads (each parses a whole batch)", kService).why(memory_why)
+  add(Entry("num_parallel_calls", {}, "threads", "Parse threads (each parses a whole batch)", kPipeline)
+          .why("memory mode parses every row first; the data service's workers parse with their own threads "
+               "(ctrain data-service worker --threads)")
           .bind(FIELD(pipeline.num_parallel_calls)));
   add(Entry("shuffle_buffer_size", {}, "records", "Records in the shuffle buffer (0 = no shuffling)", kService)
           .why(memory_why)
