@@ -195,7 +195,7 @@ TEST(DeepFMBf16, UnsupportedCpuIsAnError) {
   }
   DeepFMConfig bad = c;
   bad.gemm_dtype = static_cast<DataType>(3);
-  EXPECT_EQ(bad.Validate().message(), "DeepFMConfig: gemm_dtype must be f32 or bf16, got 3");
+  EXPECT_EQ(bad.Validate().message(), "ModelConfig: gemm_dtype must be f32 or bf16, got 3");
 }
 
 }  // namespace

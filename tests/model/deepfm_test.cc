@@ -304,7 +304,7 @@ TEST(DeepFM, Errors) {
   bad.dropout = 1.0f;
   DeepFM invalid(bad);
   EXPECT_EQ(invalid.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(invalid.status().message(), "DeepFMConfig: dropout (drop probability) must be in [0, 1), got 1.000000");
+  EXPECT_EQ(invalid.status().message(), "ModelConfig: dropout (drop probability) must be in [0, 1), got 1.000000");
 
   DeepFMConfig c = SmallConfig();
   DeepFM m(c);
@@ -323,10 +323,10 @@ TEST(DeepFM, Errors) {
   data::Batch wrong = RandomBatch(4, 4, c.feature_size, 5);
   Step s2 = Prepare(wrong, t);
   st = m.TrainStep(wrong, s2.u, s2.idx, s2.w_rows.data(), s2.v_rows.data(), 0, &s.wg, &s.vg, &s.loss);
-  EXPECT_EQ(st.message(), "DeepFM: batch field_size 4 != config field_size 5");
+  EXPECT_EQ(st.message(), "deepfm: batch field_size 4 != config field_size 5");
 
   st = m.TrainStep(batch, s.u, s.idx, s.w_rows.data(), nullptr, 0, &s.wg, &s.vg, &s.loss);
-  EXPECT_EQ(st.message(), "DeepFM: v_rows is null");
+  EXPECT_EQ(st.message(), "deepfm: v_rows is null");
 
   // A NaN parameter row: the trainer learns which term went bad.
   s.w_rows[0] = std::nanf("");

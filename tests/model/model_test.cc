@@ -38,12 +38,60 @@ data::Batch Batch() {
 }
 
 TEST(ModelTest, MakeModelGivesTheKindItNames) {
-  EXPECT_EQ(ModelKinds(), std::vector<std::string>{"deepfm"});
-  StatusOr<std::unique_ptr<Model>> m = MakeModel(Config());
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  EXPECT_EQ((*m)->kind(), "deepfm");
-  EXPECT_TRUE((*m)->status().ok());
-  EXPECT_NE(dynamic_cast<DeepFM*>(m->get()), nullptr);
+  ASSERT_GE(ModelKinds().size(), 4u);
+  EXPECT_EQ(ModelKinds()[0], "deepfm");  // the default first
+  for (const std::string& kind : ModelKinds()) {
+    ModelConfig c = Config();
+    c.kind = kind;
+    StatusOr<std::unique_ptr<Model>> m = MakeModel(c);
+    ASSERT_TRUE(m.ok()) << kind << ": " << m.status().ToString();
+    EXPECT_EQ((*m)->kind(), kind);
+    EXPECT_TRUE((*m)->status().ok()) << kind << ": " << (*m)->status().ToString();
+    EXPECT_EQ(dynamic_cast<DeepFM*>(m->get()) != nullptr, IsDeepFmKind(kind)) << kind;
+  }
+}
+
+// lr, fm and wide_deep are DeepFM's terms (Rendle 2010; Cheng et al. 2016): the same bits as deepfm with
+// the switches set, and only the parameters their terms read.
+TEST(ModelTest, LrFmAndWideDeepAreDeepFmTerms) {
+  const data::Batch b = Batch();
+  std::vector<int64_t> unique;
+  std::vector<int32_t> index;
+  UniqueIds(b, &unique, &index);
+  const int64_t U = static_cast<int64_t>(unique.size());
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-0.1f, 0.1f);
+  std::vector<float> w(U), v(U * Config().embedding_size);
+  for (float& x : w) x = d(rng);
+  for (float& x : v) x = d(rng);
+  struct Case {
+    const char* kind;
+    bool first, fm, deep;
+    size_t dense;  // fm_bias, then the MLP's weights and biases
+  };
+  const size_t mlp = 2 * (Config().deep_layers.size() + 1);
+  for (const Case& k : {Case{"lr", true, false, false, 1}, Case{"fm", true, true, false, 1},
+                        Case{"wide_deep", true, false, true, 1 + mlp}}) {
+    ModelConfig kc = Config();
+    kc.kind = k.kind;
+    ModelConfig sc = Config();
+    sc.use_first_order = k.first;
+    sc.use_fm = k.fm;
+    sc.use_deep = k.deep;
+    EXPECT_EQ(kc.reads_w(), k.first) << k.kind;
+    EXPECT_EQ(kc.reads_v(), k.fm || k.deep) << k.kind;
+    DeepFM by_kind(kc), by_switches(sc);
+    ASSERT_EQ(by_kind.dense_params().size(), k.dense) << k.kind;
+    ASSERT_EQ(by_switches.dense_params().size(), k.dense) << k.kind;
+    SparseGrad wg1, vg1, wg2, vg2;
+    LossTerms l1, l2;
+    ASSERT_TRUE(by_kind.TrainStep(b, unique, index, w.data(), v.data(), 1, &wg1, &vg1, &l1).ok());
+    ASSERT_TRUE(by_switches.TrainStep(b, unique, index, w.data(), v.data(), 1, &wg2, &vg2, &l2).ok());
+    EXPECT_EQ(l1.loss, l2.loss) << k.kind;
+    EXPECT_EQ(wg1.grad, wg2.grad) << k.kind;
+    EXPECT_EQ(vg1.grad, vg2.grad) << k.kind;
+    EXPECT_EQ(vg1.grad.empty(), !(k.fm || k.deep)) << k.kind;
+  }
 }
 
 TEST(ModelTest, UnknownKindIsRefusedListingTheKnownOnes) {
@@ -52,8 +100,11 @@ TEST(ModelTest, UnknownKindIsRefusedListingTheKnownOnes) {
   StatusOr<std::unique_ptr<Model>> m = MakeModel(c);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(m.status().message(), "unknown model 'dcn_v3' (models: deepfm)");
-  EXPECT_EQ(c.Validate().message(), "unknown model 'dcn_v3' (models: deepfm)");
+  std::string known;
+  for (const std::string& k : ModelKinds()) known += (known.empty() ? "" : ", ") + k;
+  EXPECT_EQ(m.status().message(), "unknown model 'dcn_v3' (models: " + known + ")");
+  EXPECT_EQ(c.Validate().message(), "unknown model 'dcn_v3' (models: " + known + ")");
+  EXPECT_EQ(known.rfind("deepfm, lr, fm, wide_deep", 0), 0u) << known;
 }
 
 // Through the interface, the same bits as the concrete class (the trainer only sees the interface).

@@ -23,7 +23,11 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 // to a non-default value is refused, never exported as a different model.
 constexpr const char* kUnderstoodModelKeys[] = {
     "feature_size", "field_size", "embedding_size", "deep_layers", "dropout", "batch_norm", "batch_norm_momentum",
-    "batch_norm_epsilon", "l2_reg", "use_first_order", "use_fm", "use_deep", "seed"};
+    "batch_norm_epsilon", "l2_reg", "use_first_order", "use_fm", "use_deep", "seed",
+    // The model zoo's (model/model.h): each kind's head writer (onnx_heads.h) reads the ones of its kind,
+    // and a kind without a head writer is refused by ExportOnnx.
+    "kind", "cross_layers", "low_rank", "num_experts", "model_structure", "cin_layer_units", "num_dense_fields",
+    "bottom_mlp", "top_mlp"};
 
 Status CheckModelKeysUnderstood(const std::string& path, const nlohmann::json& model) {
   if (!model.is_object()) return Status::OK();  // ModelConfigFromJson reports it
@@ -78,8 +82,8 @@ StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir) {
   // The tensors the config implies, named and shaped as the trainer saves them.
   std::vector<std::pair<std::string, std::vector<int64_t>>> want;
   const int64_t N = m.config.feature_size, K = m.config.embedding_size;
-  if (m.config.use_first_order) want.push_back({"embeddings/w", {N}});
-  if (m.config.use_fm || m.config.use_deep) want.push_back({"embeddings/V", {N, K}});
+  if (m.config.reads_w()) want.push_back({"embeddings/w", {N}});
+  if (m.config.reads_v()) want.push_back({"embeddings/V", {N, K}});
   {
     // The model interface (model/model.h) of the checkpoint's kind: its parameter list is the single
     // source of names and shapes.
@@ -108,18 +112,21 @@ StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir) {
 }
 
 std::string DescribeModel(const ExportedModel& m) {
-  const model::DeepFMConfig& c = m.config;
+  const model::ModelConfig& c = m.config;
+  const std::string head = "model " + c.kind + " step " + std::to_string(m.step) + ": feature_size " +
+                           std::to_string(c.feature_size) + ", field_size " + std::to_string(c.field_size) + ", K " +
+                           std::to_string(c.embedding_size);
+  if (!model::IsDeepFmKind(c.kind)) return head;
+  const model::DeepFmTerms t = model::DeepFmTermsOf(c);
   std::string terms;
-  if (c.use_first_order) terms += "first_order ";
-  if (c.use_fm) terms += "fm ";
-  if (c.use_deep) terms += "deep ";
+  if (t.first_order) terms += "first_order ";
+  if (t.fm) terms += "fm ";
+  if (t.deep) terms += "deep ";
   if (!terms.empty()) terms.pop_back();
-  return "DeepFM step " + std::to_string(m.step) + ": feature_size " + std::to_string(c.feature_size) +
-         ", field_size " + std::to_string(c.field_size) + ", K " + std::to_string(c.embedding_size) + ", terms " +
-         terms +
-         (c.use_deep ? ", deep_layers " + (c.deep_layers.empty() ? std::string("none") : train::FormatLayerList(c.deep_layers)) +
-                           ", batch_norm " + (c.batch_norm ? "on" : "off")
-                     : std::string());
+  return head + ", terms " + terms +
+         (t.deep ? ", deep_layers " + (c.deep_layers.empty() ? std::string("none") : train::FormatLayerList(c.deep_layers)) +
+                       ", batch_norm " + (c.batch_norm ? "on" : "off")
+                 : std::string());
 }
 
 }  // namespace ctrain::exporter

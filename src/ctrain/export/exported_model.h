@@ -67,7 +67,7 @@ struct ExportedModel {
 // implies is missing, is not f32, or has a different shape.
 StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir);
 
-// A line for logs and the ONNX doc string: "DeepFM step 40: feature_size 117581,
+// A line for logs and the ONNX doc string: "model deepfm step 40: feature_size 117581,
 // field_size 39, K 32, terms first_order fm deep, deep_layers 400,400,400, batch_norm off"
 // (deep_layers and batch_norm only with the deep term).
 std::string DescribeModel(const ExportedModel& m);

@@ -12,6 +12,8 @@
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 
+#include "ctrain/export/onnx_graph.h"
+#include "ctrain/export/onnx_heads.h"
 #include "ctrain/io/file.h"
 #include "ctrain/train/train_config.h"
 
@@ -22,116 +24,6 @@ namespace {
 constexpr int64_t kIrVersion = 8;   // ONNX 1.12's IR_VERSION
 constexpr int64_t kOpsetVersion = 13;
 constexpr int64_t kProtobufLimitBytes = (int64_t{1} << 31) - 1;
-constexpr int64_t kExternalAlign = 4096;  // offsets of external tensors (page aligned for mmap)
-constexpr const char* kBatchDim = "batch";              // dims given as -1
-constexpr const char* kIdsPerFieldDim = "ids_per_field";  // dims given as -2 (multi-hot inputs)
-
-// Builds the graph: names values, adds nodes and initializers.
-class GraphBuilder {
- public:
-  GraphBuilder(onnx::GraphProto* g, bool external, std::string data_file_name)
-      : g_(g), external_(external), data_file_name_(std::move(data_file_name)) {}
-
-  // A float initializer. Large ones go to the external data file when enabled.
-  const std::string& Float(const std::string& name, const std::vector<int64_t>& shape, const float* data) {
-    onnx::TensorProto* t = g_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    int64_t n = 1;
-    for (int64_t d : shape) {
-      t->add_dims(d);
-      n *= d;
-    }
-    const int64_t bytes = n * static_cast<int64_t>(sizeof(float));
-    if (external_ && bytes >= kExternalDataMinBytes) {
-      const int64_t offset = (external_bytes_ + kExternalAlign - 1) / kExternalAlign * kExternalAlign;
-      t->set_data_location(onnx::TensorProto::EXTERNAL);
-      auto add = [t](const char* k, const std::string& v) {
-        onnx::StringStringEntryProto* e = t->add_external_data();
-        e->set_key(k);
-        e->set_value(v);
-      };
-      add("location", data_file_name_);
-      add("offset", std::to_string(offset));
-      add("length", std::to_string(bytes));
-      pieces_.push_back({offset, data, bytes});
-      external_bytes_ = offset + bytes;
-    } else {
-      // raw_data is little-endian, as on x86-64.
-      t->set_raw_data(data, static_cast<size_t>(bytes));
-    }
-    return t->name();
-  }
-  std::string Float(const std::string& name, const std::vector<float>& v) {
-    return Float(name, {static_cast<int64_t>(v.size())}, v.data());
-  }
-  std::string Int64s(const std::string& name, std::initializer_list<int64_t> v) {
-    onnx::TensorProto* t = g_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(v.size()));
-    for (int64_t x : v) t->add_int64_data(x);
-    return name;
-  }
-  std::string Scalar(const std::string& name, float v) {
-    onnx::TensorProto* t = g_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_float_data(v);
-    return name;
-  }
-
-  // Adds node `op` with `inputs`; its single output is named `out`.
-  onnx::NodeProto* Node(const std::string& op, std::vector<std::string> inputs, const std::string& out) {
-    onnx::NodeProto* n = g_->add_node();
-    n->set_op_type(op);
-    n->set_name(out);
-    for (std::string& i : inputs) n->add_input(std::move(i));
-    n->add_output(out);
-    return n;
-  }
-  static void IntAttr(onnx::NodeProto* n, const char* name, int64_t v) {
-    onnx::AttributeProto* a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-
-  void Input(const std::string& name, int32_t elem_type, std::vector<int64_t> dims) { Value(g_->add_input(), name, elem_type, dims); }
-  void Output(const std::string& name, int32_t elem_type, std::vector<int64_t> dims) { Value(g_->add_output(), name, elem_type, dims); }
-
-  struct ExternalPiece {
-    int64_t offset;
-    const float* data;
-    int64_t bytes;
-  };
-  const std::vector<ExternalPiece>& external_pieces() const { return pieces_; }
-  int64_t external_bytes() const { return external_bytes_; }
-
- private:
-  // dims: -1 = the symbolic batch dimension, -2 = ids per field.
-  static void Value(onnx::ValueInfoProto* v, const std::string& name, int32_t elem_type, const std::vector<int64_t>& dims) {
-    v->set_name(name);
-    onnx::TypeProto_Tensor* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(elem_type);
-    for (int64_t d : dims) {
-      onnx::TensorShapeProto_Dimension* dim = t->mutable_shape()->add_dim();
-      if (d < 0) dim->set_dim_param(d == -1 ? kBatchDim : kIdsPerFieldDim);
-      else dim->set_dim_value(d);
-    }
-  }
-
-  onnx::GraphProto* g_;
-  bool external_;
-  std::string data_file_name_;
-  std::vector<ExternalPiece> pieces_;
-  int64_t external_bytes_ = 0;
-};
-
-const std::vector<float>& Need(const ExportedModel& m, const std::string& name) {
-  // LoadModelForExport guarantees every tensor the config implies.
-  return m.Find(name)->value;
-}
 
 Status WriteExternalData(const std::string& path, const std::vector<GraphBuilder::ExternalPiece>& pieces) {
   io::WriteOptions wo;
@@ -150,7 +42,62 @@ Status WriteExternalData(const std::string& path, const std::vector<GraphBuilder
   return f->Close();
 }
 
+// The kinds with a head writer, in ModelKinds() order.
+const std::vector<std::pair<std::string, OnnxHead>>& OnnxHeads() {
+  static const auto* heads = new std::vector<std::pair<std::string, OnnxHead>>{
+      {"deepfm", {"fm_bias", WriteDeepFmHead}},
+      {"lr", {"fm_bias", WriteDeepFmHead}},
+      {"fm", {"fm_bias", WriteDeepFmHead}},
+      {"wide_deep", {"fm_bias", WriteDeepFmHead}},
+  };
+  return *heads;
+}
+
+std::string OnnxHeadKinds() {
+  std::string s;
+  for (const auto& [kind, head] : OnnxHeads()) s += (s.empty() ? "" : ", ") + kind;
+  return s;
+}
+
 }  // namespace
+
+const OnnxHead* FindOnnxHead(std::string_view kind) {
+  for (const auto& [k, head] : OnnxHeads())
+    if (k == kind) return &head;
+  return nullptr;
+}
+
+std::string WriteOnnxMlp(GraphBuilder& b, const ExportedModel& m, const std::string& input, size_t hidden_layers,
+                         bool batch_norm, float batch_norm_epsilon, const std::string& hidden_scope,
+                         const std::string& bn_scope, const std::string& out_scope) {
+  std::string x = input;
+  const size_t L = hidden_layers;
+  for (size_t i = 0; i <= L; ++i) {
+    if (i == L && out_scope.empty()) break;
+    const std::string scope = i < L ? hidden_scope + std::to_string(i) : out_scope;
+    const ExportTensor* wt = m.Find(scope + "/weights");
+    b.Float(wt->name, wt->shape, wt->value.data());
+    b.Float(scope + "/biases", Need(m, scope + "/biases"));
+    b.Node("Gemm", {x, scope + "/weights", scope + "/biases"}, scope + "/linear");
+    x = scope + "/linear";
+    if (i == L) break;
+    b.Node("Relu", {x}, scope + "/relu");
+    x = scope + "/relu";
+    if (batch_norm) {
+      const std::string bn = bn_scope + std::to_string(i);
+      const std::vector<float>& gamma = Need(m, bn + "/gamma");
+      const std::vector<float>& var = Need(m, bn + "/moving_variance");
+      std::vector<float> scale(gamma.size());
+      // As BatchNormForwardInference computes it (model/layers/batch_norm.cc).
+      for (size_t j = 0; j < scale.size(); ++j) scale[j] = gamma[j] / std::sqrt(var[j] + batch_norm_epsilon);
+      b.Node("Sub", {x, b.Float(bn + "/moving_mean", Need(m, bn + "/moving_mean"))}, bn + "/centered");
+      b.Node("Mul", {bn + "/centered", b.Float(bn + "/scale", scale)}, bn + "/scaled");
+      b.Node("Add", {bn + "/scaled", b.Float(bn + "/beta", Need(m, bn + "/beta"))}, bn + "/output");
+      x = bn + "/output";
+    }
+  }
+  return x;
+}
 
 StatusOr<ExternalData> ParseExternalData(const std::string& text) {
   if (text == "auto") return ExternalData::kAuto;
@@ -161,10 +108,11 @@ StatusOr<ExternalData> ParseExternalData(const std::string& text) {
 
 StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string& path,
                                       const OnnxExportOptions& options) {
-  // The graph below is DeepFM's forward pass; a model of another kind needs its own graph writer.
-  if (m.config.kind != "deepfm")
+  // The shared part below (inputs, first-order term, embeddings), then the kind's head (onnx_heads.h).
+  const OnnxHead* head = FindOnnxHead(m.config.kind);
+  if (head == nullptr)
     return UnimplementedError(m.checkpoint_path + ": ONNX export of model kind '" + m.config.kind +
-                              "' is not available (the ONNX graph is written for deepfm)");
+                              "' is not available (ctrain export writes graphs for " + OnnxHeadKinds() + ")");
   if (m.multi_hot_input && !options.multi_hot)
     return FailedPreconditionError(m.checkpoint_path +
                                    ": the model was trained through a feature spec with multi-hot fields (meta "
@@ -212,15 +160,15 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
   meta("ctrain.step", std::to_string(m.step));
 
   onnx::GraphProto* g = model.mutable_graph();
-  g->set_name("deepfm");
+  g->set_name(c.kind);
   GraphBuilder b(g, external, data_name);
   const std::vector<int64_t> in_dims = options.multi_hot ? std::vector<int64_t>{-1, F, -2} : std::vector<int64_t>{-1, F};
   b.Input("ids", onnx::TensorProto::INT64, in_dims);
   b.Input("values", onnx::TensorProto::FLOAT, in_dims);
 
-  std::vector<std::string> terms;  // summed into the logit, after fm_bias
+  std::vector<std::string> terms;  // summed into the logit, after the bias
   const std::string axis1 = b.Int64s("axes_1", {1});
-  if (c.use_first_order) {
+  if (c.reads_w()) {
     const ExportTensor* w = m.Find("embeddings/w");
     b.Float(w->name, {c.feature_size}, w->value.data());
     b.Node("Gather", {"embeddings/w", "ids"}, "first_order/w_rows");
@@ -229,7 +177,7 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
     GraphBuilder::IntAttr(b.Node("ReduceSum", {"first_order/wx", axes}, "y_first"), "keepdims", 0);
     terms.push_back("y_first");
   }
-  if (c.use_fm || c.use_deep) {
+  if (c.reads_v()) {
     const ExportTensor* v = m.Find("embeddings/V");
     b.Float(v->name, {c.feature_size, K}, v->value.data());
     if (!options.multi_hot) {
@@ -244,48 +192,9 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
                             "keepdims", 0);  // [batch, F, K]
     }
   }
-  if (c.use_fm) {
-    GraphBuilder::IntAttr(b.Node("ReduceSum", {"embedding/e", axis1}, "fm/sum"), "keepdims", 0);  // [batch, K]
-    b.Node("Mul", {"fm/sum", "fm/sum"}, "fm/sum_square");
-    b.Node("Mul", {"embedding/e", "embedding/e"}, "fm/e_square");
-    GraphBuilder::IntAttr(b.Node("ReduceSum", {"fm/e_square", axis1}, "fm/square_sum"), "keepdims", 0);
-    b.Node("Sub", {"fm/sum_square", "fm/square_sum"}, "fm/diff");
-    GraphBuilder::IntAttr(b.Node("ReduceSum", {"fm/diff", axis1}, "fm/half_sum"), "keepdims", 0);  // [batch]
-    b.Node("Mul", {"fm/half_sum", b.Scalar("fm/one_half", 0.5f)}, "y_fm");
-    terms.push_back("y_fm");
-  }
-  if (c.use_deep) {
-    b.Node("Reshape", {"embedding/e", b.Int64s("deep/flat_shape", {0, F * K})}, "deep/input");  // [batch, F*K]
-    std::string x = "deep/input";
-    const size_t L = c.deep_layers.size();
-    for (size_t i = 0; i <= L; ++i) {
-      const std::string scope = i < L ? "mlp" + std::to_string(i) : std::string("deep_out");
-      const ExportTensor* wt = m.Find(scope + "/weights");
-      b.Float(wt->name, wt->shape, wt->value.data());
-      b.Float(scope + "/biases", Need(m, scope + "/biases"));
-      b.Node("Gemm", {x, scope + "/weights", scope + "/biases"}, scope + "/linear");
-      x = scope + "/linear";
-      if (i == L) break;
-      b.Node("Relu", {x}, scope + "/relu");
-      x = scope + "/relu";
-      if (c.batch_norm) {
-        const std::string bn = "bn_" + std::to_string(i);
-        const std::vector<float>& gamma = Need(m, bn + "/gamma");
-        const std::vector<float>& var = Need(m, bn + "/moving_variance");
-        std::vector<float> scale(gamma.size());
-        // As BatchNormForwardInference computes it (model/layers/batch_norm.cc).
-        for (size_t j = 0; j < scale.size(); ++j) scale[j] = gamma[j] / std::sqrt(var[j] + c.batch_norm_epsilon);
-        b.Node("Sub", {x, b.Float(bn + "/moving_mean", Need(m, bn + "/moving_mean"))}, bn + "/centered");
-        b.Node("Mul", {bn + "/centered", b.Float(bn + "/scale", scale)}, bn + "/scaled");
-        b.Node("Add", {bn + "/scaled", b.Float(bn + "/beta", Need(m, bn + "/beta"))}, bn + "/output");
-        x = bn + "/output";
-      }
-    }
-    b.Node("Squeeze", {x, axis1}, "y_deep");
-    terms.push_back("y_deep");
-  }
-  b.Float("fm_bias", Need(m, "fm_bias"));
-  std::string sum = "fm_bias";
+  CTRAIN_RETURN_IF_ERROR(head->write(b, m, &terms));
+  b.Float(head->bias, Need(m, head->bias));
+  std::string sum = head->bias;
   for (const std::string& t : terms) {
     const std::string out = "logit/+" + t;
     b.Node("Add", {sum, t}, out);

@@ -1,6 +1,8 @@
 // The option schema's values, lookup, effective configuration and mode check (job/option_schema.h).
 #include "ctrain/job/option_schema.h"
 
+#include "ctrain/model/model.h"
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -10,6 +12,7 @@
 
 #include "ctrain/base/edit_distance.h"
 #include "ctrain/job/train_job.h"
+#include "ctrain/model/model.h"
 
 namespace ctrain::job {
 namespace {
@@ -309,6 +312,24 @@ Status CheckOptionModes(const nlohmann::ordered_json& given_values, ModeSet mode
                                     "); leave it out (docs/training.md#modes)");
       }
     }
+  return Status::OK();
+}
+
+Status CheckOptionModels(const nlohmann::ordered_json& given_values, const std::string& kind) {
+  CTRAIN_RETURN_IF_ERROR(model::CheckModelKind(kind).WithContext("--model"));
+  for (auto it = given_values.begin(); it != given_values.end(); ++it) {
+    const OptionSpec* s = FindTrainOption(it.key());
+    if (s == nullptr || s->models.empty()) continue;
+    bool reads = false;
+    std::string kinds;
+    for (const std::string& k : s->models) {
+      reads = reads || k == kind;
+      kinds += (kinds.empty() ? "" : "|") + k;
+    }
+    if (!reads)
+      return InvalidArgumentError(s->flag() + " applies to --model " + kinds + " (this run: --model " + kind +
+                                  "); leave it out (docs/model.md)");
+  }
   return Status::OK();
 }
 

@@ -82,6 +82,9 @@ struct OptionSpec {
   // The run must be in one of these modes (0 = any): --lr-scaling needs mpirun,
   // --processing-mode the data service, --max-staleness asynchronous parameter servers.
   ModeSet needs = 0;
+  // The model kinds that read the option (model/model.h; empty = every kind). Set away from its
+  // default for another kind, it is refused by name (CheckOptionModels).
+  std::vector<std::string> models;
   bool is_switch = false;            // kBool: a bare --flag means true and the default is false
   bool comma_list = false;           // kStringList: the CLI takes "a,b" as two elements
   // Where ctrain launch takes the value from, when it sets it itself ("" = a hyperparameter).
@@ -144,5 +147,8 @@ ModeSet RunModes(const TrainJobOptions& options, bool stream, bool mpirun);
 // the mode: "--keep-best is not supported with parameter servers (sync): ...",
 // "--lr-scaling needs mpirun (this run: local memory)".
 Status CheckOptionModes(const nlohmann::ordered_json& given_values, ModeSet modes);
+// The refusal of an option of `given_values` that the model `kind` does not read
+// ("--cross-layers applies to --model dcn|dcn_v2 (this run: --model deepfm)"), or OK.
+Status CheckOptionModels(const nlohmann::ordered_json& given_values, const std::string& kind);
 
 }  // namespace ctrain::job

@@ -15,7 +15,9 @@ Status CheckModes(TrainRun& run) {
   const TrainJobOptions& job = run.job;
   if (job.input_mode != "auto" && job.input_mode != "stream" && job.input_mode != "memory")
     return InvalidArgumentError("--input-mode must be stream or memory (or auto), got '" + job.input_mode + "'");
-  return CheckOptionModes(run.given_values, RunModes(job, InputMode(job) == "stream", run.dist.active()));
+  CTRAIN_RETURN_IF_ERROR(
+      CheckOptionModes(run.given_values, RunModes(job, InputMode(job) == "stream", run.dist.active())));
+  return CheckOptionModels(run.given_values, job.model);
 }
 
 // What the schema's modes do not say: the combinations that need more than one option's value.

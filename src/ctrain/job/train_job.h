@@ -35,7 +35,17 @@ struct TrainJobOptions {
   // eval_every_steps; the model and optimizer parts are filled from the
   // fields below.
   train::TrainOptions train_options;
+  // The model (model/model.h, docs/model.md): its kind and hyper-parameters.
+  std::string model = "deepfm";             // deepfm|lr|fm|wide_deep|dcn|dcn_v2|dlrm|xdeepfm
   std::string deep_layers = "400,400,400";  // hidden widths, comma-separated
+  int32_t cross_layers = 3;                 // dcn, dcn_v2
+  int32_t low_rank = 0;                     // dcn_v2: 0 = full rank
+  int32_t num_experts = 1;                  // dcn_v2: low-rank experts per cross layer
+  std::string model_structure = "parallel"; // dcn, dcn_v2: parallel|stacked
+  std::string cin_layer_units = "16,16,16"; // xdeepfm
+  int32_t num_dense_fields = 0;             // dlrm: the first N fields feed the bottom MLP
+  std::string bottom_mlp = "64,64";         // dlrm
+  std::string top_mlp = "64,64";            // dlrm
   std::string optimizer = "adam";           // adam|adagrad|sgd|momentum|ftrl
   float learning_rate = 0.0005f;
   int32_t embedding_size = 32;              // K

@@ -124,6 +124,7 @@ struct Entry {
   Entry& comma() { return s.comma_list = true, *this; }
   Entry& int_list() { return s.type = OptionType::kIntList, *this; }
   Entry& launch(std::string from) { return s.set_by_launch = std::move(from), *this; }
+  Entry& models(std::vector<std::string> kinds) { return s.models = std::move(kinds), *this; }
   template <class F>
   OptionSpec bind(F field) {
     Bind(s, field);
@@ -182,10 +183,53 @@ std::vector<OptionSpec> Build() {
           .why("a feature spec reads --train in memory (--input-mode memory)")
           .bind(FIELD(data.feature_spec)));
   // The model.
-  add(Entry("embedding_size", {}, "", "K: embedding width", kAll).bind(FIELD(embedding_size)));
-  add(Entry("deep_layers", {}, "units", "Hidden layer widths, e.g. 400,400,400", kAll).int_list().bind(FIELD(deep_layers)));
-  add(Entry("dropout", {}, "probability", "Drop probability of each hidden layer", kAll).bind(FIELD(dropout)));
-  add(Entry("batch_norm", {}, "", "Batch normalisation after each hidden layer", kAll).bind(FIELD(batch_norm)));
+  add(Entry("model", {"model_type"}, "", "The model: deepfm|lr|fm|wide_deep|dcn|dcn_v2|dlrm|xdeepfm (docs/model.md)",
+            kAll)
+          .bind(FIELD(model)));
+  add(Entry("embedding_size", {}, "", "K: embedding width", kAll).models({"deepfm", "fm", "wide_deep", "dcn", "dcn_v2", "dlrm", "xdeepfm"})
+          .bind(FIELD(embedding_size)));
+  add(Entry("deep_layers", {}, "units", "Hidden layer widths of the deep part (deepfm, wide_deep, dcn, dcn_v2, "
+                                        "xdeepfm), e.g. 400,400,400", kAll)
+          .int_list()
+          .models({"deepfm", "wide_deep", "dcn", "dcn_v2", "xdeepfm"})
+          .bind(FIELD(deep_layers)));
+  add(Entry("cross_layers", {"num_cross_layers"}, "layers", "dcn, dcn_v2: cross layers", kAll)
+          .models({"dcn", "dcn_v2"})
+          .bind(FIELD(cross_layers)));
+  add(Entry("low_rank", {}, "", "dcn_v2: rank of each cross layer's matrix (0 = full rank)", kAll)
+          .models({"dcn_v2"})
+          .bind(FIELD(low_rank)));
+  add(Entry("num_experts", {}, "experts", "dcn_v2: low-rank experts per cross layer, mixed by a gate (needs "
+                                         "--low-rank)", kAll)
+          .models({"dcn_v2"})
+          .bind(FIELD(num_experts)));
+  add(Entry("model_structure", {}, "", "dcn, dcn_v2: parallel (cross and deep side by side) or stacked (deep over "
+                                       "cross)", kAll)
+          .models({"dcn", "dcn_v2"})
+          .bind(FIELD(model_structure)));
+  add(Entry("cin_layer_units", {}, "feature maps", "xdeepfm: feature maps of each CIN layer, e.g. 16,16,16", kAll)
+          .int_list()
+          .models({"xdeepfm"})
+          .bind(FIELD(cin_layer_units)));
+  add(Entry("num_dense_fields", {}, "fields", "dlrm: the first N fields are dense: their values feed the bottom "
+                                             "MLP (Criteo: 13)", kAll)
+          .models({"dlrm"})
+          .bind(FIELD(num_dense_fields)));
+  add(Entry("bottom_mlp", {}, "units", "dlrm: hidden widths of the bottom MLP (a layer to K follows)", kAll)
+          .int_list()
+          .models({"dlrm"})
+          .bind(FIELD(bottom_mlp)));
+  add(Entry("top_mlp", {}, "units", "dlrm: hidden widths of the top MLP (a layer to 1 follows)", kAll)
+          .int_list()
+          .models({"dlrm"})
+          .bind(FIELD(top_mlp)));
+  const std::vector<std::string> mlp_models = {"deepfm", "wide_deep", "dcn", "dcn_v2", "dlrm", "xdeepfm"};
+  add(Entry("dropout", {}, "probability", "Drop probability of each hidden layer", kAll)
+          .models(mlp_models)
+          .bind(FIELD(dropout)));
+  add(Entry("batch_norm", {}, "", "Batch normalisation after each hidden layer", kAll)
+          .models(mlp_models)
+          .bind(FIELD(batch_norm)));
   add(Entry("l2_reg", {}, "", "L2 on the embedding rows of each batch", kAll).bind(FIELD(l2_reg)));
   add(Entry("mixed_precision", {}, "", "GEMM precision: f32, or bf16 (bf16 operands, f32 accumulation and master "
                                       "weights; needs AVX512_BF16), or auto (bf16 where supported; with --autotune: "

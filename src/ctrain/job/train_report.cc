@@ -15,9 +15,9 @@ void PrintRunLine(const TrainRun& run) {
   if (!run.report) return;
   const train::TrainOptions& o = run.o;
   std::fprintf(stderr,
-               "ctrain: DeepFM F=%d K=%d deep=%s dropout=%g%s l2=%g gemm=%s | %s lr=%g batch=%lld epochs=%d | "
+               "ctrain: %s F=%d K=%d deep=%s dropout=%g%s l2=%g gemm=%s | %s lr=%g batch=%lld epochs=%d | "
                "threads: intra_op=%d towers=%d hogwild=%d%s\n",
-               o.model.field_size, o.model.embedding_size, run.job.deep_layers.c_str(), o.model.dropout,
+               o.model.kind.c_str(), o.model.field_size, o.model.embedding_size, run.job.deep_layers.c_str(), o.model.dropout,
                o.model.batch_norm ? " bn" : "", o.model.l2_reg, model::DataTypeName(o.model.gemm_dtype),
                o.optimizer.name.c_str(), o.optimizer.learning_rate, static_cast<long long>(o.batch_size), o.epochs,
                run.intra, o.parallel.towers, o.parallel.hogwild, o.parallel.affinity ? " affinity" : "");

@@ -7,13 +7,27 @@
 #include "ctrain/data/feature_spec.h"
 #include "ctrain/job/train_steps.h"
 #include "ctrain/model/layers/bf16.h"
+#include "ctrain/model/model.h"
 
 namespace ctrain::job {
 
 Status ResolveModelOptions(TrainRun& run) {
   TrainJobOptions& job = run.job;
   train::TrainOptions& o = run.o;
+  {
+    const Status kind = model::CheckModelKind(job.model);
+    if (!kind.ok()) return kind.WithContext("--model");
+  }
+  o.model.kind = job.model;
   CTRAIN_ASSIGN_OR_RETURN(o.model.deep_layers, train::ParseLayerList(job.deep_layers));
+  o.model.cross_layers = job.cross_layers;
+  o.model.low_rank = job.low_rank;
+  o.model.num_experts = job.num_experts;
+  o.model.model_structure = job.model_structure;
+  CTRAIN_ASSIGN_OR_RETURN(o.model.cin_layer_units, train::ParseLayerList(job.cin_layer_units, "cin_layer_units"));
+  CTRAIN_ASSIGN_OR_RETURN(o.model.bottom_mlp, train::ParseLayerList(job.bottom_mlp, "bottom_mlp"));
+  CTRAIN_ASSIGN_OR_RETURN(o.model.top_mlp, train::ParseLayerList(job.top_mlp, "top_mlp"));
+  o.model.num_dense_fields = job.num_dense_fields;
   o.model.embedding_size = job.embedding_size;
   o.model.dropout = job.dropout;
   o.model.batch_norm = job.batch_norm;

@@ -11,8 +11,12 @@
 //      gradients of the U rows,
 //   4. applies its optimizers (a model never updates a parameter, except its
 //      non-trainable state(), e.g. BN moving statistics).
-// Models: "deepfm" (model/deepfm.h). A new model is a Model implementation
-// and a line in MakeModel (model.cc); the trainer does not change.
+// Models (ModelKinds(), docs/model.md): "deepfm", and the kinds built on its
+// switches "lr", "fm", "wide_deep" (model/deepfm.h); "dcn", "dcn_v2"
+// (model/dcn.h); "dlrm" (model/dlrm.h); "xdeepfm" (model/xdeepfm.h). Every kind
+// is an EmbeddingModel (model/embedding_model.h): its head over the field
+// embeddings. A new model is a Model implementation and a line in MakeModel
+// (model.cc); the trainer does not change.
 //
 // Thread safety: a Model object is used by one thread at a time (its kernels
 // use OpenMP internally). Determinism: for a fixed OpenMP thread count,
@@ -49,10 +53,31 @@ struct ModelConfig {
   float batch_norm_momentum = 0.99f;  // moving = m * moving + (1 - m) * batch
   float batch_norm_epsilon = 1e-3f;   // tf.contrib.layers.batch_norm default
   float l2_reg = 0.0f;                // see l2 above (no 1/2 factor; TF's l2_loss has one)
+  // DeepFM's terms (kind "deepfm" only; "lr", "fm" and "wide_deep" fix them: DeepFmTermsOf).
   bool use_first_order = true;
   bool use_fm = true;
   bool use_deep = true;
   uint64_t seed = 2017;  // dropout stream
+  // DCN / DCN-V2 (Wang et al. 2017, 2021): cross layers over x0 = flatten(e) [F*K].
+  int32_t cross_layers = 3;
+  // DCN-V2: rank r of each cross layer's W = U V^T (0 = full rank, W [F*K, F*K]).
+  int32_t low_rank = 0;
+  // DCN-V2: low-rank experts per cross layer, mixed by a softmax gate (1 = no mixture; needs low_rank > 0 when > 1).
+  int32_t num_experts = 1;
+  // DCN / DCN-V2: "parallel" (cross and deep side by side, concatenated into the output layer) or
+  // "stacked" (the deep network over the cross network's output).
+  std::string model_structure = "parallel";
+  // xDeepFM (Lian et al. 2018): feature maps of each CIN layer.
+  std::vector<int32_t> cin_layer_units = {16, 16, 16};
+  // DLRM (Naumov et al. 2019): the first num_dense_fields fields are dense (their values feed the bottom
+  // MLP, their ids are not embedded); the rest are categorical.
+  int32_t num_dense_fields = 0;
+  std::vector<int32_t> bottom_mlp = {64, 64};  // hidden widths of the bottom MLP (a last layer to K follows)
+  std::vector<int32_t> top_mlp = {64, 64};     // hidden widths of the top MLP (a last layer to 1 follows)
+
+  // The tables the model reads: the first-order weights w, the embeddings V.
+  bool reads_w() const;
+  bool reads_v() const;
   // Operand type of the MLP GEMMs (every FullyConnected layer). kBF16 = mixed
   // precision: GEMM operands rounded to bf16, f32 accumulation and master
   // weights (params, grads, activations, optimizer state all stay f32); needs
@@ -86,6 +111,23 @@ struct LossTerms {
   double l2 = 0;
 };
 
+// The terms of the kinds built on DeepFM's code (deepfm: its switches; lr: first order;
+// fm: first order + FM; wide_deep: first order (the wide part over the same ids) + deep).
+struct DeepFmTerms {
+  bool first_order = true, fm = true, deep = true;
+};
+DeepFmTerms DeepFmTermsOf(const ModelConfig& config);
+// True for the kinds DeepFM's code implements (deepfm, lr, fm, wide_deep).
+bool IsDeepFmKind(std::string_view kind);
+
+// Appends a zero-filled parameter (with a zero grad when trainable) and returns its index.
+int AddDenseParam(std::vector<DenseParam>* params, std::string name, std::vector<int64_t> shape, bool trainable);
+// The zoo's dense initialisation, by name: "*/weights" Glorot-uniform (tf's xavier_initializer, limit
+// sqrt(6/(fan_in+fan_out)), fan_in = shape[0], fan_out = the product of the rest, 1 for a vector), each
+// parameter from its own stream (seed, its index); "*/gamma" 1; everything else 0; state "*moving_variance" 1,
+// the rest 0.
+void InitDenseParams(uint64_t seed, std::vector<DenseParam>* dense, std::vector<DenseParam>* state);
+
 // Unique ids of the batch (ascending) and index [B*F or nnz]:
 // unique_ids[index[p]] == batch.ids[p].
 void UniqueIds(const data::Batch& batch, std::vector<int64_t>* unique_ids, std::vector<int32_t>* index);
@@ -105,7 +147,7 @@ class Model {
  public:
   virtual ~Model() = default;
 
-  // The kind MakeModel made ("deepfm").
+  // The kind MakeModel made (config.kind).
   virtual std::string_view kind() const = 0;
   // An invalid config is reported here and by every TrainStep/Predict.
   virtual const Status& status() const = 0;
@@ -134,7 +176,7 @@ class Model {
 
 // The kinds MakeModel knows, in the order the help lists them.
 const std::vector<std::string>& ModelKinds();
-// InvalidArgument "unknown model 'x' (models: deepfm)" unless kind is one of ModelKinds().
+// InvalidArgument "unknown model 'x' (models: deepfm, lr, ...)" unless kind is one of ModelKinds().
 Status CheckModelKind(std::string_view kind);
 // The model `config.kind` names. Errors: CheckModelKind's.
 StatusOr<std::unique_ptr<Model>> MakeModel(const ModelConfig& config);

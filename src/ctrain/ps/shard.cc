@@ -123,8 +123,8 @@ Status ParameterShard::CreateTables(const proto::ModelSpec& spec, bool init_valu
   CTRAIN_ASSIGN_OR_RETURN(part_, train::Partitioner::Create(options_.partitioner, mc.feature_size, options_.num_shards));
   rows_ = part_.ShardRows(options_.shard);
   K_ = mc.embedding_size;
-  use_w_ = mc.use_first_order;
-  use_v_ = mc.use_fm || mc.use_deep;
+  use_w_ = mc.reads_w();
+  use_v_ = mc.reads_v();
   CTRAIN_ASSIGN_OR_RETURN(auto wopt, optim::MakeOptimizer(oc));
   CTRAIN_ASSIGN_OR_RETURN(auto vopt, optim::MakeOptimizer(oc));
   CTRAIN_ASSIGN_OR_RETURN(dense_opt_, optim::MakeOptimizer(oc));

@@ -102,7 +102,15 @@ nlohmann::json ModelConfigToJson(const model::DeepFMConfig& c) {
                         {"use_first_order", c.use_first_order},
                         {"use_fm", c.use_fm},
                         {"use_deep", c.use_deep},
-                        {"seed", c.seed}};
+                        {"seed", c.seed},
+                        {"cross_layers", c.cross_layers},
+                        {"low_rank", c.low_rank},
+                        {"num_experts", c.num_experts},
+                        {"model_structure", c.model_structure},
+                        {"cin_layer_units", c.cin_layer_units},
+                        {"num_dense_fields", c.num_dense_fields},
+                        {"bottom_mlp", c.bottom_mlp},
+                        {"top_mlp", c.top_mlp}};
 }
 
 namespace {
@@ -140,6 +148,18 @@ StatusOr<model::DeepFMConfig> ModelConfigFromJson(const nlohmann::json& j) {
   CTRAIN_RETURN_IF_ERROR(Get(j, "use_fm", &c.use_fm));
   CTRAIN_RETURN_IF_ERROR(Get(j, "use_deep", &c.use_deep));
   CTRAIN_RETURN_IF_ERROR(Get(j, "seed", &c.seed));
+  // The zoo's hyper-parameters: checkpoints written before them (DeepFM only) have none; their defaults apply.
+  auto optional = [&](const char* key, auto* out) -> Status {
+    return j.contains(key) ? Get(j, key, out) : Status::OK();
+  };
+  CTRAIN_RETURN_IF_ERROR(optional("cross_layers", &c.cross_layers));
+  CTRAIN_RETURN_IF_ERROR(optional("low_rank", &c.low_rank));
+  CTRAIN_RETURN_IF_ERROR(optional("num_experts", &c.num_experts));
+  CTRAIN_RETURN_IF_ERROR(optional("model_structure", &c.model_structure));
+  CTRAIN_RETURN_IF_ERROR(optional("cin_layer_units", &c.cin_layer_units));
+  CTRAIN_RETURN_IF_ERROR(optional("num_dense_fields", &c.num_dense_fields));
+  CTRAIN_RETURN_IF_ERROR(optional("bottom_mlp", &c.bottom_mlp));
+  CTRAIN_RETURN_IF_ERROR(optional("top_mlp", &c.top_mlp));
   CTRAIN_RETURN_IF_ERROR(c.Validate());
   return c;
 }
@@ -222,7 +242,7 @@ StatusOr<DataSourceOptions> DataSourceFromJson(const nlohmann::json& j) {
   return d;
 }
 
-StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text) {
+StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text, std::string_view name) {
   std::vector<int32_t> out;
   size_t i = 0;
   for (size_t element = 1; i <= text.size() && !text.empty(); ++element) {
@@ -234,7 +254,7 @@ StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text) {
     int32_t v = 0;
     auto r = std::from_chars(tok.data(), tok.data() + tok.size(), v);
     if (tok.empty() || r.ec != std::errc() || r.ptr != tok.data() + tok.size() || v <= 0)
-      return InvalidArgumentError("deep_layers '" + std::string(text) + "': element " + std::to_string(element) +
+      return InvalidArgumentError(std::string(name) + " '" + std::string(text) + "': element " + std::to_string(element) +
                                   (tok.empty() ? " is empty" : " ('" + std::string(tok) + "') is not a positive width") +
                                   "; expected positive widths like 400,400,400");
     out.push_back(v);

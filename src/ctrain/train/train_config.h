@@ -174,8 +174,9 @@ StatusOr<model::DeepFMConfig> ModelConfigFromJson(const nlohmann::json& j);
 nlohmann::json OptimizerConfigToJson(const optim::OptimizerConfig& c);
 StatusOr<optim::OptimizerConfig> OptimizerConfigFromJson(const nlohmann::json& j);
 
-// "400,400,400" -> {400, 400, 400}; "" -> {}. InvalidArgument for a bad or non-positive width.
-StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text);
+// "400,400,400" -> {400, 400, 400}; "" -> {}. InvalidArgument "<name> '<text>': element N ..." for a bad or
+// non-positive width.
+StatusOr<std::vector<int32_t>> ParseLayerList(std::string_view text, std::string_view name = "deep_layers");
 std::string FormatLayerList(const std::vector<int32_t>& layers);
 
 }  // namespace ctrain::train

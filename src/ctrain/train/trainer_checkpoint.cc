@@ -134,8 +134,10 @@ std::string CanonicalDir(const std::string& dir) { return CanonicalPath(dir); } 
 
 // The model config keys that fix the parameters' shapes: a warm start needs
 // them equal (feature_size may grow; dropout, l2 and the like may change).
-constexpr const char* kShapeKeys[] = {"field_size", "embedding_size", "deep_layers", "batch_norm",
-                                      "use_first_order", "use_fm", "use_deep"};
+constexpr const char* kShapeKeys[] = {"kind",        "field_size",      "embedding_size",   "deep_layers",
+                                      "batch_norm",  "use_first_order", "use_fm",           "use_deep",
+                                      "cross_layers", "low_rank",       "num_experts",      "model_structure",
+                                      "cin_layer_units", "num_dense_fields", "bottom_mlp",   "top_mlp"};
 
 }  // namespace
 
@@ -269,6 +271,10 @@ Status Trainer::Restore(bool* restored) {
 Status Trainer::Impl::RestoreMeta(const nlohmann::json& meta, const std::string& path) {
   Impl& m = *this;
   CTRAIN_ASSIGN_OR_RETURN(model::DeepFMConfig mc, ModelConfigFromJson(meta.value("model", nlohmann::json())));
+  if (mc.kind != m.options.model.kind)  // before the hyper-parameters, which differ with it
+    return FailedPreconditionError(path + ": checkpoint model has kind = \"" + mc.kind + "\" (--model " + mc.kind +
+                                   "), this run asks for \"" + m.options.model.kind + "\" (--model " +
+                                   m.options.model.kind + "); use --model " + mc.kind + " or a new --model-dir");
   const nlohmann::json want = ModelConfigToJson(m.options.model);
   const nlohmann::json have = ModelConfigToJson(mc);
   for (auto it = want.begin(); it != want.end(); ++it) {
