@@ -350,7 +350,7 @@ std::string DataPath(const char* name) { return std::string(CTRAIN_SHARED_DATA_D
 
 #define SKIP_WITHOUT_DATA()                                                              \
   if (!std::filesystem::exists(CTRAIN_SHARED_DATA_DIR)) {                                \
-    GTEST_SKIP() << "shared data directory " CTRAIN_SHARED_DATA_DIR " not present";      \
+    GTEST_SKIP() << "shared data directory " << CTRAIN_SHARED_DATA_DIR << " not present";   \
   }
 
 struct FileStats {

@@ -72,7 +72,7 @@ inline const std::map<std::string, Probe>& Probes() {
       {"max_line_bytes", {8, Expect::kFails, {}, {}, "max-line-bytes"}},
       {"feature_size", {128, Expect::kChanges}},
       {"feature_spec", {"@/spec.json", Expect::kFails, {}, {}, "spec.json"}},
-      {"model", {"fm", Expect::kChanges}},
+      {"model", {"wide_deep", Expect::kChanges}},
       {"embedding_size", {8, Expect::kChanges}},
       {"deep_layers", {json::array({16, 8}), Expect::kChanges}},
       // The zoo's hyper-parameters, each with a model that reads it (another model refuses it by name:
