@@ -68,6 +68,7 @@ _READER_KEYS = (
     "max_skipped_records",
     "max_line_bytes",
     "pipe_timeout_ms",
+    "criteo_pad_missing_trailing",
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -116,8 +117,8 @@ class Pipeline:
       compression: "auto", "none", "gzip", "zlib".
       field_size: F, features per example (39). id_base: LibSVM ids start here (0 or 1).
       feature_size: Criteo hash buckets. feature_map: Criteo vocabulary file.
-      skip_corrupt_records, max_skipped_records, max_line_bytes, pipe_timeout_ms:
-        as the CLI's flags of the same names.
+      skip_corrupt_records, max_skipped_records, max_line_bytes, pipe_timeout_ms,
+        criteo_pad_missing_trailing: as the CLI's flags of the same names.
       The other data::PipelineOptions names (order, cache_max_bytes, count_shard_records;
       ``_ctrain.pipeline_option_names()``) are passed through; shuffle_buffer_size,
       shuffle_seed and prefetch_buffer_size may be given for shuffle_buffer, seed and prefetch
@@ -325,7 +326,8 @@ def inspect(paths: Union[PathLike, Sequence[PathLike]], **flags: Any) -> List[Di
     """What ``ctrain inspect --json`` says about each input (a file, glob, directory, a
     checkpoint or model directory): format, compression, record count, schema, per-field
     value ranges and distinct-id counts. Reads every record, so returning means every
-    file is intact. flags: format, compression, id_base, pipe_timeout_ms, max_line_bytes.
+    file is intact. flags: format, compression, id_base, pipe_timeout_ms, max_line_bytes,
+    criteo_pad_missing_trailing.
 
     Returns one dict per input (the CLI's JSON objects). Raises as the CLI fails
     (ValueError with the located message for bad data, FileNotFoundError, ...)."""

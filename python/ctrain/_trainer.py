@@ -15,7 +15,8 @@ import numpy as np
 from . import _ctrain
 
 _READER_KEYS = ("format", "compression", "field_size", "id_base", "feature_size", "feature_map",
-                "skip_corrupt_records", "max_skipped_records", "max_line_bytes", "pipe_timeout_ms")
+                "skip_corrupt_records", "max_skipped_records", "max_line_bytes", "pipe_timeout_ms",
+                "criteo_pad_missing_trailing")
 
 
 # How fit() takes a ctrain.Pipeline's settings (the ones given to Pipeline(...) explicitly; its

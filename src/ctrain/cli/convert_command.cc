@@ -61,6 +61,7 @@ Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io
                 : ro.format == data::RecordFormat::kCriteoTsv ? io::CriteoFormat::kTsv
                                                               : io::CriteoFormat::kAuto;
     co.max_line_bytes = ro.max_line_bytes;
+    co.pad_missing_trailing = ro.criteo_pad_missing_trailing;
     CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(f), co));
     io::CriteoRow row;
     for (;;) {
