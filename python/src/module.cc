@@ -277,7 +277,8 @@ void CheckPipelineOptions(const nb::dict& reader, const nb::dict& pipeline) {
 
 }  // namespace
 
-void BindTrainer(nb::module_& m);  // trainer.cc
+void BindTrainer(nb::module_& m);       // trainer.cc
+void BindSpecBatches(nb::module_& m);   // spec_batches.cc
 
 }  // namespace ctrain::python
 
@@ -308,4 +309,5 @@ NB_MODULE(_ctrain, m) {
       .def("metrics_json", &DataServiceIterator::Metrics);
 
   BindTrainer(m);
+  BindSpecBatches(m);
 }

@@ -221,4 +221,26 @@ TEST_F(UserFilesCli, LabelRuleTrainsOnTips) {
   EXPECT_NE(r.out.find(ctr), std::string::npos) << r.out;
 }
 
+// convert --output-format npz needs a spec and writes a zip of .npy files.
+TEST_F(UserFilesCli, ConvertNpzNeedsASpec) {
+  Write("t.libffm", "1 0:1:1 1:4:0.5\n0 1:5:1\n");
+  RunResult r = RunCtrain("convert -i " + P("t.libffm") + " -o " + P("t.npz") + " --output-format npz");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--output-format npz writes one array per feature-spec entry: give --feature-spec"),
+            std::string::npos)
+      << r.out;
+  ASSERT_EQ(RunCtrain("inspect --suggest-spec " + P("s.json") + " " + P("t.libffm")).exit_code, 0);
+  r = RunCtrain("convert -i " + P("t.libffm") + " -o " + P("t.npz") + " --output-format npz --feature-spec " +
+                P("s.json") + " --compression gzip");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--compression gzip does not apply"), std::string::npos) << r.out;
+  r = RunCtrain("convert -i " + P("t.libffm") + " -o " + P("t.npz") + " --output-format npz --feature-spec " +
+                P("s.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("wrote 2 records (7 arrays"), std::string::npos) << r.out;  // label + 2 x (ids, offsets, weights)
+  const std::string z = Slurp(P("t.npz"));
+  EXPECT_EQ(z.substr(0, 4), std::string("PK\x03\x04", 4));
+  EXPECT_NE(z.find("field1.offsets.npy"), std::string::npos);
+}
+
 }  // namespace

@@ -156,8 +156,12 @@ def test_pipeline_options_are_checked_at_construction(tmp_path):
         ctrain.Pipeline(f, batch_sise=3)
     with pytest.raises(TypeError, match=r"did you mean 'cache_max_bytes'"):
         ctrain.Pipeline(f, cache_max_byte=10)
-    with pytest.raises(TypeError, match="unknown option 'feature_spec'"):
-        ctrain.Pipeline(f, feature_spec="spec.json")  # the seed layout only (docs/python.md)
+    # feature_spec= reads in file order: a setting it cannot honour is refused by name
+    # (tests/python/test_feature_spec_arrays.py); the spec file itself is read at iter().
+    with pytest.raises(ValueError, match=r"Pipeline\(num_parallel_reads=2\) does not apply with feature_spec="):
+        ctrain.Pipeline(f, feature_spec="spec.json", num_parallel_reads=2)
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        iter(ctrain.Pipeline(f, feature_spec=tmp_path / "nope.json"))
     with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
         ctrain.Pipeline(f, batch_size=0)
     with pytest.raises(ValueError, match="lz4"):
