@@ -23,6 +23,7 @@ RUN_PKGS=(
   libgrpc++-dev protobuf-compiler-grpc  # service/: data service and parameter servers (gRPC C++)
   libzstd-dev          # per-batch zstd on the data-service stream
   libonnx-dev          # export/: ONNX graphs (onnx_proto + checker, ONNX 1.12)
+  libzip-dev           # export/npz_writer: numpy .npz archives (convert --output-format npz)
   libopenmpi-dev openmpi-bin  # dist/: multi-host allreduce under mpirun (linked into build/ctrain when found)
 )
 # Only the tests, benchmarks, fuzzing, the Python package and `ctrain report` (run time) need these.

@@ -68,9 +68,24 @@ _READER_KEYS = (
     "max_skipped_records",
     "max_line_bytes",
     "pipe_timeout_ms",
+    "criteo_pad_missing_trailing",
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+# With feature_spec=: the reader options that still apply (the spec decides the rest), and the
+# Pipeline settings honoured (it reads the files in order on one C++ thread); others are refused.
+_SPEC_READER_KEYS = ("compression", "max_line_bytes")
+_SPEC_PIPELINE_KEYS = ("batch_size", "epochs", "drop_remainder")
+
+
+def _refuse_with_spec(where: str, given: Dict[str, Any], allowed) -> None:
+    bad = [f"{k}={v!r}" for k, v in given.items()
+           if k not in allowed and not (k in ("format", "compression") and v == "auto")]
+    if bad:
+        raise ValueError(f"InvalidArgument: {where}({', '.join(bad)}) does not apply with feature_spec=: the spec "
+                         f"decides the layout and the rows are read in file order; supported: "
+                         f"{', '.join(allowed)}")
 
 
 def _files(files: Union[PathLike, Sequence[PathLike]]) -> List[str]:
@@ -116,8 +131,13 @@ class Pipeline:
       compression: "auto", "none", "gzip", "zlib".
       field_size: F, features per example (39). id_base: LibSVM ids start here (0 or 1).
       feature_size: Criteo hash buckets. feature_map: Criteo vocabulary file.
-      skip_corrupt_records, max_skipped_records, max_line_bytes, pipe_timeout_ms:
-        as the CLI's flags of the same names.
+      skip_corrupt_records, max_skipped_records, max_line_bytes, pipe_timeout_ms,
+        criteo_pad_missing_trailing: as the CLI's flags of the same names.
+      feature_spec: a feature spec file (docs/feature-spec.md). The batches are then dicts with
+        one numpy array per spec entry, as :func:`read` returns (multi-hot entries as
+        EmbeddingBag (ids, offsets[, weights])), read in file order on one C++ thread; only
+        batch_size, epochs, drop_remainder, compression and max_line_bytes apply (any other
+        setting given is a ValueError naming it). A batch never spans two epochs.
       The other data::PipelineOptions names (order, cache_max_bytes, count_shard_records;
       ``_ctrain.pipeline_option_names()``) are passed through; shuffle_buffer_size,
       shuffle_seed and prefetch_buffer_size may be given for shuffle_buffer, seed and prefetch
@@ -150,8 +170,18 @@ class Pipeline:
                  epochs: int = 1, drop_remainder: bool = False, num_shards: int = 1, shard_index: int = 0,
                  cache: str = "", prefetch: int = 2, num_parallel_reads: int = 1, num_parallel_calls: int = 1,
                  deterministic: bool = True, reshuffle_each_iteration: bool = True, format: str = "auto",
-                 **options: Any):
+                 feature_spec: Optional[PathLike] = None, **options: Any):
         self.files = _files(files)
+        self.feature_spec = os.fspath(feature_spec) if feature_spec is not None else None
+        if self.feature_spec is not None:
+            local = dict(batch_size=batch_size, shuffle_buffer=shuffle_buffer, seed=seed, epochs=epochs,
+                         drop_remainder=drop_remainder, num_shards=num_shards, shard_index=shard_index, cache=cache,
+                         prefetch=prefetch, num_parallel_reads=num_parallel_reads,
+                         num_parallel_calls=num_parallel_calls, deterministic=deterministic,
+                         reshuffle_each_iteration=reshuffle_each_iteration, format=format)
+            given = {spelled: (options[spelled] if spelled in options else local[spelled])
+                     for spelled in self._given.values() if spelled != "feature_spec"}
+            _refuse_with_spec("Pipeline", given, _SPEC_PIPELINE_KEYS + _SPEC_READER_KEYS)
         known = set(_READER_KEYS) | set(_ctrain.pipeline_option_names())
         for k in options:
             if k not in known:
@@ -179,12 +209,20 @@ class Pipeline:
         # PipelineOptions names given as such (shuffle_buffer_size=, prefetch_buffer_size=, order=, ...)
         # win over the keywords' defaults (they were overwritten by them before).
         self._pipeline.update(rest)
+        if self.feature_spec is not None:
+            self._reader = {k: v for k, v in reader.items() if k in _SPEC_READER_KEYS}
         _ctrain.check_pipeline_options(self._reader, self._pipeline)
         self.batch_size = self._pipeline["batch_size"]
         self.field_size = int(reader.get("field_size") or 39)
         self._last: Optional[PipelineIterator] = None
 
     def __iter__(self) -> "PipelineIterator":
+        if self.feature_spec is not None:
+            p = self._pipeline
+            self._last = PipelineIterator(_ctrain.SpecBatchIterator(
+                self.files, self.feature_spec, self._reader, int(p["batch_size"]), int(p["epochs"]),
+                bool(p["drop_remainder"])))
+            return self._last
         self._last = PipelineIterator(_ctrain.PipelineIterator(self.files, self._reader, self._pipeline))
         return self._last
 
@@ -210,6 +248,9 @@ class Pipeline:
     def as_tf(self):
         """A tf.data.Dataset of (labels float32[None], ids int64[None, F], values float32[None, F])
         with that output_signature (imports tensorflow now). Each element is a batch."""
+        if self.feature_spec is not None:
+            raise NotImplementedError("Pipeline(feature_spec=...).as_tf(): not supported yet (the output signature "
+                                      "varies with the spec); iterate the Pipeline (dicts of numpy arrays)")
         from ._tf import make_dataset
 
         return make_dataset(self)
@@ -233,13 +274,17 @@ class PipelineIterator:
     def __iter__(self):
         return self
 
-    def __next__(self) -> Batch:
-        return Batch(*self._impl.next())
+    def __next__(self):
+        out = self._impl.next()
+        return out if isinstance(out, dict) else Batch(*out)  # feature_spec=: a dict of arrays
 
     def close(self) -> None:
-        self._impl.close()
+        if hasattr(self._impl, "close"):
+            self._impl.close()
 
     def stats(self) -> Dict[str, Any]:
+        if not hasattr(self._impl, "stats_json"):
+            return {}  # feature_spec=: no pipeline stages
         return json.loads(self._impl.stats_json())
 
     @property
@@ -249,7 +294,7 @@ class PipelineIterator:
 
     @property
     def warnings(self) -> List[str]:
-        return self._impl.warnings()
+        return self._impl.warnings() if hasattr(self._impl, "warnings") else []
 
     def __enter__(self):
         return self
@@ -258,9 +303,19 @@ class PipelineIterator:
         self.close()
 
 
-def read(path: PathLike, **reader: Any) -> Batch:
+def read(path: PathLike, *, feature_spec: Optional[PathLike] = None, **reader: Any):
     """Every example of one file, in file order, as one :class:`Batch` (labels float32[N],
     ids int64[N, F], values float32[N, F]); N = the file's examples.
+
+    With ``feature_spec="spec.json"`` (docs/feature-spec.md: any tf.Example keys, a LibSVM
+    field map, libFFM) it returns a dict with one numpy array per spec entry instead
+    (docs/python.md#feature-specs): ``"label"`` float32[N]; a numeric entry float32[N]
+    (``length`` n: [N, n]); a one-hot categorical entry int64[N] ([N, n]); a multi-hot entry
+    (var_len, LibSVM and libFFM fields) the tuple ``(ids int64[nnz], offsets int64[N]
+    [, weights float32[nnz]])`` in ``torch.nn.EmbeddingBag``'s layout (``offsets[i]`` = where
+    row i starts in ids; weights = per_sample_weights for mode="sum", absent for a var_len
+    field with pooling sum). Ids are the spec's (the trainer's embedding rows). Reader
+    options then: compression, max_line_bytes.
 
     Reads like ``ctrain train`` / the C++ ExampleReader with the same reader options
     (format="auto", compression="auto", field_size=39, id_base=0, feature_size,
@@ -269,6 +324,9 @@ def read(path: PathLike, **reader: Any) -> Batch:
     Raises: ValueError naming the file and line (text) or record index and byte
     offset (TFRecord) for bad data; FileNotFoundError; TypeError for an unknown option.
     """
+    if feature_spec is not None:
+        _refuse_with_spec("read", reader, _SPEC_READER_KEYS)
+        return _ctrain.read_spec(os.fspath(path), os.fspath(feature_spec), dict(reader))
     return Batch(*_ctrain.read(os.fspath(path), dict(reader)))
 
 
@@ -325,7 +383,8 @@ def inspect(paths: Union[PathLike, Sequence[PathLike]], **flags: Any) -> List[Di
     """What ``ctrain inspect --json`` says about each input (a file, glob, directory, a
     checkpoint or model directory): format, compression, record count, schema, per-field
     value ranges and distinct-id counts. Reads every record, so returning means every
-    file is intact. flags: format, compression, id_base, pipe_timeout_ms, max_line_bytes.
+    file is intact. flags: format, compression, id_base, pipe_timeout_ms, max_line_bytes,
+    criteo_pad_missing_trailing.
 
     Returns one dict per input (the CLI's JSON objects). Raises as the CLI fails
     (ValueError with the located message for bad data, FileNotFoundError, ...)."""

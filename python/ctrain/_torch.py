@@ -21,13 +21,21 @@ class CtrainIterableDataset(IterableDataset):
         source = self.source
         info = get_worker_info()
         if info is not None and info.num_workers > 1:
+            if getattr(source, "feature_spec", None) is not None:
+                raise ValueError("InvalidArgument: Pipeline(feature_spec=...) reads the files in order on one thread "
+                                 "and has no shards: use DataLoader(num_workers=0)")
             if not hasattr(source, "_with"):
                 raise ValueError("InvalidArgument: a DataServicePipeline is read by one DataLoader worker "
                                  "(num_workers=0); the data service already reads in parallel")
             n = int(source._pipeline.get("num_shards", 1))
             i = int(source._pipeline.get("shard_index", 0))
             source = source._with(num_shards=n * info.num_workers, shard_index=i * info.num_workers + info.id)
-        for labels, ids, values in source:
+        for batch in source:
+            if isinstance(batch, dict):  # feature_spec=: one array (or EmbeddingBag tuple) per entry
+                yield {k: tuple(torch.from_numpy(a) for a in v) if isinstance(v, tuple) else torch.from_numpy(v)
+                       for k, v in batch.items()}
+                continue
+            labels, ids, values = batch
             yield torch.from_numpy(labels), torch.from_numpy(ids), torch.from_numpy(values)
 
 

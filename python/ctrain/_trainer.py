@@ -15,7 +15,8 @@ import numpy as np
 from . import _ctrain
 
 _READER_KEYS = ("format", "compression", "field_size", "id_base", "feature_size", "feature_map",
-                "skip_corrupt_records", "max_skipped_records", "max_line_bytes", "pipe_timeout_ms")
+                "skip_corrupt_records", "max_skipped_records", "max_line_bytes", "pipe_timeout_ms",
+                "criteo_pad_missing_trailing")
 
 
 # How fit() takes a ctrain.Pipeline's settings (the ones given to Pipeline(...) explicitly; its
@@ -33,6 +34,7 @@ _AS_TRAINER_OPTION = {
     "num_shards": "num_shards",
     "shard_index": "shard_index",
     "drop_remainder": "drop_remainder",
+    "feature_spec": "feature_spec",  # Pipeline(feature_spec=...): the run reads through the same spec
 }
 _AS_TRAINER_OPTION.update({k: k for k in _READER_KEYS})
 # PipelineOptions with no `ctrain train` flag: handed to the run's pipeline as they are.
@@ -144,6 +146,8 @@ class Trainer:
 
     @staticmethod
     def _pipeline_value(p, name: str) -> Any:
+        if name == "feature_spec":
+            return p.feature_spec
         return p._reader[name] if name in p._reader else p._pipeline[name]
 
     @staticmethod
@@ -209,7 +213,7 @@ class Trainer:
         for name, spelled in p._given.items():
             if name in _READER_KEYS:
                 continue  # below
-            v = p._pipeline[name]
+            v = self._pipeline_value(p, name)
             if name == "shuffle_buffer_size":
                 n = int(v)
                 if "shuffle" in given and bool(values["shuffle"]) != (n > 0):

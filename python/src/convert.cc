@@ -74,6 +74,7 @@ void SetDataOptions(const nb::dict& d, job::DataOptions* f) {
     else if (key == "max_skipped_records") f->max_skipped_records = nb::cast<uint64_t>(v);
     else if (key == "max_line_bytes") f->max_line_bytes = nb::cast<int64_t>(v);
     else if (key == "pipe_timeout_ms") f->pipe_timeout_ms = nb::cast<int64_t>(v);
+    else if (key == "criteo_pad_missing_trailing") f->criteo_pad_missing_trailing = nb::cast<bool>(v);
     else {
       PyErr_SetString(PyExc_TypeError, ("unknown reader option '" + key + "'").c_str());
       throw nb::python_error();

@@ -133,6 +133,9 @@ class DataServiceIterator {
                       uint64_t seed, const std::string& cursor_json)
       : epochs_(epochs) {
     SetDataOptions(reader, &flags_);
+    if (flags_.criteo_pad_missing_trailing)  // as `ctrain train --data-service` refuses it
+      Raise(InvalidArgumentError("criteo_pad_missing_trailing is not supported with the data service (its dataset "
+                                 "definition does not carry it: the workers would refuse the short rows)"));
     dataservice::DataServiceSettings cf;
     cf.address = address;
     for (auto [k, v] : client) {
@@ -274,7 +277,8 @@ void CheckPipelineOptions(const nb::dict& reader, const nb::dict& pipeline) {
 
 }  // namespace
 
-void BindTrainer(nb::module_& m);  // trainer.cc
+void BindTrainer(nb::module_& m);       // trainer.cc
+void BindSpecBatches(nb::module_& m);   // spec_batches.cc
 
 }  // namespace ctrain::python
 
@@ -305,4 +309,5 @@ NB_MODULE(_ctrain, m) {
       .def("metrics_json", &DataServiceIterator::Metrics);
 
   BindTrainer(m);
+  BindSpecBatches(m);
 }

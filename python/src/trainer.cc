@@ -111,6 +111,7 @@ nb::dict DataSettings(const job::TrainJobOptions& o) {
   d["max_skipped_records"] = r.max_skipped_records;
   d["max_line_bytes"] = r.max_line_bytes;
   d["pipe_timeout_ms"] = r.pipe_timeout_ms;
+  d["criteo_pad_missing_trailing"] = r.criteo_pad_missing_trailing;
   d["feature_spec"] = r.feature_spec;
   d["data_service"] = o.data_service.address;
   d["ps"] = o.ps.enabled();

@@ -617,7 +617,7 @@ TEST(ErrorTest, FirstBadLineInFileOrderWhateverTheShuffle) {
       ASSERT_TRUE(q.ok());
       auto f = Drain(q->get());
       ASSERT_FALSE(f.ok());
-      EXPECT_EQ(std::string(f.status().message()), d / "all_bad.libsvm:1:10: expected 3 'id:value' pairs, found 2 (lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)")
+      EXPECT_EQ(std::string(f.status().message()), d / "all_bad.libsvm:1:10: expected 3 'id:value' pairs, found 2 (if every line has 2 pairs, pass --field-size 2; lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)")
           << "seed " << seed << " calls " << calls;
     }
   }
@@ -678,7 +678,7 @@ TEST(ErrorTest, AllBadLinesThroughFifoNameLineOne) {
   p->reset();
   w.join();
   ASSERT_FALSE(e.ok());
-  EXPECT_EQ(std::string(e.status().message()), fifo + ":1:10: expected 3 'id:value' pairs, found 2 (lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)");
+  EXPECT_EQ(std::string(e.status().message()), fifo + ":1:10: expected 3 'id:value' pairs, found 2 (if every line has 2 pairs, pass --field-size 2; lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)");
 }
 
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -92,14 +93,16 @@ TEST(CriteoLine, EmptyCellsAreMissingAndCrDropped) {
 TEST(CriteoLine, B15WrongCellCountIsLocatedError) {
   EXPECT_EQ(ParseError("1\t5", '\t'),
             "c.tsv:3: expected 40 cells, got 2 (a cut or short row; a missing value is an empty cell, the "
-            "separators stay)");
+            "separators stay; if the trailing empty cells were stripped, --criteo-pad-missing-trailing reads the "
+            "missing cells as empty (counted))");
   EXPECT_EQ(ParseError("1", ',').rfind("c.tsv:3: expected 40 cells, got 1 ", 0), 0u);
   // 39 cells: Criteo's unlabelled test.txt layout, or one cell lost.
   std::string no_label = Line("1", {}, {});
   no_label.erase(0, 2);  // drop "1\t": 39 cells
   EXPECT_EQ(ParseError(no_label, '\t'),
             "c.tsv:3: expected 40 cells, got 39 (39 cells is the layout of Criteo's unlabelled test.txt: `ctrain "
-            "predict` reads it, training and eval need the label column first)");
+            "predict` reads it, training and eval need the label column first; if the trailing empty cells were "
+            "stripped, --criteo-pad-missing-trailing reads the missing cells as empty (counted))");
   EXPECT_EQ(ParseError(Line("0", {}, {}) + "\tx", '\t'), "c.tsv:3: expected 40 cells, got 41");
   EXPECT_EQ(ParseError(Line("0", {}, {}, ',') + ",", ','), "c.tsv:3: expected 40 cells, got 41");
   // The count uses the file's separator: a TSV row read as CSV is one cell.
@@ -111,6 +114,95 @@ TEST(CriteoLine, B15WrongCellCountIsLocatedError) {
   CriteoRow row;
   Status s = ParseCriteoLine("1\t5", '\t', &row, TextLocation{"", 7});
   EXPECT_EQ(s.message().substr(0, 35), "line 7: expected 40 cells, got 2 (a");
+}
+
+// Rows whose trailing empty cells were stripped (37-39 cells, as in some
+// public copies of Kaggle's train.txt): refused by default, naming the
+// option; with pad_missing_trailing the missing cells are empty and counted.
+TEST(CriteoLine, PadMissingTrailingReadsStrippedCellsAsEmpty) {
+  std::string stripped = Line("1", {"3", "4"}, {"aa", "bb"});
+  stripped.resize(stripped.size() - 2);  // drop the last two tabs: C25, C26 gone (38 cells)
+  ASSERT_EQ(std::count(stripped.begin(), stripped.end(), '\t'), 37);
+  const std::string err = ParseError(stripped, '\t');
+  EXPECT_EQ(err.rfind("c.tsv:3: expected 40 cells, got 38 (", 0), 0u) << err;
+  EXPECT_NE(err.find("--criteo-pad-missing-trailing"), std::string::npos) << err;
+  CriteoRow row;
+  row.categorical[25] = "stale";  // a previous row's view must not survive
+  row.numeric[12] = 9;
+  ASSERT_TRUE(ParseCriteoLine(stripped, '\t', &row, {}, true, true).ok());
+  EXPECT_EQ(row.padded_cells, 2);
+  EXPECT_EQ(row.label, 1.0f);
+  EXPECT_EQ(row.numeric_present, 0b11u);
+  EXPECT_EQ(row.categorical_present, 0b11u);
+  EXPECT_EQ(row.categorical[0], "aa");
+  EXPECT_EQ(row.categorical[24], "");
+  EXPECT_EQ(row.categorical[25], "");
+  // The padded row featurizes exactly as the row with its empty cells written out.
+  CriteoRow written;
+  ASSERT_TRUE(ParseCriteoLine(Line("1", {"3", "4"}, {"aa", "bb"}), '\t', &written).ok());
+  EXPECT_EQ(written.padded_cells, 0);
+  int64_t a[39], b[39];
+  float va[39], vb[39];
+  HashCriteoRow(row, {}, a, va);
+  HashCriteoRow(written, {}, b, vb);
+  for (int f = 0; f < 39; ++f) {
+    EXPECT_EQ(a[f], b[f]) << f;
+    EXPECT_EQ(va[f], vb[f]) << f;
+  }
+  // Stripped into the integer columns: I12, I13 and every C cell padded.
+  ASSERT_TRUE(ParseCriteoLine("0,1,2,3,4,5,6,7,8,9,10,11", ',', &row, {}, true, true).ok());
+  EXPECT_EQ(row.padded_cells, 28);
+  EXPECT_EQ(row.numeric_present, 0x7ffu);
+  EXPECT_EQ(row.numeric[11], 0.0);
+  EXPECT_EQ(row.numeric[12], 0.0);
+  // Padding never hides a bad cell, a long row or a missing label.
+  EXPECT_FALSE(ParseCriteoLine("1\tx", '\t', &row, {}, true, true).ok());
+  EXPECT_FALSE(ParseCriteoLine(Line("0", {}, {}) + "\tx", '\t', &row, {}, true, true).ok());
+  Status s = ParseCriteoLine("\t5", '\t', &row, TextLocation{"c.tsv", 3}, true, true);
+  EXPECT_EQ(s.message(), "c.tsv:3:1: missing label");
+  // Unlabelled rows (predict --no-label) pad to 39 cells.
+  ASSERT_TRUE(ParseCriteoLine("5\t6", '\t', &row, {}, false, true).ok());
+  EXPECT_TRUE(std::isnan(row.label));
+  EXPECT_EQ(row.padded_cells, 37);
+  EXPECT_EQ(row.numeric_present, 0b11u);
+}
+
+TEST(CriteoReader, PadMissingTrailingIsCounted) {
+  std::string s38 = Line("1", {"3"}, {"aa"});
+  s38.resize(s38.size() - 2);
+  std::string s37 = Line("0", {}, {"bb"});
+  s37.resize(s37.size() - 3);
+  const std::string text = Line("0", {}, {}) + "\n" + s38 + "\n" + s37 + "\n";
+  // Off: the first short row is the error, naming the option.
+  auto off = CriteoReader::Open(NewMemoryFile("p.tsv", text));
+  ASSERT_TRUE(off.ok());
+  CriteoRow row;
+  ASSERT_TRUE(*(*off)->Next(&row));
+  auto more = (*off)->Next(&row);
+  ASSERT_FALSE(more.ok());
+  EXPECT_EQ(more.status().message().rfind("p.tsv:2: expected 40 cells, got 38 (", 0), 0u);
+  EXPECT_NE(more.status().message().find("--criteo-pad-missing-trailing"), std::string_view::npos);
+  // On: three rows, two padded (5 cells in all); with LabelMode::kAuto too (a
+  // 39-cell row is then a stripped labelled row, not test.txt's layout).
+  for (LabelMode labels : {LabelMode::kRequired, LabelMode::kAuto}) {
+    CriteoReaderOptions o;
+    o.pad_missing_trailing = true;
+    o.labels = labels;
+    auto on = CriteoReader::Open(NewMemoryFile("p.tsv", text), o);
+    ASSERT_TRUE(on.ok());
+    float labels_seen[3];
+    for (int i = 0; i < 3; ++i) {
+      auto m = (*on)->Next(&row);
+      ASSERT_TRUE(m.ok() && *m) << m.status().ToString();
+      labels_seen[i] = row.label;
+    }
+    EXPECT_FALSE(*(*on)->Next(&row));
+    EXPECT_EQ(labels_seen[1], 1.0f);
+    EXPECT_EQ(labels_seen[2], 0.0f);
+    EXPECT_EQ((*on)->counters().records, 3u);
+    EXPECT_EQ((*on)->counters().padded_rows, 2u);
+    EXPECT_EQ((*on)->counters().padded_cells, 5u);
+  }
 }
 
 // No control byte (0x00-0x1f, 0x7f) ever becomes part of a category.

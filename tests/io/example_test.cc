@@ -252,13 +252,26 @@ TEST(SeedExample, Errors) {
   const std::string label = FloatFeature(PackedFloats({1}));
   const std::string ids3 = Int64Feature(PackedInts({1, 2, 3}));
   const std::string vals3 = FloatFeature(PackedFloats({1, 2, 3}));
+  // Not the seed layout: the message lists the example's keys and names the feature spec.
+  const std::string seed_tail = "; the seed layout is 'label', 'ids' (int64_list[F]), 'values' (float_list[F]): read other keys through a feature spec (`ctrain inspect FILE --suggest-spec spec.json`, then --feature-spec spec.json; Python: feature_spec=\"spec.json\")";
   ExpectError(ParseSeed(Ex({{"label", label}, {"ids", ids3}}), 3, &o), StatusCode::kInvalidArgument,
-              "missing feature 'values'");
+              "missing feature 'values': the example's keys are 'label', 'ids'" + seed_tail);
   ExpectError(ParseSeed(Ex({{"label", label}, {"values", vals3}}), 3, &o), StatusCode::kInvalidArgument,
-              "missing feature 'ids'");
+              "missing feature 'ids': the example's keys are 'label', 'values'" + seed_tail);
   ExpectError(ParseSeed(Ex({{"ids", ids3}, {"values", vals3}}), 3, &o), StatusCode::kInvalidArgument,
-              "missing feature 'label'");
-  ExpectError(ParseSeed("", 3, &o), StatusCode::kInvalidArgument, "missing feature 'label'");
+              "missing feature 'label': the example's keys are 'ids', 'values'" + seed_tail);
+  ExpectError(ParseSeed("", 3, &o), StatusCode::kInvalidArgument,
+              "missing feature 'label': the example's keys are none" + seed_tail);
+  // DeepCTR's layout: keys label, I1.., C1..; the list stops after 16.
+  std::string deepctr = Len(1, EntryPayload("label", label));
+  for (int i = 1; i <= 20; ++i) deepctr += Len(1, EntryPayload("I" + std::to_string(i), vals3));
+  const Status d = ParseSeed(Len(1, deepctr), 3, &o);
+  EXPECT_EQ(d.message().rfind("missing feature 'ids': the example's keys are 'label', 'I1', 'I2', 'I3', 'I4', 'I5', "
+                              "'I6', 'I7', 'I8', 'I9', 'I10', 'I11', 'I12', 'I13', 'I14', 'I15', ... (21 keys); the "
+                              "seed layout",
+                              0),
+            0u)
+      << d.ToString();
   ExpectError(ParseSeed(SeedRecord(label, vals3, vals3), 3, &o), StatusCode::kInvalidArgument,
               "feature 'ids': expected int64_list of length 3, found float_list of length 3");
   ExpectError(ParseSeed(SeedRecord(label, ids3, ids3), 3, &o), StatusCode::kInvalidArgument,

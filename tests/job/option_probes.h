@@ -70,6 +70,7 @@ inline const std::map<std::string, Probe>& Probes() {
       {"max_skipped_records", {5, Expect::kSame}},
       {"pipe_timeout_ms", {1000, Expect::kSame}},
       {"max_line_bytes", {8, Expect::kFails, {}, {}, "max-line-bytes"}},
+      {"criteo_pad_missing_trailing", {true, Expect::kSame}},  // LibSVM data here; Criteo: tests/cli, tests/io
       {"feature_size", {128, Expect::kChanges}},
       {"feature_spec", {"@/spec.json", Expect::kFails, {}, {}, "spec.json"}},
       {"model", {"wide_deep", Expect::kChanges}},

@@ -156,8 +156,12 @@ def test_pipeline_options_are_checked_at_construction(tmp_path):
         ctrain.Pipeline(f, batch_sise=3)
     with pytest.raises(TypeError, match=r"did you mean 'cache_max_bytes'"):
         ctrain.Pipeline(f, cache_max_byte=10)
-    with pytest.raises(TypeError, match="unknown option 'feature_spec'"):
-        ctrain.Pipeline(f, feature_spec="spec.json")  # the seed layout only (docs/python.md)
+    # feature_spec= reads in file order: a setting it cannot honour is refused by name
+    # (tests/python/test_feature_spec_arrays.py); the spec file itself is read at iter().
+    with pytest.raises(ValueError, match=r"Pipeline\(num_parallel_reads=2\) does not apply with feature_spec="):
+        ctrain.Pipeline(f, feature_spec="spec.json", num_parallel_reads=2)
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        iter(ctrain.Pipeline(f, feature_spec=tmp_path / "nope.json"))
     with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
         ctrain.Pipeline(f, batch_size=0)
     with pytest.raises(ValueError, match="lz4"):
@@ -173,3 +177,24 @@ def test_pipeline_options_are_checked_at_construction(tmp_path):
     batches = list(ctrain.Pipeline(f, field_size=2, batch_size=2, cache_max_bytes=1000))
     assert batches[0].ids.tolist() == [[0, 1], [0, 1]]
     np.testing.assert_array_equal(batches[0].values, [[1.0, 0.5], [1.0, 1.0]])
+
+
+def test_criteo_rows_with_stripped_trailing_cells(tmp_path):
+    # Some public copies of Kaggle's train.txt drop a row's trailing empty cells (37-39 cells).
+    full, stripped = [], []
+    for r in range(12):
+        cells = [str(r % 2)] + [str(r + i) for i in range(13)] + ["c%d" % ((r + j) % 3) for j in range(23)] + [""] * 3
+        full.append("\t".join(cells))
+        stripped.append("\t".join(cells[:40 - r % 4]))
+    (tmp_path / "full.tsv").write_text("\n".join(full) + "\n")
+    (tmp_path / "stripped.tsv").write_text("\n".join(stripped) + "\n")
+    with pytest.raises(ValueError, match=r"stripped.tsv:2: expected 40 cells, got 39 .*--criteo-pad-missing-trailing"):
+        ctrain.read(tmp_path / "stripped.tsv")
+    want = ctrain.read(tmp_path / "full.tsv")
+    got = ctrain.read(tmp_path / "stripped.tsv", criteo_pad_missing_trailing=True)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    p = ctrain.Pipeline(tmp_path / "stripped.tsv", batch_size=5, criteo_pad_missing_trailing=True)
+    batches = list(p)
+    np.testing.assert_array_equal(np.concatenate([b.ids for b in batches]), want.ids)
+    assert p.stats()["criteo_padded_rows"] == 9  # rows 1-3, 5-7, 9-11 lacked 1-3 cells

@@ -7,7 +7,9 @@
 #include "ctrain/cli/commands.h"
 #include "ctrain/cli/data_flags.h"
 #include "ctrain/data/file_list.h"
+#include "ctrain/data/spec_columns.h"
 #include "ctrain/data/spec_reader.h"
+#include "ctrain/export/npz_writer.h"
 #include "ctrain/io/file.h"
 
 namespace ctrain::cli {
@@ -61,6 +63,7 @@ Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io
                 : ro.format == data::RecordFormat::kCriteoTsv ? io::CriteoFormat::kTsv
                                                               : io::CriteoFormat::kAuto;
     co.max_line_bytes = ro.max_line_bytes;
+    co.pad_missing_trailing = ro.criteo_pad_missing_trailing;
     CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(f), co));
     io::CriteoRow row;
     for (;;) {
@@ -89,6 +92,25 @@ Status Convert(ConvertFlags& fl) {
     for (const std::string& p : fl.inputs) in.push_back({"--input", p});
     if (fl.vocab_min_count > 0) out.push_back({"--feature-map-out", map_path});
     CTRAIN_RETURN_IF_ERROR(io::CheckOutputsAreNotInputs(in, out));
+  }
+  if (fl.output_format == "npz") {  // one array per spec entry (data/spec_columns.h)
+    if (fl.feature_spec.empty())
+      return InvalidArgumentError("--output-format npz writes one array per feature-spec entry: give --feature-spec "
+                                  "(`ctrain inspect FILE --suggest-spec spec.json` writes one)");
+    if (fl.output_compression != "none")
+      return InvalidArgumentError("--output-format npz is a zip of .npy files (numpy.savez): --compression " +
+                                  fl.output_compression + " does not apply");
+    if (fl.output_id_base_opt != nullptr && fl.output_id_base_opt->count() > 0)
+      return InvalidArgumentError("--output-id-base applies to LibSVM output; npz ids are the spec's, from 0");
+    CTRAIN_ASSIGN_OR_RETURN(data::FeatureSpec spec, data::LoadFeatureSpec(fl.feature_spec));
+    std::vector<uint64_t> counts;
+    CTRAIN_ASSIGN_OR_RETURN(data::SpecColumns cols, data::ReadSpecColumns(fl.inputs, spec, &counts));
+    CTRAIN_ASSIGN_OR_RETURN(std::vector<exporter::NpzArray> arrays, exporter::SpecColumnArrays(cols));
+    CTRAIN_RETURN_IF_ERROR(exporter::WriteNpz(fl.output, arrays));
+    std::fprintf(stderr, "ctrain convert: wrote %lld records (%zu arrays, feature_size %lld) to %s\n",
+                 static_cast<long long>(cols.rows()), arrays.size(), static_cast<long long>(spec.feature_size),
+                 fl.output.c_str());
+    return Status::OK();
   }
   if (!fl.feature_spec.empty()) {  // the spec maps keys to the seed layout's fields
     CTRAIN_ASSIGN_OR_RETURN(data::FeatureSpec spec, data::LoadFeatureSpec(fl.feature_spec));
@@ -185,7 +207,7 @@ Command AddConvertCommand(CLI::App& app) {
   fl->data.Register(sub, true, "--input-compression,--input_compression");
   // --input-format is the spelling in the docs; --format (from DataFlags) means the same.
   sub->add_option("--input-format,--input_format", fl->data.format, "auto|libsvm|tfrecord|criteo-tsv|criteo-csv");
-  sub->add_option("--output-format,--output_format", fl->output_format, "libsvm|tfrecord")->capture_default_str();
+  sub->add_option("--output-format,--output_format", fl->output_format, "libsvm|tfrecord|npz (npz: with --feature-spec, one array per spec entry)")->capture_default_str();
   sub->add_option("--compression,--output-compression,--output_compression", fl->output_compression,
                   "Output compression: none|gzip|zlib")->capture_default_str();
   fl->output_id_base_opt = sub->add_option("--output-id-base,--output_id_base", fl->output_id_base,
@@ -199,7 +221,8 @@ Command AddConvertCommand(CLI::App& app) {
                   "Where to write the vocabulary's feature map (default OUTPUT.feature_map.txt)");
   sub->add_option("--feature-spec,--feature_spec", fl->feature_spec,
                   "Read the inputs through this feature spec (JSON or TOML; see docs/feature-spec.md) and write the "
-                  "seed layout (one id per field; multi-hot specs are refused)");
+                  "seed layout (one id per field; multi-hot specs are refused), or with --output-format npz one "
+                  "array per spec entry (multi-hot too)");
   return {sub, [fl]() {
             Status s = Convert(*fl);
             return s.ok() ? 0 : ReportError(s);

@@ -30,6 +30,9 @@ void DataFlags::Register(CLI::App* app, bool with_feature_size, const std::strin
   app->add_option("--max-line-bytes,--max_line_bytes", max_line_bytes,
                   "Text formats: longest line accepted; a longer one (or no newline within it) is an error")
       ->capture_default_str();
+  app->add_flag("--criteo-pad-missing-trailing,--criteo_pad_missing_trailing", criteo_pad_missing_trailing,
+                "Criteo text: read a row whose trailing empty cells were stripped (fewer than 40 cells) with the "
+                "missing cells empty (counted as padded_rows)");
 }
 
 int ReportError(const Status& s) {

@@ -1,6 +1,7 @@
 // Data flags shared by every subcommand that reads examples (inspect, convert,
 // train, eval, predict): --format, --compression, --field-size, --id-base,
-// --feature-size, --feature-map, --skip-corrupt-records, --pipe-timeout-ms, --max-line-bytes. Each flag also accepts
+// --feature-size, --feature-map, --skip-corrupt-records, --pipe-timeout-ms, --max-line-bytes,
+// --criteo-pad-missing-trailing. Each flag also accepts
 // the seed's underscore spelling (--field_size).
 #pragma once
 

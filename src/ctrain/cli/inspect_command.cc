@@ -45,6 +45,7 @@ struct InspectFlags {
   int64_t max_line_bytes = static_cast<int64_t>(io::kDefaultMaxLineBytes);
   std::string suggest_spec;  // write a starting feature spec here ("-" = stdout)
   std::string label_key;     // --suggest-spec: the label key (default: detected)
+  bool criteo_pad_missing_trailing = false;  // Criteo: read stripped trailing cells as empty (counted)
 };
 
 // --suggest-spec: one spec from all inputs; the guesses go to stderr.
@@ -57,6 +58,7 @@ int SuggestSpec(const InspectFlags& fl, const std::vector<std::string>& files) {
   auto r = data::SuggestFeatureSpec(files, o);
   if (!r.ok()) return ReportError(r.status());
   for (const std::string& n : r->notes) Logf("spec: %s\n", n.c_str());
+  for (const std::string& w : r->warnings) Warnf("spec: %s\n", w.c_str());
   if (fl.suggest_spec == "-") {
     std::fputs(r->json.c_str(), stdout);
     return 0;
@@ -214,10 +216,11 @@ StatusOr<json> InspectLibSvm(Stream f, int32_t id_base, size_t max_line_bytes, j
   return out;
 }
 
-StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, size_t max_line_bytes, json out) {
+StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, size_t max_line_bytes, bool pad, json out) {
   io::CriteoReaderOptions o;
   o.format = fmt == data::RecordFormat::kCriteoCsv ? io::CriteoFormat::kCsv : io::CriteoFormat::kTsv;
   o.max_line_bytes = max_line_bytes;
+  o.pad_missing_trailing = pad;
   CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(f), o));
   io::CriteoRow row;
   uint64_t labels[2] = {0, 0}, missing_num = 0, missing_cat = 0, negative = 0;
@@ -248,6 +251,10 @@ StatusOr<json> InspectCriteo(Stream f, data::RecordFormat fmt, size_t max_line_b
   out["missing_categorical_cells"] = missing_cat;
   out["negative_integer_cells"] = negative;
   out["skipped"] = {{"header_lines", k.header_lines}, {"blank_lines", k.blank_lines}};
+  if (pad) {  // --criteo-pad-missing-trailing: what it filled in (those cells count as missing above too)
+    out["padded_rows"] = k.padded_rows;
+    out["padded_cells"] = k.padded_cells;
+  }
   out["field_layout"] = "I1..I13 raw values (before ctrain's log1p), C1..C26 distinct categories";
   AddFieldStats(st, &out, /*warn=*/false);
   AddTornTail(k.unterminated_last_line, &out);
@@ -324,7 +331,7 @@ StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
     case data::RecordFormat::kTFRecord: return InspectTFRecord(std::move(in.stream), std::move(out));
     case data::RecordFormat::kLibSvm: return InspectLibSvm(std::move(in.stream), fl.id_base, mlb, std::move(out));
     case data::RecordFormat::kLibFfm: return InspectLibFfm(std::move(in.stream), mlb, std::move(out));
-    default: return InspectCriteo(std::move(in.stream), in.format, mlb, std::move(out));
+    default: return InspectCriteo(std::move(in.stream), in.format, mlb, fl.criteo_pad_missing_trailing, std::move(out));
   }
 }
 
@@ -386,7 +393,8 @@ void PrintText(const json& j) {
     if (!j.contains(key)) continue;
     std::printf("  %s: %s\n", key, j[key].dump().c_str());
   }
-  for (const char* key : {"missing_integer_cells", "missing_categorical_cells", "negative_integer_cells"})
+  for (const char* key : {"missing_integer_cells", "missing_categorical_cells", "negative_integer_cells", "padded_rows",
+                          "padded_cells"})
     if (j.contains(key)) std::printf("  %s: %s\n", key, j[key].dump().c_str());
   if (j.contains("field_layout")) std::printf("  field_layout: %s\n", j["field_layout"].get<std::string>().c_str());
   PrintFields(j);
@@ -431,6 +439,9 @@ Command AddInspectCommand(CLI::App& app) {
                   "Text formats: longest line accepted; a longer one (or no newline within it) is an error")
       ->capture_default_str();
   sub->add_option("--id-base,--id_base", fl->id_base, "LibSVM id base (ids are reported as written)");
+  sub->add_flag("--criteo-pad-missing-trailing,--criteo_pad_missing_trailing", fl->criteo_pad_missing_trailing,
+                "Criteo text: read a row whose trailing empty cells were stripped (fewer than 40 cells) with the "
+                "missing cells empty (counted as padded_rows)");
   sub->add_flag("--json", fl->json_out, "One JSON object per file (file, format, compression, records, ...)");
   sub->add_option("--suggest-spec,--suggest_spec", fl->suggest_spec,
                   "Write a starting feature spec (JSON, for --feature-spec) from the files' schema to this path "

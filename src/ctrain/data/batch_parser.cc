@@ -57,12 +57,14 @@ Status BatchParser::ParseOne(std::string_view rec, const RecordSource& src, floa
         return InvalidArgumentError(Name(src) + ": Criteo rows preprocess to 39 fields, but field_size is " +
                                     std::to_string(f));
       const char sep = src.format == RecordFormat::kCriteoTsv ? '\t' : ',';
-      Status s = io::ParseCriteoLine(rec, sep, &row_);
+      const bool pad = options_.criteo_pad_missing_trailing;
+      Status s = io::ParseCriteoLine(rec, sep, &row_, {}, true, pad);
       if (!s.ok()) {
         const std::string name = Name(src);
-        Status located = io::ParseCriteoLine(rec, sep, &row_, io::TextLocation{name, src.index});
+        Status located = io::ParseCriteoLine(rec, sep, &row_, io::TextLocation{name, src.index}, true, pad);
         return located.ok() ? s : located;
       }
+      if (row_.padded_cells > 0 && padded_rows_ != nullptr) padded_rows_->fetch_add(1, std::memory_order_relaxed);
       *label = row_.label;
       if (options_.vocabulary != nullptr)
         options_.vocabulary->Featurize(row_, ids, values);

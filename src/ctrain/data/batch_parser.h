@@ -17,6 +17,8 @@
 // scratch space); create one per parse thread. `names` must be thread-safe.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -55,6 +57,9 @@ class BatchParser {
   // record in file order.
   using ErrorObserver = std::function<void(const RecordSource&, const Status&)>;
   void set_error_observer(ErrorObserver observer) { observer_ = std::move(observer); }
+  // Criteo with criteo_pad_missing_trailing: each row that lacked trailing
+  // cells adds 1 here (shared by the pipeline's parse threads; may be null).
+  void set_padded_rows_counter(std::atomic<uint64_t>* counter) { padded_rows_ = counter; }
 
  private:
   BatchParser() = default;
@@ -68,6 +73,7 @@ class BatchParser {
   io::CriteoHashOptions hash_;
   SourceNameFn names_;
   ErrorObserver observer_;
+  std::atomic<uint64_t>* padded_rows_ = nullptr;
   io::CriteoRow row_;
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "ctrain/data/pipe_mode.h"
@@ -108,21 +109,91 @@ RecordFormat SniffPairs(std::string_view b) {
   return two > one ? RecordFormat::kLibFfm : RecordFormat::kLibSvm;
 }
 
-RecordFormat SniffText(std::string_view b) {
-  // First line that is neither blank nor a comment.
-  size_t pos = 0;
+// A label or a Criteo integer as written: digits with sign, point and
+// exponent only ("1", "-1", "0.5", "1e3"), or an empty cell.
+bool NumberLike(std::string_view t) {
+  if (t.empty()) return true;
+  bool digit = false;
+  for (char c : t) {
+    if (c >= '0' && c <= '9') digit = true;
+    else if (c != '+' && c != '-' && c != '.' && c != 'e' && c != 'E') return false;
+  }
+  return digit;
+}
+
+// Whether the ':' tokens of a data line are pairs or triples: most of them
+// (qid: aside) start with a decimal id before the first ':'. Prose ("Note:",
+// "http://...", "data:") does not; a malformed pair ("13:6.6e-0114:8") does.
+bool PairTokens(std::string_view line) {
+  line = line.substr(0, line.find('#'));  // a trailing comment does not vote
+  uint64_t pairs = 0, other = 0;
+  size_t t = 0;
+  while (t < line.size()) {
+    const size_t s = line.find_first_not_of(" \t\r\v\f", t);
+    if (s == std::string_view::npos) break;
+    size_t e = line.find_first_of(" \t\r\v\f", s);
+    if (e == std::string_view::npos) e = line.size();
+    const std::string_view tok = line.substr(s, e - s);
+    t = e;
+    const size_t colon = tok.find(':');
+    if (colon == std::string_view::npos || tok.starts_with("qid:")) continue;
+    const std::string_view id = tok.substr(0, colon);
+    const bool digits = !id.empty() && id.find_first_not_of("0123456789") == std::string_view::npos;
+    ++(digits ? pairs : other);
+  }
+  return pairs > other;
+}
+
+// The format of text from its first data line (not blank, not a '#'
+// comment). A line that fits none of the text formats -- prose, Markdown, a
+// README in a data directory -- is InvalidArgument "<name>:<line>: cannot
+// detect the record format ..." rather than a guess the parser then misreads.
+StatusOr<RecordFormat> SniffText(std::string_view b, const std::string& name) {
+  const bool whole_input = b.size() < io::kPeekBytes;  // else the peek may end inside a line
+  // A UTF-8 byte-order mark is not part of the first row: detect past it (the
+  // reader then names the mark itself).
+  size_t pos = b.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  uint64_t line_no = 0;
   while (pos < b.size()) {
     size_t nl = b.find('\n', pos);
     std::string_view line = b.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    const bool complete = nl != std::string_view::npos || whole_input;
     pos = nl == std::string_view::npos ? b.size() : nl + 1;
+    ++line_no;
     size_t first = line.find_first_not_of(" \t\r");
     if (first == std::string_view::npos || line[first] == '#') continue;
-    if (line.substr(first).starts_with("label,")) return RecordFormat::kCriteoCsv;
-    if (line.find('\t') != std::string_view::npos && line.find(':') == std::string_view::npos)
-      return RecordFormat::kCriteoTsv;
-    if (line.find(':') != std::string_view::npos) return SniffPairs(b.substr(line.data() - b.data()));
-    if (line.find(',') != std::string_view::npos) return RecordFormat::kCriteoCsv;
-    return RecordFormat::kLibSvm;  // label-only line: let the LibSVM parser give its error
+    const std::string_view data = line.substr(first);
+    if (data.starts_with("label,")) return RecordFormat::kCriteoCsv;
+    std::optional<RecordFormat> f;
+    std::string_view lead;  // the label (or first cell) the format reads first
+    if (line.find('\t') != std::string_view::npos && line.find(':') == std::string_view::npos) {
+      f = RecordFormat::kCriteoTsv;
+      lead = line.substr(0, line.find('\t'));
+    } else if (line.find(':') != std::string_view::npos) {
+      lead = data.substr(0, data.find_first_of(" \t\r\v\f"));
+      const size_t colon = lead.find(':');
+      const bool pair_first = colon != std::string_view::npos && colon > 0 &&  // unlabelled: "1:0.5 ..."
+                              lead.substr(0, colon).find_first_not_of("0123456789") == std::string_view::npos;
+      if (!complete || (PairTokens(data) && (pair_first || NumberLike(lead))))
+        return SniffPairs(b.substr(line.data() - b.data()));
+    } else if (line.find(',') != std::string_view::npos) {
+      f = RecordFormat::kCriteoCsv;
+      lead = line.substr(0, line.find(','));
+    } else {
+      f = RecordFormat::kLibSvm;  // label-only line: let the LibSVM parser give its error
+      lead = data.substr(0, data.find_first_of(" \t\r\v\f"));
+    }
+    if (lead.ends_with('\r')) lead.remove_suffix(1);
+    const bool header = lead == "label" || lead == "I1";  // a Criteo header (I1: unlabelled)
+    // A first line longer than the peek is not judged: the reader's line limit names it.
+    if (f && (!complete || NumberLike(lead) || (header && f != RecordFormat::kLibSvm))) return *f;
+    std::string shown(line.substr(0, 60));
+    for (char& c : shown)
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    return InvalidArgumentError(name + ":" + std::to_string(line_no) + ": cannot detect the record format: '" + shown +
+                                (line.size() > 60 ? "...'" : "'") +
+                                " is not a LibSVM, libFFM or Criteo TSV/CSV row (a text document?); pass --format, "
+                                "or keep it out of the inputs (directories skip names starting with '_' or '.')");
   }
   return RecordFormat::kLibSvm;
 }
@@ -248,7 +319,11 @@ class CriteoExampleReader final : public ExampleReader {
   std::string SkippedSummary() const override {
     const auto& c = r_->counters();
     return "header_lines=" + std::to_string(c.header_lines) + " blank_lines=" + std::to_string(c.blank_lines) +
-           " unterminated_last_line=" + std::to_string(c.unterminated_last_line);
+           " unterminated_last_line=" + std::to_string(c.unterminated_last_line) +
+           (c.padded_rows > 0 ? " padded_rows=" + std::to_string(c.padded_rows) + " (" +
+                                    std::to_string(c.padded_cells) +
+                                    " missing trailing cells read as empty: --criteo-pad-missing-trailing)"
+                              : std::string());
   }
 
  private:
@@ -299,6 +374,14 @@ Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, in
     return InvalidArgumentError(m);
   }
   return Status::OK();
+}
+
+std::string LibFfmNeedsSpecMessage(const std::string& name) {
+  return name + ": libFFM (field:feature:value) is read through a feature spec, each libFFM field a multi-hot field: "
+                "`ctrain inspect " + name + " --suggest-spec spec.json`, then pass --feature-spec spec.json to "
+                "train/eval/predict/convert (Python: Trainer(feature_spec=...), read(..., feature_spec=...)); without "
+                "one it has no fixed field layout (detected from the first lines; if it is LibSVM, pass --format "
+                "libsvm to see the bad token)";
 }
 
 StatusOr<RecordFormat> ParseRecordFormat(std::string_view name) {
@@ -402,12 +485,13 @@ StatusOr<SniffedStream> SniffStream(std::unique_ptr<io::SequentialFile> raw, io:
       o.format = RecordFormat::kTFRecord;  // any format reads zero records
     else if (io::LooksLikeTFRecordHeader(head))
       o.format = RecordFormat::kTFRecord;
-    else if (LooksLikeText(head))
-      o.format = SniffText(head);
+    else if (LooksLikeText(head)) {
+      CTRAIN_ASSIGN_OR_RETURN(o.format, SniffText(head, o.stream->name()));
+    }
     else {
       CTRAIN_RETURN_IF_ERROR(CheckNotCompressed(o.stream->name(), head));
       if (LooksLikeTextWithStrayBytes(head)) {
-        o.format = SniffText(head);
+        CTRAIN_ASSIGN_OR_RETURN(o.format, SniffText(head, o.stream->name()));
         o.stream = std::make_unique<PrefixedFile>(std::move(head), std::move(o.stream));
         return o;
       }
@@ -488,14 +572,12 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       co.format = o.format == RecordFormat::kCriteoTsv ? io::CriteoFormat::kTsv : io::CriteoFormat::kCsv;
       co.max_line_bytes = options.max_line_bytes;
       co.labels = options.labels;
+      co.pad_missing_trailing = options.criteo_pad_missing_trailing;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(o.stream), co));
       return std::unique_ptr<ExampleReader>(new CriteoExampleReader(std::move(r), o.compression, o.format, options));
     }
     case RecordFormat::kLibFfm:
-      return InvalidArgumentError(path + ": libFFM (field:feature:value) has no fixed " +
-                                  std::to_string(options.field_size) +
-                                  "-field layout to train on; `ctrain inspect` reads it, convert/train do not (detected from the "
-                                  "first lines; if it is LibSVM, pass --format libsvm to see the bad token)");
+      return InvalidArgumentError(LibFfmNeedsSpecMessage(path));
     case RecordFormat::kAuto: break;
   }
   return InternalError("unreachable format");

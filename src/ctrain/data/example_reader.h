@@ -28,14 +28,20 @@
 
 namespace ctrain::data {
 
-// kLibFfm ("label field:feature:value ...") is recognised for `inspect` only
-// here: its fields hold several ids, which the fixed F-field layout below has no
-// place for (a feature spec reads it as multi-hot fields: data/spec_reader.h).
+// kLibFfm ("label field:feature:value ...") is recognised here but not read:
+// its fields hold several ids, which the fixed F-field layout below has no
+// place for; a feature spec reads it as multi-hot fields (data/spec_reader.h,
+// `ctrain inspect FILE --suggest-spec spec.json` writes one).
 enum class RecordFormat { kAuto, kLibSvm, kTFRecord, kCriteoTsv, kCriteoCsv, kLibFfm };
 
 // "auto", "libsvm", "tfrecord", "criteo-tsv", "criteo-csv", "libffm" (underscores accepted).
 StatusOr<RecordFormat> ParseRecordFormat(std::string_view name);
 std::string_view RecordFormatName(RecordFormat f);
+
+// "<name>: libFFM (field:feature:value) is read through a feature spec ...":
+// the error of the fixed-layout readers for a libFFM input, with the commands
+// that train it (inspect --suggest-spec, then --feature-spec).
+std::string LibFfmNeedsSpecMessage(const std::string& name);
 
 struct ExampleReaderOptions {
   RecordFormat format = RecordFormat::kAuto;     // kAuto: sniffed from the (decompressed) bytes
@@ -68,6 +74,11 @@ struct ExampleReaderOptions {
   // record's label is NaN. TFRecord always reads the label key (kAbsent is
   // InvalidArgument there).
   io::LabelMode labels = io::LabelMode::kRequired;
+  // Criteo text: rows whose trailing empty cells were stripped (fewer than 40
+  // cells) read the missing cells as empty, counted (CriteoReader's
+  // padded_rows, the pipeline's criteo_padded_rows); off = such a row is an
+  // error naming --criteo-pad-missing-trailing (io/criteo.h).
+  bool criteo_pad_missing_trailing = false;
 };
 
 // The id-range rule of ExampleReaderOptions::id_limit for one example.
@@ -121,7 +132,7 @@ class ExampleReader {
 // a valid TFRecord header -> tfrecord; "label," header -> criteo-csv; a first
 // data line with "id:value" tokens -> libsvm, unless most ':' tokens of the
 // first lines are "field:feature:value" -> libffm (which this reader refuses
-// with InvalidArgument; one malformed token does not make a file libFFM);
+// with InvalidArgument LibFfmNeedsSpecMessage; one malformed token does not make a file libFFM);
 // tab-separated -> criteo-tsv. Text with a few stray control bytes (one, or 1
 // in 64 of the first 4 KB, not the first byte) is still sniffed as text, so the
 // parser names the byte's file:line:col. An empty input reads zero records.

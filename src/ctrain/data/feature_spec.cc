@@ -49,11 +49,11 @@ class SpecParser {
 
   StatusOr<FeatureSpec> Parse(const json& root) {
     if (!root.is_object()) return Bad("", "the spec must be an object with \"label\" and \"fields\"");
-    static const std::set<std::string> kTop = {"input", "label", "label_dtype", "id_base", "hash_seed",
-                                               "feature_size", "fields", "version"};
+    static const std::set<std::string> kTop = {"input", "label", "label_dtype", "label_rule", "id_base",
+                                               "hash_seed", "feature_size", "fields", "version"};
     for (const auto& [k, v] : root.items())
-      if (!kTop.count(k)) return Bad("", "unknown key \"" + k + "\" (known: input, label, label_dtype, id_base, "
-                                          "hash_seed, feature_size, fields, version)");
+      if (!kTop.count(k)) return Bad("", "unknown key \"" + k + "\" (known: input, label, label_dtype, label_rule, "
+                                          "id_base, hash_seed, feature_size, fields, version)");
     if (root.contains("version") && root["version"] != 1)
       return Bad("version", "this ctrain reads feature spec version 1, found " + root["version"].dump());
     FeatureSpec spec;
@@ -70,6 +70,11 @@ class SpecParser {
     if (ld == "float") spec.label_dtype = io::FeatureKind::kFloat;
     else if (ld == "int64") spec.label_dtype = io::FeatureKind::kInt64;
     else return Bad("label_dtype", "expected float|int64, found \"" + ld + "\"");
+    if (root.contains("label_rule")) {
+      if (spec.input != SpecInput::kExample)
+        return Bad("label_rule", "applies to input \"example\" only (LibSVM and libFFM labels are read as 0/1)");
+      CTRAIN_RETURN_IF_ERROR(ParseLabelRule(root["label_rule"], &spec.label_rule));
+    }
     int64_t id_base = 0, seed = 0, feature_size = 0;
     CTRAIN_RETURN_IF_ERROR(Int(root, "id_base", "", &id_base));
     CTRAIN_RETURN_IF_ERROR(Int(root, "hash_seed", "", &seed));
@@ -99,6 +104,32 @@ class SpecParser {
   }
 
  private:
+  // {"threshold": t} or {"positive_values": [v, ...]}: exactly one, finite numbers.
+  Status ParseLabelRule(const json& r, LabelRule* out) const {
+    const std::string kUse = "expected {\"threshold\": T} (1 when the label value > T) or {\"positive_values\": "
+                             "[V, ...]} (1 when it is one of them)";
+    if (!r.is_object() || r.size() != 1) return Bad("label_rule", kUse);
+    auto finite = [](const json& v) { return v.is_number() && std::isfinite(v.get<double>()); };
+    if (r.contains("threshold")) {
+      if (!finite(r["threshold"])) return Bad("label_rule.threshold", "must be a finite number, found " + r["threshold"].dump());
+      out->kind = LabelRule::Kind::kThreshold;
+      out->threshold = r["threshold"].get<double>();
+      return Status::OK();
+    }
+    if (r.contains("positive_values")) {
+      const json& v = r["positive_values"];
+      if (!v.is_array() || v.empty()) return Bad("label_rule.positive_values", "must be a non-empty list of numbers");
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (!finite(v[i]))
+          return Bad("label_rule.positive_values[" + std::to_string(i) + "]", "must be a finite number, found " + v[i].dump());
+        out->positive_values.push_back(v[i].get<double>());
+      }
+      out->kind = LabelRule::Kind::kPositiveValues;
+      return Status::OK();
+    }
+    return Bad("label_rule", "unknown rule " + r.begin().key() + ": " + kUse);
+  }
+
   Status Str(const json& j, const char* key, const std::string& where, std::string* out) const {
     if (!j.contains(key)) return Status::OK();
     if (!j[key].is_string()) return Bad(where.empty() ? key : where + "." + key, "expected a string");
@@ -355,6 +386,9 @@ std::string FeatureSpec::ToJson() const {
   if (input == SpecInput::kExample) {
     j["label"] = label_key;
     j["label_dtype"] = std::string(KindName(label_dtype));
+    if (label_rule.kind == LabelRule::Kind::kThreshold) j["label_rule"] = {{"threshold", label_rule.threshold}};
+    if (label_rule.kind == LabelRule::Kind::kPositiveValues)
+      j["label_rule"] = {{"positive_values", label_rule.positive_values}};
   }
   if (input == SpecInput::kLibSvm) j["id_base"] = id_base;
   if (hash_seed != 0) j["hash_seed"] = hash_seed;

@@ -89,11 +89,25 @@ struct SpecField {
   bool multi_hot() const { return var_len; }
 };
 
+// How an example's label value becomes the 0/1 label (input "example"):
+//   none             the value must be 0 or 1 (else an error naming the record)
+//   threshold t      1 when value > t, else 0 (scikit-learn's Binarizer rule;
+//                    TFX taxi's "tips > 0" is {"threshold": 0})
+//   positive_values  1 when the value is one of the list, else 0
+// A NaN or infinite value is an error under every rule.
+struct LabelRule {
+  enum class Kind { kNone, kThreshold, kPositiveValues };
+  Kind kind = Kind::kNone;
+  double threshold = 0;
+  std::vector<double> positive_values;
+};
+
 struct FeatureSpec {
   std::string source;  // the spec file's name, for messages
   SpecInput input = SpecInput::kExample;
   std::string label_key = "label";                      // example
   io::FeatureKind label_dtype = io::FeatureKind::kFloat;  // float_list[1] or int64_list[1], 0 or 1
+  LabelRule label_rule;                                 // example: "label_rule" (above)
   int32_t id_base = 0;                                  // libsvm
   uint64_t hash_seed = 0;
   std::vector<SpecField> fields;

@@ -38,7 +38,8 @@ std::string PipelineStats::ToJson() const {
                   ",\"blank_lines\":" + std::to_string(blank_lines) + ",\"comment_lines\":" +
                   std::to_string(comment_lines) + ",\"header_lines\":" + std::to_string(header_lines) +
                   ",\"corrupt_records\":" + std::to_string(corrupt_records) +
-                  ",\"unterminated_last_lines\":" + std::to_string(unterminated_last_lines) + ",\"dropped_remainder_records\":" +
+                  ",\"unterminated_last_lines\":" + std::to_string(unterminated_last_lines) +
+                  ",\"criteo_padded_rows\":" + std::to_string(criteo_padded_rows) + ",\"dropped_remainder_records\":" +
                   std::to_string(dropped_remainder_records) + ",\"epochs_completed\":" +
                   std::to_string(epochs_completed) + ",\"cache_records\":" + std::to_string(cache_records) +
                   ",\"cache_bytes\":" + std::to_string(cache_bytes) + ",\"shuffle_buffer_max\":" +

@@ -44,6 +44,9 @@ struct PipelineStats {
   // Text inputs (per pass) whose last line has no final '\n': a cut file (torn
   // tail) reads its last line as written, so this makes the cut visible.
   uint64_t unterminated_last_lines = 0;
+  // Criteo rows read with criteo_pad_missing_trailing whose missing trailing
+  // cells were read as empty (all passes).
+  uint64_t criteo_padded_rows = 0;
   uint64_t dropped_remainder_records = 0;  // batch(drop_remainder): records of dropped partial batches
   uint64_t epochs_completed = 0;   // repeat passes finished
   uint64_t cache_records = 0, cache_bytes = 0;  // what the cache holds

@@ -100,8 +100,7 @@ StatusOr<std::unique_ptr<RawRecordReader>> RawRecordReader::Open(const std::stri
   const io::Compression detected = sniffed.compression;
   const RecordFormat fmt = sniffed.format;
   if (fmt == RecordFormat::kLibFfm)
-    return InvalidArgumentError(stream->name() + ": libFFM (field:feature:value) has no fixed field layout to train on (detected from the "
-                                                "first lines; if it is LibSVM, pass --format libsvm to see the bad token)");
+    return InvalidArgumentError(LibFfmNeedsSpecMessage(stream->name()));
   if (fmt == RecordFormat::kTFRecord) {
     io::TFRecordReaderOptions to;
     to.compression = io::Compression::kNone;  // already decompressed

@@ -133,7 +133,8 @@ StatusOr<std::vector<uint64_t>> CopySpecRows(const std::vector<std::string>& inp
     return FailedPreconditionError(spec.source +
                                    ": the spec has multi-hot fields (var_len, libsvm or libffm input), which the "
                                    "seed layout (one id per field) cannot hold: train on the files with "
-                                   "--feature-spec instead of converting them");
+                                   "--feature-spec, or convert them with --output-format npz (one array per spec "
+                                   "entry, multi-hot as ids/offsets/weights)");
   std::vector<uint64_t> counts;
   SpecRow row;
   for (const std::string& path : inputs) {

@@ -60,7 +60,22 @@ Status SpecRowBuilder::FromExample(std::string_view record, SpecRow* row) {
   row->Clear();
   CTRAIN_RETURN_IF_ERROR(parser_->Parse(record, &parsed_));
   const io::ParsedFeature& lab = parsed_[0];
-  const double label = lab.kind == io::FeatureKind::kFloat ? lab.floats[0] : static_cast<double>(lab.int64s[0]);
+  const double value = lab.kind == io::FeatureKind::kFloat ? lab.floats[0] : static_cast<double>(lab.int64s[0]);
+  const LabelRule& rule = spec_.label_rule;
+  if (rule.kind != LabelRule::Kind::kNone && !std::isfinite(value))
+    return InvalidArgumentError("feature '" + spec_.label_key + "': label value " + std::to_string(value) +
+                                " is not finite");
+  const double label =
+      rule.kind == LabelRule::Kind::kThreshold ? (value > rule.threshold ? 1.0 : 0.0)
+      : rule.kind == LabelRule::Kind::kPositiveValues
+          ? (std::any_of(rule.positive_values.begin(), rule.positive_values.end(),
+                         [&](double v) {  // a float_list value is a float: compare as floats (0.1 == 0.1f)
+                           return lab.kind == io::FeatureKind::kFloat ? static_cast<float>(v) == lab.floats[0]
+                                                                      : v == value;
+                         })
+                 ? 1.0
+                 : 0.0)
+          : value;
   if (label != 0 && label != 1)
     return InvalidArgumentError("feature '" + spec_.label_key + "': label " + std::to_string(label) +
                                 " is not 0 or 1");

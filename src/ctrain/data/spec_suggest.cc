@@ -74,6 +74,44 @@ Status ForEachRecord(const std::vector<std::string>& paths, io::Compression comp
   return Status::OK();
 }
 
+// The label's values over all records: whether they are all 0 or 1, and if
+// not, what a label rule (feature_spec.h LabelRule) could make of them.
+struct LabelValues {
+  bool binary = true, integral = true;
+  double min = 0, max = 0;
+  uint64_t n = 0, non_finite = 0;
+  std::set<double> distinct;  // up to 16
+  void Add(double v) {
+    if (!std::isfinite(v)) {
+      ++non_finite;
+      binary = false;
+      return;
+    }
+    min = n == 0 ? v : std::min(min, v);
+    max = n == 0 ? v : std::max(max, v);
+    ++n;
+    if (v != 0 && v != 1) binary = false;
+    if (v != std::floor(v)) integral = false;
+    if (distinct.size() <= 16) distinct.insert(v);
+  }
+  std::string Advice(const std::string& key) const {
+    auto num = [](double v) {
+      char b[32];
+      std::snprintf(b, sizeof b, "%.9g", v);
+      return std::string(b);
+    };
+    std::string s = "label '" + key + "' is not 0/1 (values " + num(min) + " .. " + num(max) + ", " +
+                    (distinct.size() > 16 ? "more than 16" : std::to_string(distinct.size())) + " distinct" +
+                    (non_finite ? ", " + std::to_string(non_finite) + " not finite" : std::string()) +
+                    "): training refuses it as it is; add a label rule to the spec, e.g. \"label_rule\": "
+                    "{\"threshold\": " + num(min <= 0 && max > 0 ? 0 : (min + max) / 2) + "} (1 when " + key + " > " +
+                    num(min <= 0 && max > 0 ? 0 : (min + max) / 2) + ")";
+    if (integral && distinct.size() <= 16) s += " or {\"positive_values\": [" + num(*distinct.rbegin()) + "]} (1 when " + key +
+                                    " is one of the listed values)";
+    return s + " (docs/feature-spec.md#labels)";
+  }
+};
+
 StatusOr<SuggestedSpec> SuggestExample(const std::vector<std::string>& paths, const SuggestSpecOptions& options) {
   SuggestedSpec out;
   io::ExampleSchemaSummary summary;
@@ -152,10 +190,19 @@ StatusOr<SuggestedSpec> SuggestExample(const std::vector<std::string>& paths, co
     p.var_len = true;
     ps.push_back(p);
   }
+  {  // the label, last: its values decide whether it needs a label rule
+    io::FeatureSpec p;
+    p.key = label;
+    p.kind = lf.float_records ? io::FeatureKind::kFloat : io::FeatureKind::kInt64;
+    ps.push_back(p);
+  }
+  LabelValues lv;
   CTRAIN_ASSIGN_OR_RETURN(io::ExampleParser parser, io::ExampleParser::Create(ps));
   std::vector<io::ParsedFeature> parsed;
   CTRAIN_RETURN_IF_ERROR(ForEachRecord(paths, options.compression, [&](std::string_view rec) {
     CTRAIN_RETURN_IF_ERROR(parser.Parse(rec, &parsed));
+    const io::ParsedFeature& lp = parsed.back();
+    lv.Add(lp.kind == io::FeatureKind::kFloat ? static_cast<double>(lp.floats[0]) : static_cast<double>(lp.int64s[0]));
     for (size_t i = 0; i < uses.size(); ++i) {
       Use& u = uses[i];
       const io::ParsedFeature& p = parsed[i];
@@ -218,6 +265,7 @@ StatusOr<SuggestedSpec> SuggestExample(const std::vector<std::string>& paths, co
     fields.push_back(std::move(e));
   }
   if (fields.empty()) return InvalidArgumentError("no usable feature besides the label '" + label + "'");
+  if (!lv.binary) out.warnings.push_back(lv.Advice(label));
   if (!int_keys.empty()) {
     std::string keys;
     for (const std::string& k : int_keys) keys += (keys.empty() ? "" : ", ") + k;

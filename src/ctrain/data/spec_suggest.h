@@ -5,7 +5,9 @@
 // Rules (each decision that is a guess is also reported in `notes`):
 //   label        the given key, else the first present of label, click,
 //                clicked, y, target; it must be a float_list or int64_list of
-//                one value in every record.
+//                one value in every record. A label whose values are not all
+//                0 or 1 (a count, an amount: TFX taxi's "tips") is kept, with a
+//                warning that suggests a "label_rule" (feature_spec.h).
 //   float_list   numeric, one model field per value ("length" n when every
 //                record holds n values; a key missing or empty in some records
 //                gets "default": 0). "log1p" when a value's magnitude exceeds
@@ -37,6 +39,7 @@ struct SuggestSpecOptions {
 struct SuggestedSpec {
   std::string json;                // the spec (JSON text, ends in '\n')
   std::vector<std::string> notes;  // guesses and skipped keys, one sentence each
+  std::vector<std::string> warnings;  // what training would refuse as suggested (a label not 0/1)
   int64_t records = 0;             // records read
 };
 

@@ -25,10 +25,17 @@ std::string NumericName(int i) { return FieldName('I', i); }
 std::string CategoricalName(int j) { return FieldName('C', j); }
 
 // "<file>:<line>: expected 40 cells, got N" (N counts every cell of the line).
+constexpr std::string_view kPadHint =
+    "; if the trailing empty cells were stripped, --criteo-pad-missing-trailing reads the missing cells as empty "
+    "(counted)";
+
 Status CellCountError(const TextLocation& where, std::string_view line, char separator, bool has_label) {
   const size_t cells = static_cast<size_t>(std::count(line.begin(), line.end(), separator)) + 1;
-  if (!has_label)
-    return TextError(where, 0, "expected 39 cells (I1..I13 C1..C26, no label), got " + std::to_string(cells));
+  if (!has_label) {
+    std::string what = "expected 39 cells (I1..I13 C1..C26, no label), got " + std::to_string(cells);
+    if (cells < kCriteoColumns - 1) what += std::string(" (a short row") + std::string(kPadHint) + ")";
+    return TextError(where, 0, what);
+  }
   std::string what = "expected 40 cells, got " + std::to_string(cells);
   const char other = separator == '\t' ? ',' : '\t';
   if (cells == 1 && std::count(line.begin(), line.end(), other) >= kCriteoColumns - 1)
@@ -37,9 +44,10 @@ Status CellCountError(const TextLocation& where, std::string_view line, char sep
             (separator == '\t' ? "criteo-csv" : "criteo-tsv") + ")";
   else if (cells == kCriteoColumns - 1)
     what += " (39 cells is the layout of Criteo's unlabelled test.txt: `ctrain predict` reads it, training and "
-            "eval need the label column first)";
+            "eval need the label column first" + std::string(kPadHint) + ")";
   else if (cells < kCriteoColumns)
-    what += " (a cut or short row; a missing value is an empty cell, the separators stay)";
+    what += " (a cut or short row; a missing value is an empty cell, the separators stay" + std::string(kPadHint) +
+            ")";
   return TextError(where, 0, what);
 }
 
@@ -48,15 +56,18 @@ Status CellCountError(const TextLocation& where, std::string_view line, char sep
 // ------------------------------------------------------------------ parsing
 
 Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, const TextLocation& where,
-                       bool has_label) {
+                       bool has_label, bool pad_missing_trailing) {
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
   const char* const begin = line.data();
   const char* const end = begin + line.size();
   row->numeric_present = 0;
   row->categorical_present = 0;
+  row->padded_cells = 0;
   // The cell count first: a 39-cell row (no label) would otherwise fail later
   // with a misleading "I13: expected a number, found '68fd1e64'".
-  if (std::count(begin, end, separator) != kCriteoColumns - (has_label ? 1 : 2))
+  const ptrdiff_t separators = std::count(begin, end, separator);
+  const ptrdiff_t want = kCriteoColumns - (has_label ? 1 : 2);
+  if (separators > want || (separators < want && !pad_missing_trailing))
     return CellCountError(where, line, separator, has_label);
   const char* p = begin;
   int cell = has_label ? 0 : 1;  // the cell numbering of a labelled row
@@ -114,6 +125,12 @@ Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row, co
     if (e == end) break;
     p = e + 1;
   }
+  // pad_missing_trailing: the cells the line lacked are missing values.
+  row->padded_cells = kCriteoColumns - cell;
+  for (; cell < kCriteoColumns; ++cell) {
+    if (cell <= kCriteoNumeric) row->numeric[cell - 1] = 0;
+    else row->categorical[cell - 1 - kCriteoNumeric] = std::string_view();
+  }
   return Status::OK();
 }
 
@@ -123,7 +140,10 @@ CriteoReader::CriteoReader(std::unique_ptr<SequentialFile> file, const CriteoRea
     : file_(std::move(file)),
       lines_(file_.get(), options.read_buffer_size < 1 ? 1 : options.read_buffer_size, options.max_line_bytes),
       format_(options.format),
-      labels_(options.labels) {}
+      // A padded short row is a labelled one: kAuto would take a 39-cell row for unlabelled.
+      labels_(options.pad_missing_trailing && options.labels == LabelMode::kAuto ? LabelMode::kRequired
+                                                                                 : options.labels),
+      pad_missing_trailing_(options.pad_missing_trailing) {}
 
 StatusOr<std::unique_ptr<CriteoReader>> CriteoReader::Open(const std::string& path,
                                                            const CriteoReaderOptions& options) {
@@ -174,7 +194,7 @@ StatusOr<bool> CriteoReader::Next(CriteoRow* row) {
       labels_decided_at_ = lines_.line_number();
     }
     Status s = ParseCriteoLine(line, sep, row, TextLocation{file_->name(), lines_.line_number()},
-                               labels_ != LabelMode::kAbsent);
+                               labels_ != LabelMode::kAbsent, pad_missing_trailing_);
     if (!s.ok() && labels_decided_at_ > 0 && labels_decided_at_ != lines_.line_number())
       s = InvalidArgumentError(std::string(s.message()) + " (the first data row, line " +
                                std::to_string(labels_decided_at_) + ", has " +
@@ -189,6 +209,10 @@ StatusOr<bool> CriteoReader::Next(CriteoRow* row) {
       return status_;
     }
     ++counters_.records;
+    if (row->padded_cells > 0) {
+      ++counters_.padded_rows;
+      counters_.padded_cells += static_cast<uint64_t>(row->padded_cells);
+    }
     return true;
   }
 }

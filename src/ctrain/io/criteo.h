@@ -7,7 +7,9 @@
 // is dropped. An empty cell is a missing value. A row must have exactly 40
 // cells (39 separators): a short row (stripped trailing cells, Criteo's
 // unlabelled 39-column test.txt, a file cut mid-row) or a long one is the
-// error "<file>:<line>: expected 40 cells, got N".
+// error "<file>:<line>: expected 40 cells, got N". With pad_missing_trailing
+// (--criteo-pad-missing-trailing) a short row's missing trailing cells read
+// as empty (missing) cells, and the row says how many it lacked.
 //   label: a number whose value is exactly 0 or 1 ("0", "1", "1.0").
 //   I1..I13: integer counts, possibly negative (-1) and possibly written as
 //            floats ("260.0"); parsed as double, must be finite.
@@ -54,6 +56,8 @@ struct CriteoRow {
   uint32_t categorical_present = 0;                    // bit j: C(j+1) not missing
   std::array<double, kCriteoNumeric> numeric{};        // 0 where missing
   std::array<std::string_view, kCriteoCategorical> categorical{};  // "" where missing
+  // Trailing cells the line lacked, read as empty (pad_missing_trailing only; else 0).
+  int padded_cells = 0;
 
   bool has_numeric(int i) const { return (numeric_present >> i) & 1u; }
   bool has_categorical(int j) const { return (categorical_present >> j) & 1u; }
@@ -68,8 +72,12 @@ struct CriteoRow {
 //   "<file>:<line>: expected 40 cells, got 39 (...)" (no column)
 // has_label = false: the row has 39 cells "I1..I13 C1..C26" (Kaggle's
 // test.txt) and row->label is set to NaN; the cell count error then expects 39.
+// pad_missing_trailing: a row with fewer cells (but its label, when it has
+// one) reads the missing trailing cells as empty; row->padded_cells says how
+// many. Without it, the short-row error names --criteo-pad-missing-trailing.
 Status ParseCriteoLine(std::string_view line, char separator, CriteoRow* row,
-                       const TextLocation& where = {}, bool has_label = true);
+                       const TextLocation& where = {}, bool has_label = true,
+                       bool pad_missing_trailing = false);
 
 enum class CriteoFormat {
   kAuto,  // TSV if the first non-blank line contains '\t', else CSV if it contains ',', else TSV
@@ -87,6 +95,11 @@ struct CriteoReaderOptions {
   // row decides, 39 cells = unlabelled, and every later row must agree.
   // A header whose first cell is "I1" (an unlabelled CSV) is skipped like "label".
   LabelMode labels = LabelMode::kRequired;
+  // Rows whose trailing empty cells were stripped (37-39 cells in some copies
+  // of the Kaggle data): read the missing cells as empty, counted in
+  // padded_rows / padded_cells. With labels kAuto a short row then reads as
+  // labelled (only --no-label reads 39-cell rows as unlabelled).
+  bool pad_missing_trailing = false;
 };
 
 class CriteoReader {
@@ -97,6 +110,8 @@ class CriteoReader {
     uint64_t header_lines = 0;  // skipped header ("label,I1,...")
     uint64_t blank_lines = 0;   // skipped
     uint64_t unterminated_last_line = 0;  // 1: the last line has no '\n' (a cut file?)
+    uint64_t padded_rows = 0;   // pad_missing_trailing: rows that lacked trailing cells
+    uint64_t padded_cells = 0;  // the cells they lacked (read as empty)
   };
   // Errors: those of OpenSequentialFile.
   static StatusOr<std::unique_ptr<CriteoReader>> Open(const std::string& path,
@@ -123,6 +138,7 @@ class CriteoReader {
   CriteoFormat format_;
   bool first_line_ = true;
   LabelMode labels_;
+  bool pad_missing_trailing_;
   uint64_t labels_decided_at_ = 0;  // the line that fixed a kAuto label mode
   Counters counters_;
   Status status_;

@@ -194,9 +194,24 @@ Status ParseSeedExample(std::string_view record, const SeedSchema& schema, float
     return true;
   };
   if (!WalkExample(base, base + record.size(), on_entry, c)) return c.ToStatus();
-  if (lab.begin == nullptr) return Missing(lk);
-  if (idn.begin == nullptr) return Missing(ik);
-  if (val.begin == nullptr) return Missing(vk);
+  if (lab.begin == nullptr || idn.begin == nullptr || val.begin == nullptr) [[unlikely]] {
+    // Not the seed layout: name the record's keys and the way to read it.
+    std::vector<std::string> keys;
+    Ctx k(base);
+    WalkExample(base, base + record.size(), [&](const Entry& en) {
+      keys.emplace_back(en.key);
+      return true;
+    }, k);
+    std::string m = "missing feature " + Quoted(lab.begin == nullptr ? lk : idn.begin == nullptr ? ik : vk) +
+                    ": the example's keys are ";
+    for (size_t i = 0; i < keys.size() && i < 16; ++i) m += (i ? ", " : "") + Quoted(keys[i]);
+    if (keys.size() > 16) m += ", ... (" + std::to_string(keys.size()) + " keys)";
+    if (keys.empty()) m += "none";
+    m += "; the seed layout is " + Quoted(lk) + ", " + Quoted(ik) + " (int64_list[F]), " + Quoted(vk) +
+         " (float_list[F]): read other keys through a feature spec (`ctrain inspect FILE --suggest-spec spec.json`, "
+         "then --feature-spec spec.json; Python: feature_spec=\"spec.json\")";
+    return InvalidArgumentError(m);
+  }
 
   const int64_t f = schema.field_size;
   LabelSink ls;

@@ -71,7 +71,9 @@ struct SeedSchema {
 // (they are not errors). On error the outputs hold unspecified values.
 // Errors:
 //   DataLoss        malformed wire bytes ("malformed tf.train.Example: ... at byte N").
-//   InvalidArgument "missing feature 'K'"; "feature 'K': expected int64_list of length F,
+//   InvalidArgument "missing feature 'K': the example's keys are 'a', 'b'; the seed layout is
+//                   ... read other keys through a feature spec (... Python: feature_spec=...)";
+//                   "feature 'K': expected int64_list of length F,
 //                   found float_list of length F" (also "found Feature with no kind");
 //                   "feature 'label': expected float_list or int64_list of length 1, found ...";
 //                   "feature 'label': expected 0 or 1, found -1";

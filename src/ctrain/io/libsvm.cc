@@ -11,11 +11,6 @@
 namespace ctrain::io {
 namespace {
 
-// Lines with a varying number of pairs (sparse LibSVM, tags, histories) are
-// read through a feature spec's field map (data/feature_spec.h).
-constexpr const char* kVariableLengthHint =
-    " (lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)";
-
 // Token delimiters: whitespace (space, \t, \r, \v, \f) and '#' (comment start).
 constexpr std::array<bool, 256> MakeTable(bool with_hash) {
   std::array<bool, 256> t{};
@@ -33,6 +28,30 @@ inline bool IsDigit(char c) { return static_cast<unsigned char>(c - '0') < 10; }
 inline const char* TokenEnd(const char* p, const char* end) {
   while (p < end && !IsDelim(*p)) ++p;
   return p;
+}
+
+// The advice for a line whose pair count is not field_size: a file whose
+// lines all hold `n` pairs reads with --field-size n; lines with a varying
+// number of pairs (sparse LibSVM, tags, histories) are read through a feature
+// spec's field map (data/feature_spec.h).
+std::string PairCountHint(int64_t n) {
+  std::string s = " (";
+  if (n > 0) s += "if every line has " + std::to_string(n) + " pairs, pass --field-size " + std::to_string(n) + "; ";
+  return s + "lines with a varying number of pairs: give a --feature-spec with a field map, docs/feature-spec.md)";
+}
+
+// 'id:value' tokens in [p, end) up to a comment: how many pairs a long line holds.
+int64_t CountPairTokens(const char* p, const char* end) {
+  int64_t n = 0;
+  while (p < end && *p != '#') {
+    while (p < end && IsSpace(*p)) ++p;
+    const char* te = p;
+    while (te < end && !IsDelim(*te)) ++te;
+    if (te > p && std::memchr(p, ':', static_cast<size_t>(te - p)) != nullptr) ++n;
+    if (te == p) break;
+    p = te;
+  }
+  return n;
 }
 
 std::string_view View(const char* b, const char* e) {
@@ -174,7 +193,11 @@ Status ParseLibSvmLine(std::string_view line, const LibSvmOptions& options, floa
     if (n == limit) {
       return TextError(where, col(ts),
                        "more than " + std::to_string(limit) + " 'id:value' pairs (field_size " +
-                           std::to_string(limit) + ")");
+                           std::to_string(limit) + ")" +
+                           (options.variable_length
+                                ? std::string()
+                                : ": the line has " + std::to_string(n + CountPairTokens(ts, end)) + " pairs" +
+                                      PairCountHint(n + CountPairTokens(ts, end))));
     }
     // id: decimal digits, overflow-checked.
     const char* q = ts;
@@ -200,7 +223,7 @@ Status ParseLibSvmLine(std::string_view line, const LibSvmOptions& options, floa
   if (!options.variable_length && n != limit) {
     return TextError(where, col(p),
                      "expected " + std::to_string(limit) + " 'id:value' pairs, found " + std::to_string(n) +
-                         kVariableLengthHint);
+                         PairCountHint(n));
   }
   *num_fields = n;
   return Status::OK();

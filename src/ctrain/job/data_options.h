@@ -2,7 +2,7 @@
 // them (inspect, convert, train, eval, predict, and the Python package), with
 // the CLI's names (--format, --compression, --field-size, --id-base,
 // --feature-size, --feature-map, --skip-corrupt-records, --max-skipped-records,
-// --pipe-timeout-ms, --max-line-bytes). Validation errors name those flags.
+// --pipe-timeout-ms, --max-line-bytes, --criteo-pad-missing-trailing). Validation errors name those flags.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +28,9 @@ struct DataOptions {
   uint64_t max_skipped_records = 1000;
   int64_t max_line_bytes = static_cast<int64_t>(io::kDefaultMaxLineBytes);  // text: longest line
   int64_t pipe_timeout_ms = 60000;   // FIFOs / pipe: channels (data/pipe_mode.h); 0 = no limit
+  // Criteo text: rows whose trailing empty cells were stripped read the missing
+  // cells as empty (counted); off = such a row is an error naming the flag.
+  bool criteo_pad_missing_trailing = false;
   // --feature-spec: a JSON/TOML file mapping the input's keys to fields
   // (data/feature_spec.h, docs/feature-spec.md); "" = the seed layout. It
   // then decides field_size and feature_size.

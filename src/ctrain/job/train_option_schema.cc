@@ -175,6 +175,13 @@ std::vector<OptionSpec> Build() {
   add(Entry("max_line_bytes", {}, "bytes", "Text formats: longest line accepted; a longer one (or no newline within "
                                           "it) is an error", kAll)
           .bind(FIELD(data.max_line_bytes)));
+  add(Entry("criteo_pad_missing_trailing", {}, "", "Criteo text: read a row whose trailing empty cells were stripped "
+                                                  "(fewer than 40 cells) with the missing cells empty (counted as "
+                                                  "padded_rows)",
+            AllModesBut(static_cast<ModeSet>(M::kDataService)))
+          .switch_()
+          .why("the data service's dataset definition does not carry it: its workers would refuse the short rows")
+          .bind(FIELD(data.criteo_pad_missing_trailing)));
   add(Entry("feature_size", {}, "rows", "Rows of the embedding tables (the id space; Criteo hash buckets)", kAll)
           .bind(FIELD(data.feature_size)));
   add(Entry("feature_spec", {}, "path", "Feature spec (JSON/TOML, docs/feature-spec.md): tf.Example keys, a LibSVM "
