@@ -8,6 +8,8 @@
       # value split 1/4 + 3/4 on the same id, and a random id with value 0 as padding) -> OUT.txt;
       # (2) random multi-hot rows (0..3 of the input's ids per field, random weights), onnxruntime against the numpy
       # forward pass on NPY_DIR; exit 2 when they differ by 1e-5 or more
+  export_check.py spread MODEL.onnx INPUT.libsvm OUT.txt
+      # part (1) of padded alone, for a kind the numpy forward pass does not cover (dlrm)
 
 Writes one click probability per input line to OUT.txt ("%.9g"). Ids are built the way the
 model's training data was read: LibSVM "label id:value ..." with exactly F pairs per line,
@@ -138,17 +140,21 @@ def npy_predict(out_dir, input_path):
     return m.predict(ids, values)
 
 
+def spread_predict(m, input_path, rng):
+    """One-hot rows as three entries per field: the same prediction as the one-hot model."""
+    ids, values = read_libsvm(input_path, m.data, m.model["field_size"])
+    pad = rng.integers(0, m.model["feature_size"], size=ids.shape)
+    ids3 = np.stack([ids, ids, pad], axis=2)
+    values3 = np.stack([values * 0.25, values * 0.75, np.zeros_like(values)], axis=2).astype(np.float32)
+    return ids, m.run(ids3, values3)
+
+
 def padded_predict(model_path, npy_dir, input_path):
     m = OnnxModel(model_path, 3)
     ref = NpyModel(npy_dir)
-    N = m.model["feature_size"]
     rng = np.random.default_rng(7)
-    # (1) one-hot rows as three entries per field: the same prediction as the one-hot model.
-    ids, values = read_libsvm(input_path, m.data, m.model["field_size"])
-    pad = rng.integers(0, N, size=ids.shape)
-    ids3 = np.stack([ids, ids, pad], axis=2)
-    values3 = np.stack([values * 0.25, values * 0.75, np.zeros_like(values)], axis=2).astype(np.float32)
-    pred = m.run(ids3, values3)
+    # (1) one-hot rows as three entries per field.
+    ids, pred = spread_predict(m, input_path, rng)
     # (2) genuinely multi-hot rows against the numpy forward pass: field f draws its ids from the
     # input's field f (ids the model was trained on, so predictions vary).
     B, F, M = 300, m.model["field_size"], 3
@@ -170,11 +176,15 @@ def main(argv):
     if len(argv) == 6 and argv[1] == "padded":
         pred = padded_predict(argv[2], argv[3], argv[4])
         out = argv[5]
+    elif len(argv) == 5 and argv[1] == "spread":
+        pred = spread_predict(OnnxModel(argv[2], 3), argv[3], np.random.default_rng(7))[1]
+        out = argv[4]
     elif len(argv) == 5 and argv[1] in ("onnx", "npy"):
         mode, model, inp, out = argv[1:]
         pred = onnx_predict(model, inp) if mode == "onnx" else npy_predict(model, inp)
     else:
-        fail("usage: export_check.py onnx|npy MODEL INPUT OUT | padded MODEL.onnx NPY_DIR INPUT OUT")
+        fail("usage: export_check.py onnx|npy MODEL INPUT OUT | padded MODEL.onnx NPY_DIR INPUT OUT | "
+             "spread MODEL.onnx INPUT OUT")
     with open(out, "w") as f:
         f.write("".join("%.9g\n" % p for p in pred))
 

@@ -67,6 +67,14 @@ class GraphBuilder {
     for (int64_t x : v) t->add_int64_data(x);
     return name;
   }
+  std::string Int64s(const std::string& name, const std::vector<int64_t>& v) {
+    onnx::TensorProto* t = g_->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+    return name;
+  }
   std::string Scalar(const std::string& name, float v) {
     onnx::TensorProto* t = g_->add_initializer();
     t->set_name(name);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "ctrain/model/deepfm.h"
+#include "ctrain/model/dlrm.h"
 #include "ctrain/model/layers/embedding_lookup.h"
 #include "ctrain/model/random.h"
 
@@ -142,11 +143,14 @@ Status ModelConfig::Validate() const {
   if (num_dense_fields < 0 || num_dense_fields > field_size)
     return bad("num_dense_fields must be in [0, field_size = " + std::to_string(field_size) + "], got " +
                std::to_string(num_dense_fields));
+  if (kind == "dlrm" && num_dense_fields == 0 && field_size < 2)
+    return bad("dlrm without dense fields (num_dense_fields 0) needs field_size >= 2: the dot interaction of one "
+               "vector is empty and the top MLP would have no input");
   return Status::OK();
 }
 
 const std::vector<std::string>& ModelKinds() {
-  static const auto* kinds = new std::vector<std::string>{"deepfm", "lr", "fm", "wide_deep"};
+  static const auto* kinds = new std::vector<std::string>{"deepfm", "lr", "fm", "wide_deep", "dlrm"};
   return *kinds;
 }
 
@@ -161,6 +165,7 @@ Status CheckModelKind(std::string_view kind) {
 StatusOr<std::unique_ptr<Model>> MakeModel(const ModelConfig& config) {
   CTRAIN_RETURN_IF_ERROR(CheckModelKind(config.kind));
   if (IsDeepFmKind(config.kind)) return std::unique_ptr<Model>(std::make_unique<DeepFM>(config));
+  if (config.kind == "dlrm") return std::unique_ptr<Model>(std::make_unique<Dlrm>(config));
   return InvalidArgumentError("model '" + config.kind + "' has no implementation linked");
 }
 
