@@ -140,6 +140,7 @@ class OptionMatrix : public ::testing::TestWithParam<TrainMode> {
     servers_.clear();  // parameter servers: fresh for every run
     json o = ModeOptions(dir);
     for (auto it = extra.begin(); it != extra.end(); ++it) o[it.key()] = Placed(it.value(), dir);
+    KeepOptionsTheModelReads(&o, extra);
     Outcome out;
     last_dir_ = dir;
     StatusOr<TrainJobOptions> made = TrainJobOptionsFromValues(o, "matrix");  // Python's path: --config applied

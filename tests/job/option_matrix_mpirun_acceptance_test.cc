@@ -74,6 +74,7 @@ class OptionMatrixMpirun : public ::testing::Test {
     std::ofstream(dir + "/spec.json") << "{}";
     json o = Common();
     for (auto it = extra.begin(); it != extra.end(); ++it) o[it.key()] = Placed(it.value(), dir);
+    KeepOptionsTheModelReads(&o, extra);
     if (!o.contains("metrics_json")) o["metrics_json"] = dir + "/metrics.json";
     const ctrain::testing::RunResult r =
         ctrain::testing::Shell(ctrain::testing::Mpirun(2, 180) + "train" + Flags(o) + " 2>&1");

@@ -55,6 +55,20 @@ inline int CountCheckpoints(const std::string& dir) {
   return n;
 }
 
+// A run's options `o` (the mode's base options, then the probe's `extra`): when the probe picks another
+// --model, the base options that model does not read (the base sets the MLP's: deep_layers, dropout, ...)
+// are left out, as a user of that model would (the model refuses them by name otherwise: CheckOptionModels).
+inline void KeepOptionsTheModelReads(json* o, const json& extra) {
+  if (!extra.contains("model")) return;
+  const std::string kind = extra["model"].get<std::string>();
+  for (auto it = o->begin(); it != o->end();) {
+    const OptionSpec* s = FindTrainOption(it.key());
+    bool reads = s == nullptr || s->models.empty() || extra.contains(it.key());
+    for (const std::string& k : s != nullptr ? s->models : std::vector<std::string>{}) reads = reads || k == kind;
+    it = reads ? std::next(it) : o->erase(it);
+  }
+}
+
 // The probes; `dir` placeholders "@" are replaced by the run's directory.
 inline const std::map<std::string, Probe>& Probes() {
   static const auto* p = new std::map<std::string, Probe>{

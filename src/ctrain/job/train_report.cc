@@ -1,6 +1,7 @@
 // The training job's lines and --metrics-json (job/train_steps.h).
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -8,19 +9,50 @@
 #include "ctrain/job/metrics_json.h"
 #include "ctrain/job/train_steps.h"
 #include "ctrain/ps/ps_training.h"
+#include "ctrain/train/train_config.h"
 
 namespace ctrain::job {
+
+namespace {
+
+// The kind's own hyper-parameters, as the run line shows them ("deep=400,400,400 dropout=0.5").
+std::string ModelSummary(const model::ModelConfig& m) {
+  using train::FormatLayerList;
+  auto list = [](const std::vector<int32_t>& v) { return v.empty() ? std::string("none") : FormatLayerList(v); };
+  const std::string& k = m.kind;
+  std::string s;
+  if (k == "dcn" || k == "dcn_v2") {
+    s += " cross=" + std::to_string(m.cross_layers);
+    if (k == "dcn_v2" && m.low_rank > 0) s += " low_rank=" + std::to_string(m.low_rank);
+    if (k == "dcn_v2" && m.num_experts > 1) s += " experts=" + std::to_string(m.num_experts);
+    s += " " + m.model_structure;
+  }
+  if (k == "xdeepfm") s += " cin=" + list(m.cin_layer_units);
+  if (k == "dlrm")
+    s += " dense_fields=" + std::to_string(m.num_dense_fields) + " bottom=" + list(m.bottom_mlp) + " top=" +
+         list(m.top_mlp);
+  if (k == "deepfm" || k == "wide_deep" || k == "dcn" || k == "dcn_v2" || k == "xdeepfm")
+    s += " deep=" + list(m.deep_layers);
+  if (k != "lr" && k != "fm") {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), " dropout=%g%s", m.dropout, m.batch_norm ? " bn" : "");
+    s += buf;
+  }
+  return s;
+}
+
+}  // namespace
 
 void PrintRunLine(const TrainRun& run) {
   if (!run.report) return;
   const train::TrainOptions& o = run.o;
   std::fprintf(stderr,
-               "ctrain: %s F=%d K=%d deep=%s dropout=%g%s l2=%g gemm=%s | %s lr=%g batch=%lld epochs=%d | "
+               "ctrain: %s F=%d K=%d%s l2=%g gemm=%s | %s lr=%g batch=%lld epochs=%d | "
                "threads: intra_op=%d towers=%d hogwild=%d%s\n",
-               o.model.kind.c_str(), o.model.field_size, o.model.embedding_size, run.job.deep_layers.c_str(), o.model.dropout,
-               o.model.batch_norm ? " bn" : "", o.model.l2_reg, model::DataTypeName(o.model.gemm_dtype),
-               o.optimizer.name.c_str(), o.optimizer.learning_rate, static_cast<long long>(o.batch_size), o.epochs,
-               run.intra, o.parallel.towers, o.parallel.hogwild, o.parallel.affinity ? " affinity" : "");
+               o.model.kind.c_str(), o.model.field_size, o.model.embedding_size, ModelSummary(o.model).c_str(),
+               o.model.l2_reg, model::DataTypeName(o.model.gemm_dtype), o.optimizer.name.c_str(),
+               o.optimizer.learning_rate, static_cast<long long>(o.batch_size), o.epochs, run.intra,
+               o.parallel.towers, o.parallel.hogwild, o.parallel.affinity ? " affinity" : "");
 }
 
 void ReportDone(const TrainRun& run) {
