@@ -7,6 +7,7 @@
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/layers/embedding_lookup.h"
 #include "ctrain/model/random.h"
+#include "ctrain/model/xdeepfm.h"
 
 namespace ctrain::model {
 namespace {
@@ -137,6 +138,7 @@ Status ModelConfig::Validate() const {
   if (model_structure != "parallel" && model_structure != "stacked")
     return bad("model_structure must be parallel or stacked, got '" + model_structure + "'");
   CTRAIN_RETURN_IF_ERROR(check_widths("cin_layer_units", cin_layer_units));
+  if (kind == "xdeepfm" && cin_layer_units.empty()) return bad("cin_layer_units: xdeepfm needs at least one CIN layer");
   CTRAIN_RETURN_IF_ERROR(check_widths("bottom_mlp", bottom_mlp));
   CTRAIN_RETURN_IF_ERROR(check_widths("top_mlp", top_mlp));
   if (num_dense_fields < 0 || num_dense_fields > field_size)
@@ -146,7 +148,7 @@ Status ModelConfig::Validate() const {
 }
 
 const std::vector<std::string>& ModelKinds() {
-  static const auto* kinds = new std::vector<std::string>{"deepfm", "lr", "fm", "wide_deep"};
+  static const auto* kinds = new std::vector<std::string>{"deepfm", "lr", "fm", "wide_deep", "xdeepfm"};
   return *kinds;
 }
 
@@ -161,6 +163,7 @@ Status CheckModelKind(std::string_view kind) {
 StatusOr<std::unique_ptr<Model>> MakeModel(const ModelConfig& config) {
   CTRAIN_RETURN_IF_ERROR(CheckModelKind(config.kind));
   if (IsDeepFmKind(config.kind)) return std::unique_ptr<Model>(std::make_unique<DeepFM>(config));
+  if (config.kind == "xdeepfm") return std::unique_ptr<Model>(std::make_unique<XDeepFM>(config));
   return InvalidArgumentError("model '" + config.kind + "' has no implementation linked");
 }
 
