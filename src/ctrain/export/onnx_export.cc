@@ -49,6 +49,7 @@ const std::vector<std::pair<std::string, OnnxHead>>& OnnxHeads() {
       {"lr", {"fm_bias", WriteDeepFmHead}},
       {"fm", {"fm_bias", WriteDeepFmHead}},
       {"wide_deep", {"fm_bias", WriteDeepFmHead}},
+      {"xdeepfm", {"bias", WriteXDeepFmHead}},
   };
   return *heads;
 }
