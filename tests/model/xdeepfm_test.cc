@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ctrain/model/layers/bf16.h"
 #include "ctrain/model/layers/sigmoid_cross_entropy.h"
 #include "model/grad_check.h"
 
@@ -224,6 +225,48 @@ TEST(XDeepFM, PredictMatchesTrainingForwardWithoutDropoutOrBatchNorm) {
   std::vector<float> probs(13);
   ASSERT_TRUE(m.Predict(batch, s.u, s.idx, s.w_rows.data(), s.v_rows.data(), probs.data()).ok());
   for (int b = 0; b < 13; ++b) EXPECT_EQ(probs[b], Sigmoid(train_logits[b]));
+}
+
+double RelDiff(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
+    den += static_cast<double>(want[i]) * want[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Mixed precision: the CIN's GEMMs (and the DNN's) in bf16 give f32's step within bf16's rounding
+// (a stale or transposed bf16 operand would be off by ~100%); without AVX512_BF16 the step fails by name.
+TEST(XDeepFM, Bf16StepMatchesF32OrIsRefused) {
+  ModelConfig c = SmallConfig();
+  c.feature_size = 2000;
+  c.field_size = 10;
+  c.embedding_size = 8;
+  c.cin_layer_units = {16, 16};
+  c.deep_layers = {64, 64};
+  ModelConfig cb = c;
+  cb.gemm_dtype = DataType::kBF16;
+  XDeepFM f32(c), bf16(cb);
+  const data::Batch batch = RandomBatch(256, c.field_size, c.feature_size, 11);
+  Step a = Prepare(batch, c, 5, 4.0f), b = Prepare(batch, c, 5, 4.0f);
+  ASSERT_TRUE(f32.TrainStep(batch, a.u, a.idx, a.w_rows.data(), a.v_rows.data(), 3, &a.wg, &a.vg, &a.loss).ok());
+  const Status st = bf16.TrainStep(batch, b.u, b.idx, b.w_rows.data(), b.v_rows.data(), 3, &b.wg, &b.vg, &b.loss);
+  const Status support = Bf16GemmSupported();
+  if (!support.ok()) {
+    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+    EXPECT_NE(st.message().find("bf16 GEMM needs a CPU with AVX512_BF16"), std::string::npos) << st.ToString();
+    return;
+  }
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const std::vector<float> la(f32.logits().begin(), f32.logits().end()), lb(bf16.logits().begin(), bf16.logits().end());
+  EXPECT_LT(RelDiff(lb, la), 1e-2) << "logits";
+  EXPECT_NE(b.loss.logloss, a.loss.logloss) << "bf16 gave the f32 bits: were bf16 operands used?";
+  for (size_t i = 1; i < f32.dense_params().size(); ++i) {
+    const DenseParam& pa = f32.dense_params()[i];
+    EXPECT_LT(RelDiff(bf16.dense_params()[i].grad, pa.grad), 0.15) << pa.name;
+  }
+  EXPECT_LT(RelDiff(b.vg.grad, a.vg.grad), 0.1) << "V grad";
 }
 
 TEST(XDeepFM, RefusesNoCinLayerAndAnotherKind) {
