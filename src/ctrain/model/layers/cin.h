@@ -30,7 +30,8 @@
 // backward data, backward weights; K rows per example) + 3 x 2 x sum_k H_k for the output.
 // Errors: Resize returns FullyConnected::Prepare's (bf16 without AVX512_BF16: FailedPrecondition).
 // Determinism: the element-wise kernels run per row (b,d) or per example in a fixed order; the GEMMs
-// as FullyConnected. Memory: buffers are allocated when B changes and reused otherwise.
+// as FullyConnected. Memory: buffers are allocated when B changes and reused otherwise; Z and dZ hold
+// 2*B*K*F*max(F, H_k) floats, the layer outputs B*K*sum H_k.
 // Thread safety: one Cin per thread (it owns FullyConnected primitives).
 #pragma once
 
