@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ctrain/model/layers/bf16.h"
 #include "model/grad_check.h"
 
 namespace ctrain::model {
@@ -21,12 +22,14 @@ struct CinCase {
   int64_t B;
   int32_t F, K;
   std::vector<int32_t> units;
+  int64_t max_chunk_floats = int64_t{16} << 20;  // small values: several chunks
 };
 
 std::string Repro(const CinCase& c) {
   std::string u;
   for (int32_t h : c.units) u += (u.empty() ? "" : ",") + std::to_string(h);
-  return "cin B=" + std::to_string(c.B) + " F=" + std::to_string(c.F) + " K=" + std::to_string(c.K) + " units=" + u;
+  return "cin B=" + std::to_string(c.B) + " F=" + std::to_string(c.F) + " K=" + std::to_string(c.K) + " units=" + u +
+         " max_chunk_floats=" + std::to_string(c.max_chunk_floats);
 }
 
 // A Cin with random parameters (biases included, so no term vanishes).
@@ -37,6 +40,7 @@ std::vector<DenseParam> MakeCin(const CinCase& c, Cin* cin) {
   s.fields = c.F;
   s.embedding_size = c.K;
   s.units = c.units;
+  s.max_chunk_floats = c.max_chunk_floats;
   *cin = Cin(s, &dense);
   uint32_t seed = 3;
   for (DenseParam& p : dense) p.value = RandomVector(p.value.size(), seed++, -0.5f, 0.5f);
@@ -56,7 +60,11 @@ std::vector<double> Reference(const CinCase& c, const std::vector<DenseParam>& d
   return y;
 }
 
-const std::vector<CinCase> kCases = {{5, 3, 4, {2}}, {4, 4, 3, {3, 5}}, {3, 5, 2, {4, 2, 3}}, {1, 1, 1, {1, 1}}};
+// The last three run in chunks: 2, 2, 1 examples (Z per example: K*F*F = 36 floats); 1 example each;
+// 2 + 1 (K*F*F = 50).
+const std::vector<CinCase> kCases = {{5, 3, 4, {2}},          {4, 4, 3, {3, 5}},         {3, 5, 2, {4, 2, 3}},
+                                     {1, 1, 1, {1, 1}},       {5, 3, 4, {2, 3}, 72},     {4, 4, 3, {3, 5}, 48},
+                                     {3, 5, 2, {4, 2, 3}, 100}};
 
 TEST(Cin, ParametersInFuxiCtrLayoutAndFlops) {
   std::vector<DenseParam> dense;
@@ -177,6 +185,48 @@ TEST(Cin, DeterministicAndBatchSizeChanges) {
   EXPECT_EQ(0, std::memcmp(de1.data(), de2.data(), sizeof(float) * de1.size()));
   EXPECT_EQ(0, std::memcmp(dw1.data(), dw2.data(), sizeof(float) * dw1.size()));
   for (int b = 0; b < 2; ++b) EXPECT_NEAR(y3[b], y1[b], 1e-5f);
+}
+
+// Chunks change the order of nothing but the GEMMs' row blocks: the same values as one chunk (to
+// float rounding), and in bf16 each chunk's own Z is converted for its backward (a stale Z, the last
+// chunk's, would give other weight gradients).
+TEST(Cin, ChunksGiveOneChunksValuesInF32AndBf16) {
+  for (DataType type : {DataType::kF32, DataType::kBF16}) {
+    if (type == DataType::kBF16 && !Bf16GemmSupported().ok()) continue;
+    SCOPED_TRACE(DataTypeName(type));
+    auto run = [&](int64_t budget, std::vector<float>* y, std::vector<float>* de, std::vector<float>* grads) {
+      std::vector<DenseParam> dense;
+      CinSpec s;
+      s.fields = 6;
+      s.embedding_size = 4;
+      s.units = {8, 5};
+      s.gemm_dtype = type;
+      s.max_chunk_floats = budget;
+      Cin cin(s, &dense);
+      uint32_t seed = 3;
+      for (DenseParam& p : dense) p.value = RandomVector(p.value.size(), seed++, -0.5f, 0.5f);
+      const int64_t B = 37;
+      const std::vector<float> e = RandomVector(B * 6 * 4, 41), r = RandomVector(B, 43);
+      ASSERT_TRUE(cin.Resize(B).ok());
+      const float* out = cin.Forward(B, e.data());
+      y->assign(out, out + B);
+      de->assign(e.size(), 0.0f);
+      cin.Backward(B, r.data(), false, de->data());
+      grads->clear();
+      for (const DenseParam& p : dense) grads->insert(grads->end(), p.grad.begin(), p.grad.end());
+    };
+    std::vector<float> y1, de1, g1, y2, de2, g2;
+    run(int64_t{16} << 20, &y1, &de1, &g1);
+    run(4 * 6 * 8 * 5, &y2, &de2, &g2);  // 5 examples a chunk: 7 full chunks and one of 2
+    auto rel = [](const std::vector<float>& a, const std::vector<float>& b) {
+      double num = 0, den = 0;
+      for (size_t i = 0; i < a.size(); ++i) num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
+      return std::sqrt(num / den);
+    };
+    EXPECT_LT(rel(y2, y1), 1e-5);
+    EXPECT_LT(rel(de2, de1), 1e-5);
+    EXPECT_LT(rel(g2, g1), 1e-5);
+  }
 }
 
 }  // namespace

@@ -37,36 +37,48 @@ double Cin::GemmFlopsPerExample() const {
 Status Cin::Resize(int64_t B) {
   if (fc_.empty()) return Status::OK();
   const int64_t K = spec_.embedding_size, F = spec_.fields, L = static_cast<int64_t>(spec_.units.size());
-  for (int64_t k = 0; k < L; ++k) CTRAIN_RETURN_IF_ERROR(fc_[k].Prepare(B * K));
-  CTRAIN_RETURN_IF_ERROR(fc_[L].Prepare(B));
-  if (B == batch_size_) return Status::OK();
-  batch_size_ = B;
   int64_t max_in = 0, max_h = 0, prev = F;
   for (int64_t k = 0; k < L; ++k) {
     max_in = std::max(max_in, F * prev);
     max_h = std::max<int64_t>(max_h, spec_.units[k]);
-    x_[k].assign(B * K * spec_.units[k], 0.0f);
     prev = spec_.units[k];
   }
-  e_t_.assign(B * K * F, 0.0f);
-  d_e_t_.assign(B * K * F, 0.0f);
-  z_.assign(B * K * max_in, 0.0f);
-  dz_.assign(B * K * max_in, 0.0f);
-  dx_a_.assign(B * K * max_h, 0.0f);
-  dx_b_.assign(B * K * max_h, 0.0f);
-  pooled_.assign(B * pooled_width_, 0.0f);
-  d_pooled_.assign(B * pooled_width_, 0.0f);
-  y_.assign(B, 0.0f);
+  chunk_ = std::clamp<int64_t>(spec_.max_chunk_floats / (K * max_in), 1, B);
+  const int64_t rest = B % chunk_;
+  for (int64_t k = 0; k < L; ++k) {
+    if (rest > 0) CTRAIN_RETURN_IF_ERROR(fc_[k].Prepare(rest * K));
+    CTRAIN_RETURN_IF_ERROR(fc_[k].Prepare(chunk_ * K));
+  }
+  CTRAIN_RETURN_IF_ERROR(fc_[L].Prepare(B));
+  if (B == batch_size_) return Status::OK();
+  batch_size_ = B;
+  // Grow only: a trainer alternates training and evaluation batch sizes.
+  auto grow = [](std::vector<float>* v, int64_t n) {
+    if (static_cast<int64_t>(v->size()) < n) v->resize(n);
+  };
+  for (int64_t k = 0; k < L; ++k) grow(&x_[k], B * K * spec_.units[k]);
+  grow(&e_t_, B * K * F);
+  grow(&d_e_t_, B * K * F);
+  // Z: chunk_ examples, plus room for Backward's shifted copies (kShift, 2 * kShift).
+  grow(&z_, chunk_ * K * max_in + 2 * kShift);
+  grow(&dz_, chunk_ * K * max_in);
+  grow(&dx_a_, chunk_ * K * max_h);
+  grow(&dx_b_, chunk_ * K * max_h);
+  grow(&pooled_, B * pooled_width_);
+  grow(&d_pooled_, B * pooled_width_);
+  grow(&y_, B);
+  grow(&w_tmp_, max_in * max_h);
+  grow(&b_tmp_, max_h);
   return Status::OK();
 }
 
-void Cin::OuterProduct(int64_t rows, int64_t Hp, const float* prev, float* z) const {
+void Cin::OuterProduct(int64_t r0, int64_t rows, int64_t Hp, const float* prev, float* z) const {
   const int64_t F = spec_.fields;
   const float* et = e_t_.data();
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    const float* x0 = et + r * F;
-    const float* xp = prev + r * Hp;
+    const float* x0 = et + (r0 + r) * F;
+    const float* xp = prev + (r0 + r) * Hp;
     float* zr = z + r * F * Hp;
     for (int64_t f = 0; f < F; ++f) {
       const float a = x0[f];
@@ -78,21 +90,24 @@ void Cin::OuterProduct(int64_t rows, int64_t Hp, const float* prev, float* z) co
 
 const float* Cin::Forward(int64_t B, const float* e) {
   const int64_t K = spec_.embedding_size, F = spec_.fields, L = static_cast<int64_t>(spec_.units.size());
-  const int64_t rows = B * K;
   float* et = e_t_.data();
   // X^0 as [B*K, F]: row (b, d) holds e[b, :, d].
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < B; ++b)
     for (int64_t f = 0; f < F; ++f)
       for (int64_t d = 0; d < K; ++d) et[(b * K + d) * F + f] = e[(b * F + f) * K + d];
-  const float* prev = et;
-  int64_t Hp = F;
-  for (int64_t k = 0; k < L; ++k) {
-    OuterProduct(rows, Hp, prev, z_.data());
-    fc_[k].Forward(rows, z_.data(), (*dense_)[wei_[k]].value.data(), (*dense_)[bia_[k]].value.data(),
-                   x_[k].data());
-    prev = x_[k].data();
-    Hp = spec_.units[k];
+  for (int64_t b0 = 0; b0 < B; b0 += chunk_) {
+    const int64_t r0 = b0 * K, rows = (std::min(B, b0 + chunk_) - b0) * K;
+    const float* prev = et;
+    int64_t Hp = F;
+    for (int64_t k = 0; k < L; ++k) {
+      OuterProduct(r0, rows, Hp, prev, z_.data());
+      (void)fc_[k].Prepare(rows);  // prepared by Resize: a cache hit
+      fc_[k].Forward(rows, z_.data(), (*dense_)[wei_[k]].value.data(), (*dense_)[bia_[k]].value.data(),
+                     x_[k].data() + r0 * spec_.units[k]);
+      prev = x_[k].data();
+      Hp = spec_.units[k];
+    }
   }
   // Sum pooling over d, concatenated over layers: pooled [B, sum H].
   const int64_t P = pooled_width_;
@@ -117,69 +132,85 @@ const float* Cin::Forward(int64_t B, const float* e) {
 
 void Cin::Backward(int64_t B, const float* d_y, bool accumulate, float* d_e) {
   const int64_t K = spec_.embedding_size, F = spec_.fields, L = static_cast<int64_t>(spec_.units.size());
-  const int64_t rows = B * K, P = pooled_width_;
+  const int64_t P = pooled_width_;
   fc_[L].Backward(B, pooled_.data(), (*dense_)[out_wei_].value.data(), d_y, d_pooled_.data(),
                   (*dense_)[out_wei_].grad.data(), (*dense_)[out_bia_].grad.data());
   const float* et = e_t_.data();
   float* det = d_e_t_.data();
-  std::fill(d_e_t_.begin(), d_e_t_.end(), 0.0f);
-  float* dx = dx_a_.data();     // dX^k
-  float* dprev = dx_b_.data();  // dX^{k-1}
-  int64_t off = P;
-  for (int64_t k = L; k-- > 0;) {
-    const int64_t H = spec_.units[k];
-    const int64_t Hp = k == 0 ? F : spec_.units[k - 1];
-    off -= H;
-    // dX^k[(b,d), h] = dp^k[b, h] (+ what layer k+1 sent back, already in dx).
-    const bool from_next = k + 1 < L;
-    const float* dp = d_pooled_.data();
+  std::fill(det, det + B * K * F, 0.0f);
+  const bool chunked = chunk_ < B;
+  for (int64_t b0 = 0, c = 0; b0 < B; b0 += chunk_, ++c) {
+    const int64_t r0 = b0 * K, rows = (std::min(B, b0 + chunk_) - b0) * K;
+    // One chunk: Z lands where Forward put it, so a bf16 FullyConnected reuses its Forward copy. Several:
+    // the recomputed Z of chunk c goes to a pointer its FullyConnected did not see last (alternating
+    // shifts), so it converts this chunk's Z again (FullyConnected keys its bf16 reuse on the pointer).
+    float* z = z_.data() + (chunked ? kShift * (1 + c % 2) : 0);
+    float* dx = dx_a_.data();     // dX^k of the chunk's rows
+    float* dprev = dx_b_.data();  // dX^{k-1}
+    int64_t off = P;
+    for (int64_t k = L; k-- > 0;) {
+      const int64_t H = spec_.units[k];
+      const int64_t Hp = k == 0 ? F : spec_.units[k - 1];
+      off -= H;
+      // dX^k[(b,d), h] = dp^k[b, h] (+ what layer k+1 sent back, already in dx).
+      const bool from_next = k + 1 < L;
+      const float* dp = d_pooled_.data();
 #pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* g = dp + (r / K) * P + off;
-      float* o = dx + r * H;
-      if (from_next) {
-        for (int64_t h = 0; h < H; ++h) o[h] += g[h];
-      } else {
-        for (int64_t h = 0; h < H; ++h) o[h] = g[h];
-      }
-    }
-    const float* prev = k == 0 ? et : x_[k - 1].data();
-    OuterProduct(rows, Hp, prev, z_.data());
-    fc_[k].Backward(rows, z_.data(), (*dense_)[wei_[k]].value.data(), dx, dz_.data(),
-                    (*dense_)[wei_[k]].grad.data(), (*dense_)[bia_[k]].grad.data());
-    const float* dz = dz_.data();
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* x0 = et + r * F;
-      const float* xp = prev + r * Hp;
-      const float* dzr = dz + r * F * Hp;
-      float* d0 = det + r * F;
-      if (k == 0) {
-        // X^{k-1} is X^0 itself: both factors' gradients go to X^0.
-        for (int64_t f = 0; f < F; ++f) {
-          const float* dzf = dzr + f * Hp;
-          float s = 0.0f;
-          for (int64_t i = 0; i < Hp; ++i) {
-            s += dzf[i] * xp[i];
-            d0[i] += dzf[i] * x0[f];
-          }
-          d0[f] += s;
-        }
-      } else {
-        float* dpr = dprev + r * Hp;
-        std::fill(dpr, dpr + Hp, 0.0f);
-        for (int64_t f = 0; f < F; ++f) {
-          const float* dzf = dzr + f * Hp;
-          float s = 0.0f;
-          for (int64_t i = 0; i < Hp; ++i) {
-            s += dzf[i] * xp[i];
-            dpr[i] += dzf[i] * x0[f];
-          }
-          d0[f] += s;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* g = dp + ((r0 + r) / K) * P + off;
+        float* o = dx + r * H;
+        if (from_next) {
+          for (int64_t h = 0; h < H; ++h) o[h] += g[h];
+        } else {
+          for (int64_t h = 0; h < H; ++h) o[h] = g[h];
         }
       }
+      const float* prev = k == 0 ? et : x_[k - 1].data();
+      OuterProduct(r0, rows, Hp, prev, z);
+      (void)fc_[k].Prepare(rows);  // prepared by Resize: a cache hit
+      DenseParam& w = (*dense_)[wei_[k]];
+      DenseParam& bias = (*dense_)[bia_[k]];
+      // The first chunk writes the parameter gradients, the others add theirs (chunk order: fixed).
+      fc_[k].Backward(rows, z, w.value.data(), dx, dz_.data(), c == 0 ? w.grad.data() : w_tmp_.data(),
+                      c == 0 ? bias.grad.data() : b_tmp_.data());
+      if (c > 0) {
+        for (size_t i = 0; i < w.grad.size(); ++i) w.grad[i] += w_tmp_[i];
+        for (size_t i = 0; i < bias.grad.size(); ++i) bias.grad[i] += b_tmp_[i];
+      }
+      const float* dz = dz_.data();
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* x0 = et + (r0 + r) * F;
+        const float* xp = prev + (r0 + r) * Hp;
+        const float* dzr = dz + r * F * Hp;
+        float* d0 = det + (r0 + r) * F;
+        if (k == 0) {
+          // X^{k-1} is X^0 itself: both factors' gradients go to X^0.
+          for (int64_t f = 0; f < F; ++f) {
+            const float* dzf = dzr + f * Hp;
+            float s = 0.0f;
+            for (int64_t i = 0; i < Hp; ++i) {
+              s += dzf[i] * xp[i];
+              d0[i] += dzf[i] * x0[f];
+            }
+            d0[f] += s;
+          }
+        } else {
+          float* dpr = dprev + r * Hp;
+          std::fill(dpr, dpr + Hp, 0.0f);
+          for (int64_t f = 0; f < F; ++f) {
+            const float* dzf = dzr + f * Hp;
+            float s = 0.0f;
+            for (int64_t i = 0; i < Hp; ++i) {
+              s += dzf[i] * xp[i];
+              dpr[i] += dzf[i] * x0[f];
+            }
+            d0[f] += s;
+          }
+        }
+      }
+      std::swap(dx, dprev);
     }
-    std::swap(dx, dprev);
   }
   // dX^0 [B*K, F] back to d_e [B, F, K].
 #pragma omp parallel for schedule(static)

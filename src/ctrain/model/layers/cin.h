@@ -17,8 +17,9 @@
 // Each layer is one GEMM on FullyConnected (so bf16 and threads come from it): the
 // outer product is laid out as Z^k [B*K, F*H_{k-1}], Z^k[(b,d), f*H_{k-1}+i] =
 // X^0[b,f,d] * X^{k-1}[b,i,d], and X^k is kept as [B*K, H_k] = Z^k · W^k + c^k.
-// Backward recomputes Z^k from X^0 and X^{k-1} (one [B*K, F*max H] buffer instead of one per layer),
-// then FullyConnected::Backward gives dW^k, dc^k and dZ^k, and
+// The layers run over chunks of examples (CinSpec::max_chunk_floats bounds Z). Backward recomputes
+// Z^k from X^0 and X^{k-1} (one chunk-sized buffer instead of one per layer), then
+// FullyConnected::Backward gives dW^k, dc^k (summed over chunks in order) and dZ^k, and
 //   dX^{k-1}[b,i,d] = sum_f dZ^k[(b,d), f*H+i] * X^0[b,f,d],   dX^0[b,f,d] += sum_i dZ^k[(b,d), f*H+i] * X^{k-1}[b,i,d].
 //
 // Parameters, registered in *dense at construction in this order (names from CinSpec):
@@ -30,8 +31,9 @@
 // backward data, backward weights; K rows per example) + 3 x 2 x sum_k H_k for the output.
 // Errors: Resize returns FullyConnected::Prepare's (bf16 without AVX512_BF16: FailedPrecondition).
 // Determinism: the element-wise kernels run per row (b,d) or per example in a fixed order; the GEMMs
-// as FullyConnected. Memory: buffers are allocated when B changes and reused otherwise; Z and dZ hold
-// 2*B*K*F*max(F, H_k) floats, the layer outputs B*K*sum H_k.
+// as FullyConnected; the chunking does not depend on the thread count. Memory: buffers grow when B
+// does and are reused otherwise (never shrunk: training and evaluation batch sizes alternate); Z and
+// dZ hold 2*chunk*K*F*max(F, H_k) floats (<= 2 * max_chunk_floats), the layer outputs B*K*sum H_k.
 // Thread safety: one Cin per thread (it owns FullyConnected primitives).
 #pragma once
 
@@ -52,6 +54,10 @@ struct CinSpec {
   std::string scope = "cin";       // layer k-1: "<scope><k-1>/weights|biases"
   std::string out_scope = "cin_out";
   DataType gemm_dtype = DataType::kF32;
+  // Bound on Z (and dZ): the layers run over chunks of max(1, max_chunk_floats / (K*F*max H_{k-1}))
+  // examples, so an evaluation batch (8192) does not need 8192*K*F*F floats. 16M floats = 64 MB
+  // (F = 39, K = 10: 1103 examples per chunk; a training batch of 1024 is one chunk).
+  int64_t max_chunk_floats = int64_t{16} << 20;
 };
 
 class Cin {
@@ -73,17 +79,18 @@ class Cin {
   double GemmFlopsPerExample() const;
 
  private:
-  // Z [B*K, F*Hp] from X^0 (transposed, [B*K, F]) and X^{k-1} [B*K, Hp].
-  void OuterProduct(int64_t rows, int64_t Hp, const float* prev, float* z) const;
+  // Z [rows, F*Hp] of rows [r0, r0 + rows) from X^0 (transposed, [B*K, F]) and X^{k-1} [B*K, Hp].
+  void OuterProduct(int64_t r0, int64_t rows, int64_t Hp, const float* prev, float* z) const;
+  static constexpr int64_t kShift = 16;  // floats (64 bytes): Backward's alternate Z pointers
 
   CinSpec spec_;
   std::vector<DenseParam>* dense_ = nullptr;
   std::vector<int> wei_, bia_;
   int out_wei_ = -1, out_bia_ = -1;
   std::vector<FullyConnected> fc_;  // one per layer, then the output layer
-  int64_t batch_size_ = 0, pooled_width_ = 0;
+  int64_t batch_size_ = 0, pooled_width_ = 0, chunk_ = 1;
   std::vector<std::vector<float>> x_;  // X^k [B*K, H_k]
-  std::vector<float> e_t_, z_, dz_, pooled_, y_, d_pooled_, dx_a_, dx_b_, d_e_t_;
+  std::vector<float> e_t_, z_, dz_, pooled_, y_, d_pooled_, dx_a_, dx_b_, d_e_t_, w_tmp_, b_tmp_;
 };
 
 // Naive reference (double accumulation, the formula above term by term), for tests:
