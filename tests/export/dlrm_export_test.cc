@@ -112,7 +112,7 @@ TEST_P(DlrmExportTest, OnnxMatchesPredict) {
 
   r = RunCtrain("export --model-dir " + P("m") + " --multi-hot -o " + P("multi_hot.onnx"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  c = Shell("python3 '" + kChecker + "' spread '" + P("multi_hot.onnx") + "' '" + P("test.libsvm") + "' '" +
+  c = Shell("python3 '" + kChecker + "' multi_hot '" + P("multi_hot.onnx") + "' '" + P("test.libsvm") + "' '" +
             P("spread.txt") + "'");
   ASSERT_EQ(c.exit_code, 0) << c.out;
   ExpectClose(want, ReadPredictions(P("spread.txt")), "multi-hot onnx, rows spread over 3 entries");

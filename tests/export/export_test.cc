@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/cli_harness.h"
+#include "export/export_check.h"
 #include "ctrain/export/exported_model.h"
 #include "ctrain/export/npy_export.h"
 #include "ctrain/export/onnx_export.h"
@@ -30,59 +31,11 @@ using ctrain::testing::RunCtrain;
 using ctrain::testing::ScratchDirTest;
 using ctrain::testing::Shell;
 using ctrain::testing::Slurp;
+using testing::ExpectClose;
+using testing::ReadPredictions;
+using testing::RunChecker;
+using testing::RunPaddedChecker;
 namespace fs = std::filesystem;
-
-constexpr double kTolerance = 1e-5;  // max |prediction difference|
-const std::string kChecker = std::string(CTRAIN_SOURCE_DIR) + "/tests/python/export_check.py";
-
-bool OnnxRuntimeImportable() {
-  static const bool ok = Shell("python3 -c 'import onnxruntime, numpy'").exit_code == 0;
-  return ok;
-}
-#define SKIP_WITHOUT_ONNXRUNTIME()                                                                         \
-  if (!OnnxRuntimeImportable())                                                                            \
-  GTEST_SKIP() << "python3 cannot import onnxruntime and numpy (pip install onnxruntime numpy, as "        \
-                  "scripts/install-deps.sh does): the exported files are not checked"
-
-std::vector<double> ReadPredictions(const std::string& path) {
-  std::vector<double> v;
-  std::istringstream in(Slurp(path));
-  std::string line;
-  while (std::getline(in, line)) v.push_back(std::strtod(line.c_str(), nullptr));
-  return v;
-}
-
-void ExpectClose(const std::vector<double>& want, const std::vector<double>& got, const std::string& what) {
-  ASSERT_EQ(want.size(), got.size()) << what;
-  ASSERT_FALSE(want.empty()) << what;
-  double worst = 0;
-  size_t at = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(got[i])) << what << " row " << i;
-    const double d = std::fabs(want[i] - got[i]);
-    if (d > worst) worst = d, at = i;
-  }
-  EXPECT_LT(worst, kTolerance) << what << ": row " << at << " predict " << want[at] << " vs " << got[at];
-}
-
-// Runs export_check.py (mode onnx|npy) and returns its predictions.
-std::vector<double> RunChecker(const std::string& mode, const std::string& model, const std::string& input,
-                               const std::string& out) {
-  const auto r = Shell("python3 '" + kChecker + "' " + mode + " '" + model + "' '" + input + "' '" + out + "'");
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  return ReadPredictions(out);
-}
-
-// Mode padded: a --multi-hot graph on the input's one-hot rows spread over three
-// entries per field (returned), and on random multi-hot rows against the numpy
-// forward pass over `npy_dir` (checked by the script: exit 0 only within 1e-5).
-std::vector<double> RunPaddedChecker(const std::string& model, const std::string& npy_dir, const std::string& input,
-                                     const std::string& out) {
-  const auto r = Shell("python3 '" + kChecker + "' padded '" + model + "' '" + npy_dir + "' '" + input + "' '" + out + "'");
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("multi-hot rows: max |onnxruntime - numpy|"), std::string::npos) << r.out;
-  return ReadPredictions(out);
-}
 
 // ---- .npy headers ---------------------------------------------------------
 

@@ -3,6 +3,9 @@
 
   export_check.py onnx MODEL.onnx INPUT.libsvm OUT.txt   # onnxruntime on the ONNX graph
   export_check.py npy  DIR        INPUT.libsvm OUT.txt   # a numpy DeepFM forward pass on the .npy files
+  export_check.py multi_hot MODEL.onnx INPUT.libsvm OUT.txt
+      # a graph exported with --multi-hot (any model kind) on the input's one-hot rows as 3 entries
+      # per field, as (1) of padded below
   export_check.py padded MODEL.onnx NPY_DIR INPUT.libsvm OUT.txt
       # a graph exported with --multi-hot: (1) the input's one-hot rows as 3 entries per field (the
       # value split 1/4 + 3/4 on the same id, and a random id with value 0 as padding) -> OUT.txt;
@@ -140,13 +143,19 @@ def npy_predict(out_dir, input_path):
     return m.predict(ids, values)
 
 
-def spread_predict(m, input_path, rng):
-    """One-hot rows as three entries per field: the same prediction as the one-hot model."""
-    ids, values = read_libsvm(input_path, m.data, m.model["field_size"])
+def spread_predict(m, ids, values, rng):
+    """The --multi-hot graph m on one-hot rows as three entries per field: the same prediction as
+    the one-hot model."""
     pad = rng.integers(0, m.model["feature_size"], size=ids.shape)
     ids3 = np.stack([ids, ids, pad], axis=2)
     values3 = np.stack([values * 0.25, values * 0.75, np.zeros_like(values)], axis=2).astype(np.float32)
-    return ids, m.run(ids3, values3)
+    return m.run(ids3, values3)
+
+
+def multi_hot_predict(model_path, input_path):
+    m = OnnxModel(model_path, 3)
+    ids, values = read_libsvm(input_path, m.data, m.model["field_size"])
+    return spread_predict(m, ids, values, np.random.default_rng(7))
 
 
 def padded_predict(model_path, npy_dir, input_path):
@@ -154,7 +163,8 @@ def padded_predict(model_path, npy_dir, input_path):
     ref = NpyModel(npy_dir)
     rng = np.random.default_rng(7)
     # (1) one-hot rows as three entries per field.
-    ids, pred = spread_predict(m, input_path, rng)
+    ids, values = read_libsvm(input_path, m.data, m.model["field_size"])
+    pred = spread_predict(m, ids, values, rng)
     # (2) genuinely multi-hot rows against the numpy forward pass: field f draws its ids from the
     # input's field f (ids the model was trained on, so predictions vary).
     B, F, M = 300, m.model["field_size"], 3
@@ -176,15 +186,12 @@ def main(argv):
     if len(argv) == 6 and argv[1] == "padded":
         pred = padded_predict(argv[2], argv[3], argv[4])
         out = argv[5]
-    elif len(argv) == 5 and argv[1] == "spread":
-        pred = spread_predict(OnnxModel(argv[2], 3), argv[3], np.random.default_rng(7))[1]
-        out = argv[4]
-    elif len(argv) == 5 and argv[1] in ("onnx", "npy"):
+    elif len(argv) == 5 and argv[1] in ("onnx", "npy", "multi_hot"):
         mode, model, inp, out = argv[1:]
-        pred = onnx_predict(model, inp) if mode == "onnx" else npy_predict(model, inp)
+        predict = {"onnx": onnx_predict, "npy": npy_predict, "multi_hot": multi_hot_predict}[mode]
+        pred = predict(model, inp)
     else:
-        fail("usage: export_check.py onnx|npy MODEL INPUT OUT | padded MODEL.onnx NPY_DIR INPUT OUT | "
-             "spread MODEL.onnx INPUT OUT")
+        fail("usage: export_check.py onnx|npy|multi_hot MODEL INPUT OUT | padded MODEL.onnx NPY_DIR INPUT OUT")
     with open(out, "w") as f:
         f.write("".join("%.9g\n" % p for p in pred))
 

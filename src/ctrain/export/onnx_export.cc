@@ -50,6 +50,7 @@ const std::vector<std::pair<std::string, OnnxHead>>& OnnxHeads() {
       {"fm", {"fm_bias", WriteDeepFmHead}},
       {"wide_deep", {"fm_bias", WriteDeepFmHead}},
       {"dlrm", {"bias", WriteDlrmHead}},
+      {"xdeepfm", {"bias", WriteXDeepFmHead}},
   };
   return *heads;
 }

@@ -29,6 +29,8 @@ const OnnxHead* FindOnnxHead(std::string_view kind);
 
 // DeepFM and the kinds on its code (deepfm, lr, fm, wide_deep): onnx_deepfm.cc.
 Status WriteDeepFmHead(GraphBuilder& b, const ExportedModel& m, std::vector<std::string>* terms);
+// xDeepFM (bias "bias"; the CIN and the DNN): onnx_xdeepfm.cc.
+Status WriteXDeepFmHead(GraphBuilder& b, const ExportedModel& m, std::vector<std::string>* terms);
 
 // DLRM (model/dlrm.h): bottom MLP over the dense values, the dot interaction, the top MLP: onnx_dlrm.cc.
 Status WriteDlrmHead(GraphBuilder& b, const ExportedModel& m, std::vector<std::string>* terms);

@@ -8,6 +8,7 @@
 #include "ctrain/model/dlrm.h"
 #include "ctrain/model/layers/embedding_lookup.h"
 #include "ctrain/model/random.h"
+#include "ctrain/model/xdeepfm.h"
 
 namespace ctrain::model {
 namespace {
@@ -138,6 +139,7 @@ Status ModelConfig::Validate() const {
   if (model_structure != "parallel" && model_structure != "stacked")
     return bad("model_structure must be parallel or stacked, got '" + model_structure + "'");
   CTRAIN_RETURN_IF_ERROR(check_widths("cin_layer_units", cin_layer_units));
+  if (kind == "xdeepfm" && cin_layer_units.empty()) return bad("cin_layer_units: xdeepfm needs at least one CIN layer");
   CTRAIN_RETURN_IF_ERROR(check_widths("bottom_mlp", bottom_mlp));
   CTRAIN_RETURN_IF_ERROR(check_widths("top_mlp", top_mlp));
   if (num_dense_fields < 0 || num_dense_fields > field_size)
@@ -150,7 +152,7 @@ Status ModelConfig::Validate() const {
 }
 
 const std::vector<std::string>& ModelKinds() {
-  static const auto* kinds = new std::vector<std::string>{"deepfm", "lr", "fm", "wide_deep", "dlrm"};
+  static const auto* kinds = new std::vector<std::string>{"deepfm", "lr", "fm", "wide_deep", "dlrm", "xdeepfm"};
   return *kinds;
 }
 
@@ -166,6 +168,7 @@ StatusOr<std::unique_ptr<Model>> MakeModel(const ModelConfig& config) {
   CTRAIN_RETURN_IF_ERROR(CheckModelKind(config.kind));
   if (IsDeepFmKind(config.kind)) return std::unique_ptr<Model>(std::make_unique<DeepFM>(config));
   if (config.kind == "dlrm") return std::unique_ptr<Model>(std::make_unique<Dlrm>(config));
+  if (config.kind == "xdeepfm") return std::unique_ptr<Model>(std::make_unique<XDeepFM>(config));
   return InvalidArgumentError("model '" + config.kind + "' has no implementation linked");
 }
 
