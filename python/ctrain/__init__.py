@@ -1,4 +1,5 @@
-"""ctrain from Python: fast CTR readers, the input pipeline, the data-service client, and DeepFM training.
+"""ctrain from Python: fast CTR readers, the input pipeline, the data-service client, and CTR model training
+(DeepFM, LR, FM, Wide&Deep, DCN, DCN-V2, DLRM, xDeepFM: ``Trainer(model=...)``).
 
 Names follow tf.data and PyTorch. Every batch is a :class:`Batch` of numpy arrays::
 

@@ -1,4 +1,4 @@
-"""ctrain.Trainer: DeepFM training, evaluation and prediction from Python, over the same job
+"""ctrain.Trainer: CTR model training (every ``model=`` kind), evaluation and prediction from Python, over the same job
 code as ``ctrain train | eval | predict`` (src/ctrain/job)."""
 
 from __future__ import annotations
@@ -93,11 +93,15 @@ def option_schema() -> List[Dict[str, Any]]:
 
 
 class Trainer:
-    """DeepFM (Guo et al. 2017) trained by ctrain's engine; ``Trainer(**options)``.
+    """A CTR model trained by ctrain's engine; ``Trainer(**options)``. ``model`` picks it: deepfm
+    (Guo et al. 2017, the default), lr, fm (Rendle 2010), wide_deep (Cheng et al. 2016), dcn (Wang et al.
+    2017), dcn_v2 (Wang et al. 2021), dlrm (Naumov et al. 2019), xdeepfm (Lian et al. 2018); shapes,
+    formulas and each model's options in docs/model.md.
 
     Options are ``ctrain train``'s flags with underscores, with the same defaults, checks and
-    messages (docs/training.md): feature_size, field_size, embedding_size, deep_layers
-    ("400,400,400" or [400, 400, 400]), dropout, batch_norm, l2_reg, optimizer, learning_rate,
+    messages (docs/training.md): model, feature_size, field_size, embedding_size, deep_layers
+    ("400,400,400" or [400, 400, 400]), cross_layers, low_rank, num_experts, model_structure,
+    cin_layer_units, num_dense_fields, bottom_mlp, top_mlp, dropout, batch_norm, l2_reg, optimizer, learning_rate,
     batch_size, epochs, max_steps, seed, shuffle, model_dir, save_checkpoints_steps,
     keep_checkpoints, eval_every_steps, metrics_json, progress, input_mode, the pipeline options
     (num_parallel_reads, shuffle_buffer_size, cache, ...), the reader options (format, id_base,

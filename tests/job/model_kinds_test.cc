@@ -116,6 +116,16 @@ TEST(ModelOptions, AnOptionOfAnotherModelIsRefusedByName) {
             std::string::npos)
       << s.ToString();
 
+  // The MLP options need hidden layers to act on.
+  TrainJobOptions flat = SmallJob(dir, "deepfm");
+  flat.deep_layers = "";
+  flat.dropout = 0.5f;  // the default: not given
+  flat.batch_norm = true;
+  s = RunTrain(flat);
+  EXPECT_NE(s.ToString().find("--batch-norm acts on the hidden layers of --deep-layers, which is empty"),
+            std::string::npos)
+      << s.ToString();
+
   TrainJobOptions unknown = SmallJob(dir, "deepfm");
   unknown.model = "deep_cross";
   s = RunTrain(unknown);

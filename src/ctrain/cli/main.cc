@@ -41,7 +41,7 @@ int Main(int argc, char** argv) {
   if (command == "train" || command == "eval" || command == "predict")
     if (Status s = train::UsePassiveOpenMPWait(argv); !s.ok()) Logf("%s\n", s.ToString().c_str());
   InstallInterruptHandlers();  // interrupts remove in-progress temporary files (base/signals.h)
-  CLI::App app{"ctrain: fast click-through-rate model training (DeepFM) and CTR data tools"};
+  CLI::App app{"ctrain: fast click-through-rate model training (DeepFM, DCN-V2, DLRM, xDeepFM, ...) and CTR data tools"};
   std::vector<Command> commands = BuildApp(app);
   args = HelpWins(app, args);
   if (const std::string usage = CheckCommandAndFlags(app, args); !usage.empty()) {

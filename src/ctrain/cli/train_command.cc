@@ -209,7 +209,7 @@ namespace {
 // Registers `ctrain train` and its flags onto `app`; the flags land in the returned object.
 std::shared_ptr<TrainFlags> RegisterTrainCommand(CLI::App& app) {
   auto fl = std::make_shared<TrainFlags>();
-  fl->Register(app.add_subcommand("train", "Train DeepFM (without --train: on built-in synthetic data)"));
+  fl->Register(app.add_subcommand("train", "Train a CTR model (--model deepfm by default; without --train: on built-in synthetic data)"));
   return fl;
 }
 }  // namespace

@@ -32,6 +32,14 @@ Status CheckCombinations(TrainRun& run) {
                                 "has the seed layout)");
   if (run.stream && job.train.empty())
     return InvalidArgumentError("--input-mode stream needs --train (the built-in synthetic data is generated in memory)");
+  // --dropout and --batch-norm act on hidden layers: with --deep-layers empty, the kinds whose only MLP it is have none.
+  const std::string& k = job.model;
+  if ((k == "deepfm" || k == "wide_deep" || k == "dcn" || k == "dcn_v2" || k == "xdeepfm") &&
+      job.deep_layers.find_first_not_of(" ") == std::string::npos)
+    for (const char* name : {"dropout", "batch_norm"})
+      if (run.given_values.contains(name))
+        return InvalidArgumentError(FlagName(name) + " acts on the hidden layers of --deep-layers, which is empty "
+                                    "(--model " + k + " has no hidden layer); leave it out or give --deep-layers");
   if (job.ps.enabled()) CTRAIN_RETURN_IF_ERROR(job.ps.Options({}, nullptr).status());  // before any data is read
   if (job.ps.enabled() && job.ps.worker_index != 0) o.model_dir.clear();  // the chief (worker 0) checkpoints
   // A trainer is a client only: its certificate goes with TLS to the servers, which --tls-ca turns on.

@@ -1,4 +1,4 @@
-// The DeepFM training job: what `ctrain train`, the Python package's
+// The training job of every model kind (--model, model/model.h): what `ctrain train`, the Python package's
 // Trainer.fit and the launcher's trainer role run. It validates the options,
 // checks every input and output up front, takes the model-dir lock, reads the
 // training data (stream through the input pipeline, memory, the data service,

@@ -1,4 +1,4 @@
-// Trainer: the single-machine DeepFM training job behind `ctrain train`,
+// Trainer: the single-machine training job behind `ctrain train` (every model kind, model/model.h),
 // `ctrain eval` and `ctrain predict`.
 //
 // Data: either an in-memory Dataset (train/dataset.h; Train): each epoch visits
@@ -13,7 +13,7 @@
 //   2. Pull the U rows of w [feature_size, 1] and V [feature_size, K] from
 //      their ParameterTables (train/parameter_table.h; LocalParameterTable,
 //      unlocked: the synchronous trainer never pushes while it pulls)
-//   3. DeepFM::TrainStep -> dense grads + sparse grads for the U rows
+//   3. Model::TrainStep -> dense grads + sparse grads for the U rows
 //   4. Push the sparse grads (the optimizer updates only the touched rows)
 //   5. one optimizer step on every dense parameter
 // With towers T > 1 the batch is split into T contiguous slices; each tower
