@@ -263,6 +263,28 @@ double RelDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(num / std::max(den, 1e-300));
 }
 
+// The table of docs/model.md ("Cost per training example"): F = 39, K = 16, L = 3, 400-400-400, parallel.
+TEST(DCN, FlopsOfTheDocsTable) {
+  struct Case {
+    const char* kind;
+    int32_t low_rank, num_experts;
+    double flops;
+  };
+  for (const Case& k : {Case{"dcn", 0, 1, 3434976}, Case{"dcn_v2", 0, 1, 10432512}, Case{"dcn_v2", 64, 1, 4861440},
+                        Case{"dcn_v2", 64, 4, 9514368}}) {
+    ModelConfig c;
+    c.kind = k.kind;
+    c.low_rank = k.low_rank;
+    c.num_experts = k.num_experts;
+    c.feature_size = 100;
+    c.field_size = 39;
+    c.embedding_size = 16;
+    DCN m(c);
+    ASSERT_TRUE(m.status().ok()) << m.status().ToString();
+    EXPECT_EQ(m.GemmFlopsPerExample(), k.flops) << k.kind << " r=" << k.low_rank << " E=" << k.num_experts;
+  }
+}
+
 // Mixed precision (every cross, MLP and output GEMM in bf16): one step agrees with f32 to bf16's
 // rounding (2^-8 per operand; weight gradients sum B terms of random sign, so a few % there), for
 // every cross variant; a CPU without AVX512_BF16 fails the step by name.
