@@ -181,6 +181,69 @@ INSTANTIATE_TEST_SUITE_P(
                       ModelCase{"deep_without_hidden_layers", {}, false, true, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
 
+// ---- dcn and dcn_v2 (model/dcn.h): trained through the command line ---------
+
+struct DcnCase {
+  const char* name;
+  const char* flags;
+};
+void PrintTo(const DcnCase& c, std::ostream* os) { *os << c.name; }
+
+class DcnExportTest : public ScratchDirTest, public ::testing::WithParamInterface<DcnCase> {
+ protected:
+  DcnExportTest() : ScratchDirTest("ctrain_export_dcn") {}
+};
+
+// A learnable problem (the label follows field 1's id and field 0's value), so the trained
+// model's predictions spread; every variant of the cross network and both structures.
+TEST_P(DcnExportTest, OnnxPredictsAsCtrainPredict) {
+  SKIP_WITHOUT_ONNXRUNTIME();
+  std::mt19937 rng(3);
+  std::string rows;
+  for (int r = 0; r < 1500; ++r) {
+    const int click = static_cast<int>(rng() % 2);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%d 0:%.3f %d:1", click, (click ? 0.6 : 0.2) + 0.4 * (rng() % 100) / 100.0,
+                  2 + click + 2 * static_cast<int>(rng() % 3));
+    rows += buf;
+    for (int f = 2; f < 5; ++f) rows += " " + std::to_string(10 + f * 10 + static_cast<int>(rng() % 10)) + ":1";
+    rows += "\n";
+  }
+  Write("rows.libsvm", rows);
+  auto r = RunCtrain("train --train " + P("rows.libsvm") + " --field-size 5 --feature-size 64 --embedding-size 4 " +
+                     "--model-dir " + P("m") + " --epochs 2 --batch-size 50 --learning-rate 0.01 --progress none " +
+                     GetParam().flags);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = RunCtrain("predict --model-dir " + P("m") + " --input " + P("rows.libsvm") + " -o " + P("pred.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::vector<double> want = ReadPredictions(P("pred.txt"));
+  ASSERT_EQ(want.size(), 1500u);
+  double lo = 1, hi = 0;
+  for (double p : want) lo = std::min(lo, p), hi = std::max(hi, p);
+  ASSERT_GT(hi - lo, 0.3) << "predictions should spread, or the comparison says little";
+  r = RunCtrain("export --model-dir " + P("m") + " --format onnx -o " + P("model.onnx"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ExpectClose(want, RunChecker("onnx", P("model.onnx"), P("rows.libsvm"), P("onnx.txt")), "onnx");
+  r = RunCtrain("export --model-dir " + P("m") + " --format onnx --external-data always -o " + P("ext.onnx"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ExpectClose(want, RunChecker("onnx", P("ext.onnx"), P("rows.libsvm"), P("ext.txt")), "onnx, external data");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Dcn, DcnExportTest,
+    ::testing::Values(DcnCase{"dcn_parallel_batch_norm", "--model dcn --deep-layers 16,8 --batch-norm true"},
+                      DcnCase{"dcn_cross_only", "--model dcn --deep-layers '' --cross-layers 2"},
+                      DcnCase{"dcn_v2_full_rank", "--model dcn_v2 --deep-layers 16,8"},
+                      DcnCase{"dcn_v2_low_rank_stacked_batch_norm",
+                              "--model dcn_v2 --low-rank 3 --deep-layers 16 --model-structure stacked "
+                              "--batch-norm true"},
+                      DcnCase{"dcn_v2_mixture_parallel", "--model dcn_v2 --low-rank 3 --num-experts 3 --deep-layers 8"},
+                      DcnCase{"dcn_v2_mixture_stacked",
+                              "--model dcn_v2 --low-rank 2 --num-experts 2 --deep-layers 8 --model-structure stacked"},
+                      DcnCase{"dcn_v2_mixture_cross_only", "--model dcn_v2 --low-rank 2 --num-experts 4 "
+                                                           "--deep-layers ''"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
 // ---- errors --------------------------------------------------------------
 
 class ExportErrorTest : public ScratchDirTest {

@@ -49,6 +49,8 @@ const std::vector<std::pair<std::string, OnnxHead>>& OnnxHeads() {
       {"lr", {"fm_bias", WriteDeepFmHead}},
       {"fm", {"fm_bias", WriteDeepFmHead}},
       {"wide_deep", {"fm_bias", WriteDeepFmHead}},
+      {"dcn", {"output/biases", WriteDcnHead}},
+      {"dcn_v2", {"output/biases", WriteDcnHead}},
       {"dlrm", {"bias", WriteDlrmHead}},
       {"xdeepfm", {"bias", WriteXDeepFmHead}},
   };

@@ -29,6 +29,9 @@ const OnnxHead* FindOnnxHead(std::string_view kind);
 
 // DeepFM and the kinds on its code (deepfm, lr, fm, wide_deep): onnx_deepfm.cc.
 Status WriteDeepFmHead(GraphBuilder& b, const ExportedModel& m, std::vector<std::string>* terms);
+// DCN and DCN-V2 (dcn, dcn_v2; bias "output/biases"): onnx_dcn.cc.
+Status WriteDcnHead(GraphBuilder& b, const ExportedModel& m, std::vector<std::string>* terms);
+
 // xDeepFM (bias "bias"; the CIN and the DNN): onnx_xdeepfm.cc.
 Status WriteXDeepFmHead(GraphBuilder& b, const ExportedModel& m, std::vector<std::string>* terms);
 

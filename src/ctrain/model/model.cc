@@ -4,6 +4,7 @@
 #include <cmath>
 #include <utility>
 
+#include "ctrain/model/dcn.h"
 #include "ctrain/model/deepfm.h"
 #include "ctrain/model/dlrm.h"
 #include "ctrain/model/layers/embedding_lookup.h"
@@ -152,7 +153,8 @@ Status ModelConfig::Validate() const {
 }
 
 const std::vector<std::string>& ModelKinds() {
-  static const auto* kinds = new std::vector<std::string>{"deepfm", "lr", "fm", "wide_deep", "dlrm", "xdeepfm"};
+  static const auto* kinds =
+      new std::vector<std::string>{"deepfm", "lr", "fm", "wide_deep", "dcn", "dcn_v2", "dlrm", "xdeepfm"};
   return *kinds;
 }
 
@@ -167,6 +169,7 @@ Status CheckModelKind(std::string_view kind) {
 StatusOr<std::unique_ptr<Model>> MakeModel(const ModelConfig& config) {
   CTRAIN_RETURN_IF_ERROR(CheckModelKind(config.kind));
   if (IsDeepFmKind(config.kind)) return std::unique_ptr<Model>(std::make_unique<DeepFM>(config));
+  if (config.kind == "dcn" || config.kind == "dcn_v2") return std::unique_ptr<Model>(std::make_unique<DCN>(config));
   if (config.kind == "dlrm") return std::unique_ptr<Model>(std::make_unique<Dlrm>(config));
   if (config.kind == "xdeepfm") return std::unique_ptr<Model>(std::make_unique<XDeepFM>(config));
   return InvalidArgumentError("model '" + config.kind + "' has no implementation linked");
