@@ -31,7 +31,9 @@
 #include "ctrain/job/config_file.h"
 #include "ctrain/job/option_schema.h"
 #include "ctrain/job/train_job.h"
+#include "ctrain/model/model.h"
 #include "ctrain/ps/server.h"
+#include "ctrain/train/trainer.h"
 #include "job/option_probes.h"
 #include "testing/temp_dir.h"
 
@@ -248,6 +250,30 @@ TEST_P(OptionMatrix, EveryOptionIsHonouredOrRefusedByName) {
   }
   std::printf("option matrix: %s: %d honoured, %d refused, %d set by every run or the mode itself\n",
               std::string(TrainModeName(mode)).c_str(), honoured, refused, in_base);
+}
+
+// The model x mode matrix (issue #22): every kind of model::ModelKinds() trains in this mode, computes its own
+// figures (not DeepFM's) and writes its checkpoint, which records its kind.
+TEST_P(OptionMatrix, EveryModelTrainsInThisMode) {
+  const TrainMode mode = GetParam();
+  Outcome deepfm = Run(json::object(), "deepfm");
+  ASSERT_TRUE(deepfm.status.ok()) << deepfm.status.ToString();
+  for (const std::string& kind : model::ModelKinds()) {
+    SCOPED_TRACE(kind + " in " + std::string(TrainModeName(mode)));
+    json extra = {{"model", kind}, {"model_dir", "@/model"}};
+    if (kind == "dlrm") extra["num_dense_fields"] = 1;
+    Outcome o = Run(extra, kind);
+    ASSERT_TRUE(o.status.ok()) << o.status.ToString();
+    EXPECT_GT(CountCheckpoints(last_dir_ + "/model"), 0);
+    if (kind != "deepfm") EXPECT_NE(o.figures, deepfm.figures) << "--model " << kind << " computed DeepFM's figures";
+    if (mode != TrainMode::kPsAsync && mode != TrainMode::kPsSync) {  // the servers hold a PS job's checkpoint
+      StatusOr<model::ModelConfig> mc = train::ReadCheckpointModelConfig(last_dir_ + "/model");
+      ASSERT_TRUE(mc.ok()) << mc.status().ToString();
+      EXPECT_EQ(mc->kind, kind);
+    }
+    std::printf("model matrix: %s in %s: %s\n", kind.c_str(), std::string(TrainModeName(mode)).c_str(),
+                o.figures.c_str());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, OptionMatrix,
