@@ -46,6 +46,7 @@ struct Stream {
   std::deque<data::Batch> ready;
   std::deque<int64_t> ready_bytes;
   int64_t granted = 0, received = 0;  // credits granted / frames received (batches)
+  int64_t duplicates = 0;             // frames below the next seq: they used a credit too
   bool ended = false;                 // end frame received
   int64_t split_batches = 0, split_examples = 0;
   bool failed = false;                // transport failure: re-read elsewhere
@@ -326,6 +327,7 @@ void DataServiceSource::ReaderLoop(Stream* s) {
     if (f.seq() < expected) {  // a duplicate (a re-read split): already delivered
       std::lock_guard<std::mutex> l(mu_);
       ++duplicates_;
+      ++s->duplicates;
       continue;
     }
     data::Batch b;
@@ -389,9 +391,9 @@ int64_t DataServiceSource::CreditsFor(Stream* s, bool waiting) {
   // Bytes committed: batches received and not yet taken, plus every credit in
   // flight counted at the largest batch received so far.
   int64_t in_flight = 0;
-  for (const auto& x : streams_) in_flight += x->granted - x->received;
+  for (const auto& x : streams_) in_flight += x->granted - x->received - x->duplicates;
   const int64_t frame = largest_frame_bytes_;
-  const int64_t outstanding = s->granted - s->received;
+  const int64_t outstanding = s->granted - s->received - s->duplicates;
   const bool starved = outstanding == 0 && s->ready.empty();
   int64_t credits = 0;
   if (frame > 0) {
@@ -560,7 +562,7 @@ StatusOr<bool> DataServiceSource::Next(data::Batch* batch) {
       } else {
         for (const auto& x : streams_) {
           int64_t in_flight = 0;
-          for (const auto& y : streams_) in_flight += y->granted - y->received;
+          for (const auto& y : streams_) in_flight += y->granted - y->received - y->duplicates;
           if (in_flight > 0) break;
           GrantCredits(x.get(), /*waiting=*/false);
         }
