@@ -423,3 +423,50 @@ TEST(ByteRangeSplitTest, ParseErrorInALaterSplitNamesTheFileLine) {
 
 }  // namespace
 }  // namespace ctrain::data
+
+namespace ctrain::data {
+namespace {
+
+TEST(ByteRangeSplitTest, CountedShardRecordsAreWhatEachByteRangeShardReads) {
+  const std::string dir = Dir();
+  std::string a, b;
+  for (int i = 0; i < 700; ++i) a += "1 " + std::to_string(i) + ":1" + std::string(i % 13, ' ') + "\n";
+  for (int i = 0; i < 300; ++i) b += "0 " + std::to_string(i) + ":1\n";
+  Write(dir + "/a.libsvm", a);
+  Write(dir + "/b.libsvm", b);
+  ExampleReaderOptions o;
+  o.field_size = 1;
+  o.id_base = 0;
+  uint64_t total = 0;
+  for (int32_t i = 0; i < 4; ++i) {
+    PipelineOptions po;
+    po.print_warnings = false;
+    po.num_shards = 4;
+    po.shard_index = i;
+    po.shard_byte_ranges = true;
+    po.count_shard_records = true;
+    po.batch_size = 50;
+    auto p = Pipeline::Create({dir + "/a.libsvm", dir + "/b.libsvm"}, o, po);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    const ShardPlan& plan = (*p)->shard_plan();
+    EXPECT_EQ(plan.level, ShardLevel::kByteRange);
+    ASSERT_EQ(plan.shard_records.size(), 4u);
+    EXPECT_EQ(plan.shard_records[0] + plan.shard_records[1] + plan.shard_records[2] + plan.shard_records[3], 1000u);
+    EXPECT_EQ(plan.shard_bytes[0] + plan.shard_bytes[1] + plan.shard_bytes[2] + plan.shard_bytes[3],
+              static_cast<int64_t>(a.size() + b.size()));
+    Batch batch;
+    uint64_t n = 0;
+    for (;;) {
+      auto more = (*p)->Next(&batch);
+      ASSERT_TRUE(more.ok()) << more.status().ToString();
+      if (!*more) break;
+      n += static_cast<uint64_t>(batch.size());
+    }
+    EXPECT_EQ(n, plan.shard_records[i]) << "shard " << i;
+    total += n;
+  }
+  EXPECT_EQ(total, 1000u);
+}
+
+}  // namespace
+}  // namespace ctrain::data

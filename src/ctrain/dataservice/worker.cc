@@ -184,13 +184,19 @@ struct Worker::Impl final : public proto::Worker::Service {
 
     ++active;
     grpc::Status result = grpc::Status::OK;
-    // Since when a batch has waited for a credit (none granted in between).
+    // Since when a batch has waited for a credit (none granted in between),
+    // checked at least every half timeout.
     Clock::time_point starved_since{};
+    const auto wake = options.stream_idle_timeout.count() > 0
+                          ? std::min<std::chrono::milliseconds>(std::chrono::milliseconds(200),
+                                                                std::max<std::chrono::milliseconds>(
+                                                                    std::chrono::milliseconds(1), options.stream_idle_timeout / 2))
+                          : std::chrono::milliseconds(200);
     for (;;) {
       proto::BatchFrame f;
       {
         std::unique_lock<std::mutex> l(mu);
-        cv.wait_for(l, std::chrono::milliseconds(200), [&] {
+        cv.wait_for(l, wake, [&] {
           return client_gone || stopping.load() || (credits > 0 && !queue.empty()) || (queue.empty() && produced_all);
         });
         if (ctx->IsCancelled() || stopping.load()) {
