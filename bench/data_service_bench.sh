@@ -9,7 +9,7 @@
 #           processes), client `data-service read --discard --json` (wire
 #           compression auto = none on loopback), T = 1 and 2, in three modes:
 #             distributed_epoch with the default 8 splits (one file: each split
-#               is a record-level shard, so the worker reads the file 8 times),
+#               reads its byte range of it, data/record_index.h),
 #             distributed_epoch --num-splits 1, and parallel_epochs.
 #   tf:     bench/peers/tf_data_service_peer.py server (DispatchServer + 1
 #           WorkerServer, one process) and ... client in this process

@@ -137,6 +137,15 @@ TEST(FrameCodec, IncompressiblePayloadFallsBackToRaw) {
   data::Batch out;
   ASSERT_TRUE(DecodeFrame(f, &scratch, &out).ok());
   EXPECT_TRUE(out == b);
+  // The raw bytes move into the frame (no copy); the encoder's buffer and a
+  // recycled frame (the worker reuses both) carry nothing into the next frames.
+  const data::Batch fixed = FixedBatch(300, 7);
+  for (const data::Batch* next : {&fixed, &b, &fixed}) {
+    ASSERT_TRUE(enc.Encode(*next, 4, &f).ok());
+    EXPECT_EQ(f.zstd(), next == &fixed);
+    ASSERT_TRUE(DecodeFrame(f, &scratch, &out).ok());
+    EXPECT_TRUE(out == *next);
+  }
 }
 
 TEST(FrameCodec, EmptyFrameIsDataLossNotABatch) {

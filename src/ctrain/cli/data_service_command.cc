@@ -62,6 +62,7 @@ struct WorkerFlags {
   int32_t threads = 1;
   int64_t buffer_bytes = int64_t{64} << 20;
   int64_t heartbeat_ms = 500;
+  int64_t stream_idle_timeout_ms = 600000;
   bool exit_when_idle = false;
   MonitorFlags monitor;
 };
@@ -77,6 +78,8 @@ Status RunWorker(const WorkerFlags& fl) {
   if (fl.heartbeat_ms < 10) return InvalidArgumentError("--heartbeat-ms must be >= 10");
   o.heartbeat = std::chrono::milliseconds(fl.heartbeat_ms);
   o.exit_when_idle = fl.exit_when_idle;
+  if (fl.stream_idle_timeout_ms < 0) return InvalidArgumentError("--stream-idle-timeout-ms must be >= 0 (0 = never)");
+  o.stream_idle_timeout = std::chrono::milliseconds(fl.stream_idle_timeout_ms);
   // glibc gives every thread that frees memory allocated elsewhere its own
   // arena (8 per core by default); gRPC's send buffers and the split pipelines
   // do that all the time, and the arenas keep the memory (+75 MiB measured,
@@ -190,6 +193,9 @@ Command AddDataServiceCommand(CLI::App& app) {
   w->add_option("--buffer-bytes,--buffer_bytes", wfl->buffer_bytes, "Bytes of encoded batches queued ahead of trainers")
       ->capture_default_str();
   w->add_option("--heartbeat-ms,--heartbeat_ms", wfl->heartbeat_ms, "Heartbeat interval")->capture_default_str();
+  w->add_option("--stream-idle-timeout-ms,--stream_idle_timeout_ms", wfl->stream_idle_timeout_ms,
+                "Drop a split stream whose trainer takes no batch for this long (it re-reads the rest later); 0 = never")
+      ->capture_default_str();
   w->add_flag("--exit-when-idle,--exit_when_idle", wfl->exit_when_idle,
               "Exit 0 once every job has finished and no stream is open");
   wfl->monitor.Register(w);

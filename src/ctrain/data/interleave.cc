@@ -171,7 +171,10 @@ class InterleaveSource final : public RecordStage {
       return FailedPreconditionError("<stdin>: cannot be read twice (pass " + std::to_string(pass) +
                                      "); cache it (cache=memory or a file) or use a pipe:<channel>");
     }
-    CTRAIN_ASSIGN_OR_RETURN(auto reader, RawRecordReader::Open(path, o_.reader_options, &cancel_));
+    const RawRecordReader::SplitRange range{o_.plan.spec.index, o_.plan.spec.num_shards};
+    CTRAIN_ASSIGN_OR_RETURN(auto reader, RawRecordReader::Open(path, o_.reader_options, &cancel_,
+                                                               o_.plan.level == ShardLevel::kByteRange ? &range : nullptr));
+    const bool filter = !reader->ranged();  // a byte range holds only this shard's records
     std::string_view rec;
     uint64_t index = 0, offset = 0, n = 0, kept_bytes = 0;
     RecordSource src;
@@ -207,7 +210,7 @@ class InterleaveSource final : public RecordStage {
         break;
       }
       if (!*r) break;
-      if (!o_.plan.Keeps(f, n++)) {
+      if (filter && !o_.plan.Keeps(f, n++)) {
         c_->sharded_out.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
@@ -239,8 +242,13 @@ class InterleaveSource final : public RecordStage {
     c_->header_lines.fetch_add(rc.header_lines, std::memory_order_relaxed);
     c_->unterminated_last_lines.fetch_add(rc.unterminated_last_lines, std::memory_order_relaxed);
     c_->corrupt_records.fetch_add(rc.corrupt_records, std::memory_order_relaxed);
+    c_->input_bytes.fetch_add(rc.input_bytes, std::memory_order_relaxed);
+    c_->index_bytes.fetch_add(rc.index_bytes, std::memory_order_relaxed);
     if (pass == 0) {
       input_stats.records = rc.records;
+      input_stats.input_bytes = rc.input_bytes;
+      input_stats.index_bytes = rc.index_bytes;
+      input_stats.byte_range = reader->ranged();
       input_stats.finished = st.ok();
       c_->NoteInput(input_stats);
     }

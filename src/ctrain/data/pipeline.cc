@@ -208,7 +208,7 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const std::vector<std::stri
   p->options_ = options;
   p->start_ = Clock::now();
   CTRAIN_ASSIGN_OR_RETURN(p->files_, ExpandFileList(file_patterns));
-  const ShardSpec spec{options.num_shards, options.shard_index, 0};
+  const ShardSpec spec{options.num_shards, options.shard_index, 0, options.shard_byte_ranges};
   CTRAIN_ASSIGN_OR_RETURN(p->shard_plan_, PlanShards(p->files_, spec, reader_options, options.count_shard_records));
   p->warnings_ = PipelineOrderWarnings(options);
   for (const std::string& w : p->shard_plan_.warnings) p->warnings_.push_back(w);
@@ -320,7 +320,10 @@ Status RescanForFirstParseError(const std::vector<std::string>& files, const Sha
     if (f > last) break;
     const std::string& path = files[f];
     if (path == "-" || path.starts_with(kPipeChannelPrefix) || IsStreamPath(path)) continue;
-    CTRAIN_ASSIGN_OR_RETURN(auto reader, RawRecordReader::Open(path, ro));
+    const RawRecordReader::SplitRange range{plan.spec.index, plan.spec.num_shards};
+    CTRAIN_ASSIGN_OR_RETURN(auto reader, RawRecordReader::Open(path, ro, nullptr,
+                                                               plan.level == ShardLevel::kByteRange ? &range : nullptr));
+    const bool filter = !reader->ranged();
     std::string_view rec;
     uint64_t index = 0, offset = 0, n = 0;
     RecordSource src;
@@ -329,7 +332,7 @@ Status RescanForFirstParseError(const std::vector<std::string>& files, const Sha
     for (;;) {
       CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&rec, &index, &offset));
       if (more) {
-        if (!plan.Keeps(f, n++)) continue;
+        if (filter && !plan.Keeps(f, n++)) continue;
         src.index = index;
         src.offset = offset;
         raw.Append(rec, src);

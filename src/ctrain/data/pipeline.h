@@ -95,6 +95,11 @@ struct PipelineOptions {
   // Sharding (shard.h). Use ShardFromEnvironment() for MPI jobs.
   int32_t num_shards = 1;
   int32_t shard_index = 0;
+  // Fewer files than shards: each shard reads its byte range of every file
+  // (shard.h byte-range level) instead of every num_shards-th record of all
+  // of it. The data service's splits; not a config option (MPI training keeps
+  // the record level, whose shards differ by at most one record per file).
+  bool shard_byte_ranges = false;
   // Read every file once at Create to report exact per-shard record counts.
   bool count_shard_records = false;
   // Passes over the data; -1 = forever.

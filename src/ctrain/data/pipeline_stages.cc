@@ -18,6 +18,8 @@ void PipelineCounters::Fill(PipelineStats* s) const {
   s->records_read = r(records_read);
   s->bytes_read = r(bytes_read);
   s->records_sharded_out = r(sharded_out);
+  s->input_bytes_read = r(input_bytes);
+  s->record_index_bytes_read = r(index_bytes);
   s->blank_lines = r(blank_lines);
   s->comment_lines = r(comment_lines);
   s->header_lines = r(header_lines);

@@ -30,6 +30,7 @@ namespace ctrain::data {
 struct PipelineCounters {
   std::atomic<uint64_t> records_read{0}, bytes_read{0}, sharded_out{0};
   std::atomic<uint64_t> blank_lines{0}, comment_lines{0}, header_lines{0}, corrupt_records{0};
+  std::atomic<uint64_t> input_bytes{0}, index_bytes{0};  // RawRecordReader::Counters
   std::atomic<uint64_t> unterminated_last_lines{0};  // text inputs whose last line has no '\n' (per pass)
   std::atomic<uint64_t> criteo_padded_rows{0};  // Criteo rows that lacked trailing cells (pad_missing_trailing)
   std::atomic<uint64_t> dropped_remainder{0}, epochs_completed{0};

@@ -35,6 +35,8 @@ std::string PipelineStats::ToJson() const {
                   ",\"batches\":" + std::to_string(batches) + ",\"records_per_second\":" + Num(records_per_second) +
                   ",\"records_read\":" + std::to_string(records_read) + ",\"bytes_read\":" +
                   std::to_string(bytes_read) + ",\"records_sharded_out\":" + std::to_string(records_sharded_out) +
+                  ",\"input_bytes_read\":" + std::to_string(input_bytes_read) +
+                  ",\"record_index_bytes_read\":" + std::to_string(record_index_bytes_read) +
                   ",\"blank_lines\":" + std::to_string(blank_lines) + ",\"comment_lines\":" +
                   std::to_string(comment_lines) + ",\"header_lines\":" + std::to_string(header_lines) +
                   ",\"corrupt_records\":" + std::to_string(corrupt_records) +

@@ -30,6 +30,11 @@ struct InputReadStats {
   std::string compression;   // as opened: "none", "gzip" or "zlib"
   uint64_t records = 0;      // raw records read (before the record-level shard filter)
   bool finished = false;     // read to its end without an error
+  // Bytes read from the file (compressed bytes for gzip/zlib); for a byte
+  // range with the walk to its start (data/record_index.h).
+  uint64_t input_bytes = 0;
+  uint64_t index_bytes = 0;  // read to extend the process-wide record index
+  bool byte_range = false;   // only this shard's byte range was read (shard.h)
 };
 
 struct PipelineStats {
@@ -40,6 +45,8 @@ struct PipelineStats {
   uint64_t records_read = 0;       // raw records read from the inputs (all passes, before shard filter)
   uint64_t bytes_read = 0;         // their payload bytes
   uint64_t records_sharded_out = 0;  // record-level shard: records left to other shards
+  uint64_t input_bytes_read = 0;     // bytes read from the input files (InputReadStats::input_bytes, all passes)
+  uint64_t record_index_bytes_read = 0;  // bytes read to extend record indexes (InputReadStats::index_bytes)
   uint64_t blank_lines = 0, comment_lines = 0, header_lines = 0, corrupt_records = 0;  // skipped on purpose
   // Text inputs (per pass) whose last line has no final '\n': a cut file (torn
   // tail) reads its last line as written, so this makes the cut visible.

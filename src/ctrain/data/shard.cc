@@ -6,6 +6,7 @@
 
 #include "ctrain/data/file_list.h"
 #include "ctrain/data/raw_record_reader.h"
+#include "ctrain/data/record_index.h"
 
 namespace ctrain::data {
 namespace {
@@ -36,6 +37,7 @@ std::string_view ShardLevelName(ShardLevel level) {
     case ShardLevel::kNone: return "none";
     case ShardLevel::kFile: return "file";
     case ShardLevel::kRecord: return "record";
+    case ShardLevel::kByteRange: return "byte-range";
   }
   return "?";
 }
@@ -82,7 +84,7 @@ StatusOr<ShardPlan> PlanShards(const std::vector<std::string>& files, const Shar
   } else if (files.size() >= n) {
     plan.level = ShardLevel::kFile;
   } else {
-    plan.level = ShardLevel::kRecord;
+    plan.level = spec.byte_ranges ? ShardLevel::kByteRange : ShardLevel::kRecord;
   }
   for (uint32_t f = 0; f < files.size(); ++f)
     if (plan.level != ShardLevel::kFile || f % n == static_cast<uint32_t>(spec.index)) plan.files.push_back(f);
@@ -102,7 +104,28 @@ StatusOr<ShardPlan> PlanShards(const std::vector<std::string>& files, const Shar
   }
   for (uint32_t f = 0; f < files.size(); ++f) {
     const int64_t bytes = RegularFileSize(files[f]);
-    if (plan.level == ShardLevel::kFile) {
+    if (plan.level == ShardLevel::kByteRange) {
+      for (uint32_t s = 0; s < n; ++s) {
+        const auto [b, e] = SplitByteRange(bytes < 0 ? 0 : static_cast<uint64_t>(bytes), static_cast<int32_t>(s),
+                                           static_cast<int32_t>(n));
+        if (plan.shard_bytes[s] >= 0) plan.shard_bytes[s] = bytes < 0 ? -1 : plan.shard_bytes[s] + static_cast<int64_t>(e - b);
+        if (!count_records) continue;
+        const RawRecordReader::SplitRange range{static_cast<int32_t>(s), static_cast<int32_t>(n)};
+        CTRAIN_ASSIGN_OR_RETURN(auto reader, RawRecordReader::Open(files[f], reader_options, nullptr, &range));
+        if (!reader->ranged()) {  // read whole: every n-th record (Keeps)
+          const uint64_t c = file_records[f], first = (s + n - f % n) % n;
+          plan.shard_records[s] += c > first ? (c - first + n - 1) / n : 0;
+          continue;
+        }
+        std::string_view rec;
+        uint64_t index = 0, offset = 0;
+        for (;;) {
+          CTRAIN_ASSIGN_OR_RETURN(bool more, reader->Next(&rec, &index, &offset));
+          if (!more) break;
+          ++plan.shard_records[s];
+        }
+      }
+    } else if (plan.level == ShardLevel::kFile) {
       const uint32_t s = f % n;
       if (plan.shard_bytes[s] >= 0) plan.shard_bytes[s] = bytes < 0 ? -1 : plan.shard_bytes[s] + bytes;
       if (count_records) plan.shard_records[s] += file_records[f];

@@ -8,6 +8,16 @@
 //                 worker reads every file and keeps record r of file f when
 //                 (f + r) % n == i (r = 0-based record index within the file).
 //                 Shard sizes then differ by at most one record per file.
+//   byte range    (files < num_shards, ShardSpec::byte_ranges: the data
+//                 service's splits): each file is cut into num_shards byte
+//                 ranges and shard i reads only the records that start in its
+//                 range of each file (record_index.h): about 1/n of the bytes
+//                 instead of all of them. Record counts then differ with the
+//                 records' sizes, so synchronous (MPI) training keeps the
+//                 record level. An input that cannot be read from a byte
+//                 offset (gzip/zlib, a stream, TFRecord with
+//                 skip_corrupt_records) falls back to the record-level rule
+//                 for that file: every shard reads all of it.
 //
 // Uneven shards are reported: file-level sharding of unequal files gives
 // workers different step counts, which in synchronous (allreduce) training
@@ -31,6 +41,7 @@ struct ShardSpec {
   int32_t num_shards = 1;  // >= 1
   int32_t index = 0;       // in [0, num_shards)
   int32_t local_rank = 0;  // rank on this host (OMPI_COMM_WORLD_LOCAL_RANK), for per-host resources
+  bool byte_ranges = false;  // byte-range level instead of record level (above)
 };
 
 // From Open MPI's environment: OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_RANK
@@ -41,7 +52,7 @@ StatusOr<ShardSpec> ShardFromEnvironment();
 
 Status ValidateShardSpec(const ShardSpec& spec);
 
-enum class ShardLevel { kNone, kFile, kRecord };
+enum class ShardLevel { kNone, kFile, kRecord, kByteRange };
 std::string_view ShardLevelName(ShardLevel level);
 
 struct ShardPlan {
@@ -54,10 +65,11 @@ struct ShardPlan {
   std::vector<int64_t> shard_bytes;
   std::vector<std::string> warnings;
 
-  // Record-level filter: does record `r` of input file `f` belong to this shard?
+  // Record-level filter: does record `r` of input file `f` belong to this
+  // shard? At byte-range level, for the inputs read whole (the fallback above).
   bool Keeps(uint32_t f, uint64_t r) const {
-    return level != ShardLevel::kRecord || (f + r) % static_cast<uint64_t>(spec.num_shards) ==
-                                               static_cast<uint64_t>(spec.index);
+    return (level != ShardLevel::kRecord && level != ShardLevel::kByteRange) ||
+           (f + r) % static_cast<uint64_t>(spec.num_shards) == static_cast<uint64_t>(spec.index);
   }
 };
 

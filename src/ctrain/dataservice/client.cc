@@ -46,13 +46,14 @@ struct Stream {
   std::deque<data::Batch> ready;
   std::deque<int64_t> ready_bytes;
   int64_t granted = 0, received = 0;  // credits granted / frames received (batches)
+  int64_t duplicates = 0;             // frames below the next seq: they used a credit too
   bool ended = false;                 // end frame received
   int64_t split_batches = 0, split_examples = 0;
   bool failed = false;                // transport failure: re-read elsewhere
   std::string failure;                // why (the gRPC status)
   bool writes_done = false;           // WritesDone sent: no more credits
   Status error;                       // a data error from the worker: fatal
-  int64_t avg_frame_bytes = 0;
+  bool dropped_idle = false;          // the worker dropped it (no credit for its --stream-idle-timeout-ms)
 };
 
 class DataServiceSource final : public train::BatchSource {
@@ -104,7 +105,10 @@ class DataServiceSource final : public train::BatchSource {
   Status OpenStream(const proto::SplitId& split, const std::string& worker);
   Status Reopen(std::list<std::unique_ptr<Stream>>::iterator it);
   void ReaderLoop(Stream* s);
-  void GrantCredits(Stream* s);  // REQUIRES: mu_ held
+  // Credits for `s` within the buffer bound (see client.h); `waiting`: the
+  // consumer waits on it. Returns the credits granted. REQUIRES: mu_ held.
+  int64_t CreditsFor(Stream* s, bool waiting);
+  void GrantCredits(Stream* s, bool waiting);  // sends CreditsFor's. REQUIRES: mu_ held
   void CloseStream(Stream* s);
   void CloseAll();
   proto::ConsumerStats ConsumerStatsNow() const;
@@ -130,7 +134,11 @@ class DataServiceSource final : public train::BatchSource {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::list<std::unique_ptr<Stream>> streams_;  // in hand-out order
-  int64_t buffered_bytes_ = 0;                  // GUARDED_BY(mu_)
+  int64_t buffered_bytes_ = 0;                  // GUARDED_BY(mu_): received, not yet taken
+  int64_t largest_frame_bytes_ = 0;             // GUARDED_BY(mu_): the credit's size in bytes
+  int64_t peak_buffered_bytes_ = 0;             // GUARDED_BY(mu_)
+  int64_t peak_committed_bytes_ = 0;            // GUARDED_BY(mu_): received + credits in flight
+  int64_t worker_input_bytes_ = 0;              // GUARDED_BY(mu_): file bytes the completed splits read
   // Batches the trainer handed back, for the readers to decode into (no
   // allocation, and no memory freed on another thread, in the steady state).
   std::vector<data::Batch> spare_;              // GUARDED_BY(mu_)
@@ -139,7 +147,7 @@ class DataServiceSource final : public train::BatchSource {
   Clock::time_point first_next_{}, last_next_end_{};
   double wait_seconds_ = 0, busy_seconds_ = 0;
   int64_t batches_ = 0, examples_ = 0, wire_bytes_ = 0, raw_bytes_ = 0;
-  int64_t splits_done_ = 0, failovers_ = 0, duplicates_ = 0, dropped_on_failover_ = 0;
+  int64_t splits_done_ = 0, failovers_ = 0, duplicates_ = 0, dropped_on_failover_ = 0, idle_drops_ = 0;
   std::set<std::string> workers_seen_;
   std::map<std::string, data::InputReadStats> input_reads_;
 };
@@ -257,16 +265,17 @@ Status DataServiceSource::OpenStream(const proto::SplitId& split, const std::str
   open.set_skip_batches(s->skip);
   open.set_compression(comp == FrameCompression::kZstd ? "zstd" : "none");
   open.set_job_id(job_);
-  open.set_credits(1);
-  s->granted = 1;
   workers_seen_.insert(worker);
   Stream* raw = s.get();
-  if (!s->rw->Write(open)) {
-    // The call failed at once: let the reader collect the status and mark it failed.
-  }
   {
     std::lock_guard<std::mutex> l(mu_);
     streams_.push_back(std::move(s));
+    const int64_t credits = CreditsFor(raw, /*waiting=*/false);
+    open.set_credits(static_cast<int32_t>(credits));
+    raw->granted = credits;
+    if (!raw->rw->Write(open)) {
+      // The call failed at once: let the reader collect the status and mark it failed.
+    }
   }
   raw->reader = std::thread([this, raw] { ReaderLoop(raw); });
   return Status::OK();
@@ -289,11 +298,19 @@ void DataServiceSource::ReaderLoop(Stream* s) {
       cv_.notify_all();
       continue;  // to the end of the call
     }
+    if (f.dropped_idle()) {  // not a failure of the worker: re-read the rest from any worker
+      std::lock_guard<std::mutex> l(mu_);
+      s->dropped_idle = true;
+      close_writes();
+      cv_.notify_all();
+      continue;  // to the end of the call
+    }
     if (f.end_of_split()) {
       std::lock_guard<std::mutex> l(mu_);
       for (const proto::InputRead& in : f.inputs()) {
         data::InputReadStats& r = input_reads_[in.name()];
         r.name = in.name(), r.format = in.format(), r.compression = in.compression();
+        worker_input_bytes_ += static_cast<int64_t>(in.input_bytes());
       }
       if (f.split_batches() != expected) {
         s->error = DataLossError("worker " + s->worker + ": " + SplitName(s->split) + " ended after " +
@@ -310,6 +327,7 @@ void DataServiceSource::ReaderLoop(Stream* s) {
     if (f.seq() < expected) {  // a duplicate (a re-read split): already delivered
       std::lock_guard<std::mutex> l(mu_);
       ++duplicates_;
+      ++s->duplicates;
       continue;
     }
     data::Batch b;
@@ -340,15 +358,20 @@ void DataServiceSource::ReaderLoop(Stream* s) {
     const int64_t bytes = f.raw_bytes();
     wire_bytes_ += static_cast<int64_t>(f.payload().size());
     raw_bytes_ += bytes;
-    s->avg_frame_bytes = s->avg_frame_bytes == 0 ? bytes : (s->avg_frame_bytes * 7 + bytes) / 8;
+    largest_frame_bytes_ = std::max(largest_frame_bytes_, bytes);
     buffered_bytes_ += bytes;
+    peak_buffered_bytes_ = std::max(peak_buffered_bytes_, buffered_bytes_);
     s->ready.push_back(std::move(b));
     s->ready_bytes.push_back(bytes);
     cv_.notify_all();
   }
   grpc::Status gs = s->rw->Finish();
   std::lock_guard<std::mutex> l(mu_);
-  if (!s->ended && s->error.ok()) {
+  if (s->dropped_idle && !s->ended && s->error.ok()) {
+    s->failed = true;
+    s->failure = "the worker dropped the stream: this consumer granted no credit for longer than the worker's "
+                 "--stream-idle-timeout-ms";
+  } else if (!s->ended && s->error.ok()) {
     const grpc::StatusCode c = gs.error_code();
     if (gs.ok() || c == grpc::StatusCode::UNAVAILABLE || c == grpc::StatusCode::CANCELLED ||
         c == grpc::StatusCode::DEADLINE_EXCEEDED || c == grpc::StatusCode::ABORTED || c == grpc::StatusCode::UNKNOWN ||
@@ -363,20 +386,37 @@ void DataServiceSource::ReaderLoop(Stream* s) {
   cv_.notify_all();
 }
 
-void DataServiceSource::GrantCredits(Stream* s) {
-  const int64_t streams = std::max<int64_t>(1, static_cast<int64_t>(streams_.size()));
-  const int64_t frame = std::max<int64_t>(1, s->avg_frame_bytes);
-  const int64_t share = opt_.max_buffer_bytes / streams;
-  const int64_t target = std::clamp<int64_t>(share / frame, 1, 1024);
-  const int64_t outstanding = s->granted - s->received + static_cast<int64_t>(s->ready.size());
-  // The budget never starves a stream with nothing ready: the trainer may be
-  // waiting on it (ordered reads wait on the first stream), so it may always
-  // have one batch on the way.
-  if (outstanding >= target || s->ended || s->failed || s->writes_done || !s->error.ok()) return;
-  if (buffered_bytes_ >= opt_.max_buffer_bytes && !(s->ready.empty() && outstanding == 0)) return;
+int64_t DataServiceSource::CreditsFor(Stream* s, bool waiting) {
+  if (s->ended || s->failed || s->writes_done || !s->error.ok()) return 0;
+  // Bytes committed: batches received and not yet taken, plus every credit in
+  // flight counted at the largest batch received so far.
+  int64_t in_flight = 0;
+  for (const auto& x : streams_) in_flight += x->granted - x->received - x->duplicates;
+  const int64_t frame = largest_frame_bytes_;
+  const int64_t outstanding = s->granted - s->received - s->duplicates;
+  const bool starved = outstanding == 0 && s->ready.empty();
+  int64_t credits = 0;
+  if (frame > 0) {
+    const int64_t streams = std::max<int64_t>(1, static_cast<int64_t>(streams_.size()));
+    const int64_t target = std::clamp<int64_t>(opt_.max_buffer_bytes / streams / frame, 1, 1024);
+    const int64_t room = (opt_.max_buffer_bytes - buffered_bytes_ - in_flight * frame) / frame;
+    credits = std::max<int64_t>(0, std::min(target - outstanding - static_cast<int64_t>(s->ready.size()), room));
+  }
+  // The one batch beyond the bound: the stream the consumer waits on may always
+  // have a batch on the way (an ordered read takes its splits in turn), and
+  // before the first batch arrives (its size unknown) one credit at a time.
+  if (credits == 0 && starved && (waiting || (in_flight == 0 && buffered_bytes_ == 0))) credits = 1;
+  if (frame > 0)
+    peak_committed_bytes_ = std::max(peak_committed_bytes_, buffered_bytes_ + (in_flight + credits) * frame);
+  return credits;
+}
+
+void DataServiceSource::GrantCredits(Stream* s, bool waiting) {
+  const int64_t credits = CreditsFor(s, waiting);
+  if (credits == 0) return;
   proto::StreamRequest more;
-  more.set_credits(static_cast<int32_t>(target - outstanding));
-  if (s->rw->Write(more)) s->granted += target - outstanding;
+  more.set_credits(static_cast<int32_t>(credits));
+  if (s->rw->Write(more)) s->granted += credits;
 }
 
 void DataServiceSource::CloseStream(Stream* s) {
@@ -446,15 +486,16 @@ Status DataServiceSource::Reopen(std::list<std::unique_ptr<Stream>>::iterator it
   const std::string dead = s->worker;
   const int64_t consumed = s->consumed;
   const std::string why = s->failure;
+  const bool idle = s->dropped_idle;  // the worker is alive: it may serve the split again
   {
     std::lock_guard<std::mutex> l(mu_);
     dropped_on_failover_ += s->received - (consumed - s->skip);
     streams_.erase(it);
   }
-  ++failovers_;
+  ++(idle ? idle_drops_ : failovers_);
   partial_[opt_.processing_mode == proto::PARALLEL_EPOCHS ? split.copy() : split.split_index()] = consumed;
   Log("the stream of " + SplitName(split) + " from worker " + dead + " broke after " + std::to_string(consumed) +
-      " batches (" + why + "); reading the rest from another worker");
+      " batches (" + why + "); reading the rest from " + (idle ? "a live worker" : "another worker"));
   auto last_notice = Clock::now();
   for (;;) {
     proto::GetSplitRequest req;
@@ -463,7 +504,7 @@ Status DataServiceSource::Reopen(std::list<std::unique_ptr<Stream>>::iterator it
     req.set_epoch(split.epoch());
     req.set_session(session_);
     *req.mutable_reclaim() = split;
-    req.add_failed_workers(dead);
+    if (!idle) req.add_failed_workers(dead);
     *req.mutable_stats() = ConsumerStatsNow();
     proto::GetSplitResponse resp;
     CTRAIN_RETURN_IF_ERROR(CallDispatcher("re-assign a split", req, &resp, &proto::Dispatcher::Stub::GetSplit));
@@ -514,7 +555,18 @@ StatusOr<bool> DataServiceSource::Next(data::Batch* batch) {
     auto it = pick();
     while (it == streams_.end() || ((*it)->ready.empty() && !(*it)->ended && !(*it)->failed && (*it)->error.ok())) {
       if (opt_.stop != nullptr && opt_.stop->load() != 0) return CancelledError("stopped while waiting for input");
-      if (it != streams_.end()) GrantCredits(it->get());  // it may have been refused credit while others filled the buffer
+      // It may have been refused credit while others filled the buffer. With
+      // no stream picked (unordered, nothing ready), any stream may get one.
+      if (it != streams_.end()) {
+        GrantCredits(it->get(), /*waiting=*/true);
+      } else {
+        for (const auto& x : streams_) {
+          int64_t in_flight = 0;
+          for (const auto& y : streams_) in_flight += y->granted - y->received - y->duplicates;
+          if (in_flight > 0) break;
+          GrantCredits(x.get(), /*waiting=*/false);
+        }
+      }
       cv_.wait_for(l, std::chrono::milliseconds(100));
       it = pick();
     }
@@ -527,7 +579,11 @@ StatusOr<bool> DataServiceSource::Next(data::Batch* batch) {
       buffered_bytes_ -= s->ready_bytes.front();
       s->ready_bytes.pop_front();
       ++s->consumed;
-      GrantCredits(s);
+      // The budget this batch freed: to its stream first, then to the splits
+      // after it (each up to its share), which prefetch meanwhile.
+      GrantCredits(s, /*waiting=*/false);
+      for (const auto& x : streams_)
+        if (x.get() != s) GrantCredits(x.get(), /*waiting=*/false);
       ++batches_, ++epoch_batches_;
       examples_ += batch->size();
       epoch_records_ += batch->size();
@@ -612,6 +668,12 @@ json DataServiceSource::Metrics() const {
   in.input_wait_fraction = wait;
   in.batches_per_sec = total > 0 ? batches_ / total : 0;
   in.workers = static_cast<int32_t>(workers_seen_.size());
+  int64_t peak_buffered = 0, peak_committed = 0, largest = 0, input_bytes = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    peak_buffered = peak_buffered_bytes_, peak_committed = peak_committed_bytes_, largest = largest_frame_bytes_;
+    input_bytes = worker_input_bytes_;
+  }
   return json{{"dispatcher", opt_.dispatcher},
               {"job_name", job_},
               {"processing_mode", ProcessingModeName(opt_.processing_mode)},
@@ -624,6 +686,12 @@ json DataServiceSource::Metrics() const {
               {"failovers", failovers_},
               {"duplicate_frames_dropped", duplicates_},
               {"frames_dropped_on_failover", dropped_on_failover_},
+              {"streams_dropped_idle", idle_drops_},
+              {"buffer_bytes", opt_.max_buffer_bytes},
+              {"buffered_bytes_peak", peak_buffered},
+              {"committed_bytes_peak", peak_committed},
+              {"largest_batch_bytes", largest},
+              {"worker_input_bytes", input_bytes},
               {"input_wait_fraction", wait},
               {"advice", InputAdvice(in)}};
 }

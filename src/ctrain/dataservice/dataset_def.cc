@@ -164,6 +164,7 @@ StatusOr<SplitReadPlan> PlanSplitRead(const proto::DatasetDef& def, const proto:
   p.read_chunk_records = def.read_chunk_records();
   p.num_shards = split.num_splits();
   p.shard_index = split.split_index();
+  p.shard_byte_ranges = true;  // fewer files than splits: each split reads its byte range of each file
   p.epochs = 1;
   p.print_warnings = false;
   return plan;

@@ -47,7 +47,7 @@ Status FrameEncoder::Encode(const data::Batch& batch, int64_t seq, proto::BatchF
     payload->resize(n);
     frame->set_zstd(true);
   } else {
-    payload->assign(raw_);  // incompressible: send it as is
+    payload->swap(raw_);  // incompressible: send it as is (raw_ keeps the other buffer for the next batch)
   }
   return Status::OK();
 }

@@ -90,6 +90,8 @@ struct Worker::Impl final : public proto::Worker::Service {
         r->set_compression(in.compression);
         r->set_records(in.records);
         r->set_finished(in.finished);
+        r->set_input_bytes(in.input_bytes);
+        r->set_byte_range(in.byte_range);
       }
     };
     std::thread producer([&] {
@@ -182,16 +184,41 @@ struct Worker::Impl final : public proto::Worker::Service {
 
     ++active;
     grpc::Status result = grpc::Status::OK;
+    // Since when a batch has waited for a credit (none granted in between),
+    // checked at least every half timeout.
+    Clock::time_point starved_since{};
+    const auto wake = options.stream_idle_timeout.count() > 0
+                          ? std::min<std::chrono::milliseconds>(std::chrono::milliseconds(200),
+                                                                std::max<std::chrono::milliseconds>(
+                                                                    std::chrono::milliseconds(1), options.stream_idle_timeout / 2))
+                          : std::chrono::milliseconds(200);
     for (;;) {
       proto::BatchFrame f;
       {
         std::unique_lock<std::mutex> l(mu);
-        cv.wait_for(l, std::chrono::milliseconds(200), [&] {
+        cv.wait_for(l, wake, [&] {
           return client_gone || stopping.load() || (credits > 0 && !queue.empty()) || (queue.empty() && produced_all);
         });
         if (ctx->IsCancelled() || stopping.load()) {
           result = grpc::Status(grpc::StatusCode::CANCELLED, "the worker is stopping");
           break;
+        }
+        if (credits <= 0 && !queue.empty() && !client_gone) {
+          const auto now = Clock::now();
+          if (starved_since == Clock::time_point{}) starved_since = now;
+          if (options.stream_idle_timeout.count() > 0 && now - starved_since >= options.stream_idle_timeout) {
+            Log("dropping the stream of " + split_name + " of job " + open.job_id() + " to " + ctx->peer() +
+                ": its consumer took no batch for " + std::to_string(options.stream_idle_timeout.count()) +
+                " ms (--stream-idle-timeout-ms); it re-reads the rest when it reads again");
+            proto::BatchFrame drop;
+            drop.set_seq(queue.front().seq());
+            drop.set_dropped_idle(true);
+            l.unlock();
+            stream->Write(drop);
+            break;
+          }
+        } else {
+          starved_since = Clock::time_point{};
         }
         if (queue.empty() && produced_all) break;
         if (client_gone && queue.empty()) break;

@@ -41,6 +41,11 @@ struct WorkerOptions {
   std::chrono::milliseconds heartbeat{500};
   bool exit_when_idle = false;
   int zstd_level = 1;
+  // A stream whose client grants no credit for this long while a batch waits
+  // is dropped (a log line; the client re-reads the rest when it reads again),
+  // so a stalled trainer does not hold the worker's buffer and pipeline.
+  // 0 = never.
+  std::chrono::milliseconds stream_idle_timeout{600000};
   std::function<void(const std::string&)> log;  // null: stderr "ctrain: worker: ..."
   // Called at every heartbeat (monitoring): batches/s and bytes/s produced over the
   // last >= 0.5 s, and the fill of the frame queue ahead of credits, [0, 1]. Null: none.

@@ -27,7 +27,8 @@ namespace {
 
 class PosixSequentialFile final : public SequentialFile {
  public:
-  PosixSequentialFile(std::string name, int fd, bool owns) : name_(std::move(name)), fd_(fd), owns_(owns) {}
+  PosixSequentialFile(std::string name, int fd, bool owns, uint64_t pos = 0)
+      : name_(std::move(name)), fd_(fd), owns_(owns), pos_(pos) {}
   ~PosixSequentialFile() override {
     if (owns_) ::close(fd_);
   }
@@ -54,6 +55,50 @@ class PosixSequentialFile final : public SequentialFile {
   bool owns_;
   uint64_t pos_ = 0;
 };
+
+class PosixRandomAccessFile final : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(std::string name, int fd, uint64_t size) : name_(std::move(name)), fd_(fd), size_(size) {}
+  ~PosixRandomAccessFile() override { ::close(fd_); }
+  StatusOr<size_t> ReadAt(uint64_t offset, char* buf, size_t n) const override {
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::pread(fd_, buf + got, n - got, static_cast<off_t>(offset + got));
+      if (r < 0) {
+        if (errno == EINTR || errno == EAGAIN) continue;
+        return ErrnoError(name_, "read at offset " + std::to_string(offset + got), errno);
+      }
+      if (r == 0) break;  // EOF
+      got += static_cast<size_t>(r);
+    }
+    return got;
+  }
+  uint64_t size() const override { return size_; }
+  const std::string& name() const override { return name_; }
+
+ private:
+  std::string name_;
+  int fd_;
+  uint64_t size_;
+};
+
+// open(2) + fstat(2) of a regular file; the fd, or an error naming `path`.
+StatusOr<int> OpenRegularFile(const std::string& path, uint64_t* size) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(path, "open", errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    return ErrnoError(path, "stat", e);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgumentError(path + ": not a regular file (a byte range of it cannot be read)");
+  }
+  *size = static_cast<uint64_t>(st.st_size);
+  return fd;
+}
 
 class MemoryFile final : public SequentialFile {
  public:
@@ -298,6 +343,26 @@ StatusOr<std::unique_ptr<SequentialFile>> OpenSequentialFile(const std::string& 
   return std::unique_ptr<SequentialFile>(new PosixSequentialFile(path, fd, true));
 }
 
+StatusOr<std::unique_ptr<SequentialFile>> OpenSequentialFileAt(const std::string& path, uint64_t offset) {
+  uint64_t size = 0;
+  CTRAIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path, &size));
+  if (::lseek(fd, static_cast<off_t>(offset), SEEK_SET) < 0) {
+    const int e = errno;
+    ::close(fd);
+    return ErrnoError(path, "seek to offset " + std::to_string(offset), e);
+  }
+#ifdef POSIX_FADV_SEQUENTIAL
+  ::posix_fadvise(fd, static_cast<off_t>(offset), 0, POSIX_FADV_SEQUENTIAL);
+#endif
+  return std::unique_ptr<SequentialFile>(new PosixSequentialFile(path, fd, true, offset));
+}
+
+StatusOr<std::unique_ptr<RandomAccessFile>> OpenRandomAccessFile(const std::string& path) {
+  uint64_t size = 0;
+  CTRAIN_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path, &size));
+  return std::unique_ptr<RandomAccessFile>(new PosixRandomAccessFile(path, fd, size));
+}
+
 std::unique_ptr<SequentialFile> NewMemoryFile(std::string name, std::string contents) {
   return std::make_unique<MemoryFile>(std::move(name), std::move(contents));
 }
@@ -518,13 +583,21 @@ Status LineReader::TooLong() const {
                               " bytes (no newline within " + n + " bytes; raise --max-line-bytes if it is real)");
 }
 
+void LineReader::StartAt(uint64_t offset, uint64_t lines_before, uint64_t stop_offset) {
+  consumed_ = offset;
+  consumed_start_ = offset;
+  line_number_ = lines_before;
+  stop_ = stop_offset;
+}
+
 StatusOr<bool> LineReader::Next(std::string_view* line) {
   for (;;) {
+    if (consumed_ + begin_ >= stop_) return false;  // the next line starts in the next range
     const char* nl = static_cast<const char*>(std::memchr(buf_.data() + begin_, '\n', end_ - begin_));
     if (nl != nullptr) {
       size_t len = static_cast<size_t>(nl - (buf_.data() + begin_));
       if (len > max_line_bytes_) return TooLong();
-      if (line_number_ == 0) CTRAIN_RETURN_IF_ERROR(CheckNoBom(std::string_view(buf_.data() + begin_, len)));
+      if (line_number_ == 0 && consumed_start_ == 0) CTRAIN_RETURN_IF_ERROR(CheckNoBom(std::string_view(buf_.data() + begin_, len)));
       *line = std::string_view(buf_.data() + begin_, len);
       line_offset_ = consumed_ + begin_;
       begin_ += len + 1;
@@ -534,7 +607,7 @@ StatusOr<bool> LineReader::Next(std::string_view* line) {
     if (eof_) {
       if (begin_ == end_) return false;
       if (end_ - begin_ > max_line_bytes_) return TooLong();
-      if (line_number_ == 0) CTRAIN_RETURN_IF_ERROR(CheckNoBom(std::string_view(buf_.data() + begin_, end_ - begin_)));
+      if (line_number_ == 0 && consumed_start_ == 0) CTRAIN_RETURN_IF_ERROR(CheckNoBom(std::string_view(buf_.data() + begin_, end_ - begin_)));
       *line = std::string_view(buf_.data() + begin_, end_ - begin_);
       line_offset_ = consumed_ + begin_;
       begin_ = end_;
@@ -551,8 +624,13 @@ StatusOr<bool> LineReader::Next(std::string_view* line) {
     }
     if (end_ > max_line_bytes_) return TooLong();  // no '\n' within max_line_bytes + 1 bytes
     if (end_ == buf_.size()) buf_.resize(std::min(buf_.size() * 2, max_line_bytes_ + 1));
-    CTRAIN_ASSIGN_OR_RETURN(size_t n, file_->Read(buf_.data() + end_, buf_.size() - end_));
-    if (n < buf_.size() - end_) eof_ = true;
+    size_t want = buf_.size() - end_;
+    if (stop_ != UINT64_MAX) {  // a range: read up to its end, then only what completes the last line
+      const uint64_t at = consumed_ + end_;
+      want = std::min<uint64_t>(want, at < stop_ ? stop_ - at : uint64_t{4} << 10);
+    }
+    CTRAIN_ASSIGN_OR_RETURN(size_t n, file_->Read(buf_.data() + end_, want));
+    if (n < want) eof_ = true;
     end_ += n;
   }
 }

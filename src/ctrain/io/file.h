@@ -66,6 +66,27 @@ struct StreamWaitOptions {
 StatusOr<std::unique_ptr<SequentialFile>> OpenSequentialFile(const std::string& path,
                                                              const StreamWaitOptions& wait = {});
 
+// Opens the regular file `path` for sequential reading from byte `offset`
+// (a byte-range split, data/record_index.h). position() counts from 0 as for
+// OpenSequentialFile, so it starts at `offset`. Errors: those of
+// OpenSequentialFile; InvalidArgument when `path` is not a regular file.
+StatusOr<std::unique_ptr<SequentialFile>> OpenSequentialFileAt(const std::string& path, uint64_t offset);
+
+// Positional reads of a regular file (pread(2)), for walking record headers
+// without reading the payloads between them.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads up to n bytes at `offset` into buf; fewer than n only at end of file.
+  // Errors: ErrnoError naming the path and the offset.
+  virtual StatusOr<size_t> ReadAt(uint64_t offset, char* buf, size_t n) const = 0;
+  virtual uint64_t size() const = 0;  // at open
+  virtual const std::string& name() const = 0;
+};
+// Errors: those of open(2)/fstat(2) naming the path; InvalidArgument when it is
+// not a regular file.
+StatusOr<std::unique_ptr<RandomAccessFile>> OpenRandomAccessFile(const std::string& path);
+
 // A stream over bytes held in memory (the file keeps its own copy).
 std::unique_ptr<SequentialFile> NewMemoryFile(std::string name, std::string contents);
 
@@ -165,6 +186,14 @@ class LineReader {
   // no text format has one, and it would corrupt the first label or cell.
   // (Errors are not sticky: callers stop at the first one.)
   StatusOr<bool> Next(std::string_view* line);
+  // Reading a byte range (a split of one file): the stream given to the
+  // constructor starts at stream offset `offset`, which lies on line
+  // `lines_before` + 1 (lines_before = newlines before `offset`); Next returns
+  // no line that starts at or after `stop_offset` (false instead), and reads
+  // past it only the bytes that complete the line crossing it (in 4 KiB
+  // reads). Call before the
+  // first Next. (The BOM check applies to line 1 only.)
+  void StartAt(uint64_t offset, uint64_t lines_before, uint64_t stop_offset);
   // 1-based number of the line last returned.
   uint64_t line_number() const { return line_number_; }
   // Byte offset (in the stream) of the first byte of the line last returned.
@@ -185,6 +214,8 @@ class LineReader {
   uint64_t line_number_ = 0;
   uint64_t line_offset_ = 0;
   uint64_t consumed_ = 0;  // stream offset of buf_[0]
+  uint64_t stop_ = UINT64_MAX;  // StartAt's stop_offset
+  uint64_t consumed_start_ = 0;  // StartAt's offset: the BOM check needs the file's first byte
   bool unterminated_ = false;
 };
 

@@ -70,6 +70,22 @@ StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::FromFile(std::unique_p
   return std::unique_ptr<TFRecordReader>(new TFRecordReader(std::move(stream), options, effective, file_size));
 }
 
+StatusOr<std::unique_ptr<TFRecordReader>> TFRecordReader::FromUncompressedRange(std::unique_ptr<SequentialFile> file,
+                                                                                const TFRecordReaderOptions& options,
+                                                                                uint64_t file_size,
+                                                                                const TFRecordRange& range) {
+  if (options.skip_corrupt_records)
+    return InvalidArgumentError(file->name() + ": a byte range of a TFRecord file cannot be read with skip_corrupt_records");
+  if (range.start_offset > file_size)
+    return InvalidArgumentError(file->name() + ": range start " + std::to_string(range.start_offset) +
+                                " is past the end of the file (" + std::to_string(file_size) + " bytes)");
+  std::unique_ptr<TFRecordReader> r(new TFRecordReader(std::move(file), options, Compression::kNone, file_size));
+  r->base_ = range.start_offset;
+  r->next_index_ = range.start_index;
+  r->stop_ = range.stop_offset;
+  return r;
+}
+
 Status TFRecordReader::Fail(Status s) {
   error_ = s;
   return s;
@@ -115,6 +131,11 @@ Status TFRecordReader::Fill(size_t need) {
       cap_ = ncap;
     }
     size_t room = cap_ - end_;
+    if (stop_ != UINT64_MAX) {  // a range: read up to its end, then only what completes the last record
+      const uint64_t at = base_ + end_;
+      const uint64_t deficit = need - (end_ - begin_);
+      room = static_cast<size_t>(std::min<uint64_t>(room, at < stop_ ? std::max(stop_ - at, deficit) : deficit));
+    }
     CTRAIN_ASSIGN_OR_RETURN(size_t k, file_->Read(buf_.get() + end_, room));
     if (k < room) eof_ = true;
     end_ += k;
@@ -174,6 +195,7 @@ Status TFRecordReader::Resync() {
 StatusOr<bool> TFRecordReader::Next(std::string_view* record) {
   if (!error_.ok()) return error_;
   for (;;) {
+    if (base_ + begin_ >= stop_) return false;  // the next record belongs to the next range
     if (end_ - begin_ < kTFRecordHeaderBytes) {
       if (Status s = Fill(kTFRecordHeaderBytes); !s.ok()) return Fail(std::move(s));
     }

@@ -85,6 +85,16 @@ struct TFRecordReaderOptions {
   size_t buffer_bytes = size_t{1} << 20;
 };
 
+// A byte range of an uncompressed TFRecord file (a split of one file,
+// data/record_index.h): the reader starts at the header of record
+// `start_index` at `start_offset` and returns the records whose header lies
+// before `stop_offset`.
+struct TFRecordRange {
+  uint64_t start_offset = 0;
+  uint64_t start_index = 0;
+  uint64_t stop_offset = UINT64_MAX;
+};
+
 class TFRecordReader {
  public:
   struct Counters {
@@ -106,6 +116,18 @@ class TFRecordReader {
   static StatusOr<std::unique_ptr<TFRecordReader>> FromFile(std::unique_ptr<SequentialFile> file,
                                                             const TFRecordReaderOptions& options = {},
                                                             std::optional<uint64_t> file_size = std::nullopt);
+
+  // Reads `range` of an uncompressed file of `file_size` bytes; `file` is
+  // positioned at range.start_offset (io::OpenSequentialFileAt). Next returns
+  // false at the first record whose header lies at or after range.stop_offset,
+  // and no byte past stop_offset is read except those of the record that
+  // crosses it. record_index(), record_offset() and messages use the file's
+  // own indices and offsets. No compression detection (a mid-file offset may
+  // look like any magic). skip_corrupt_records must be false (a resync could
+  // cross into the next range): InvalidArgument otherwise.
+  static StatusOr<std::unique_ptr<TFRecordReader>> FromUncompressedRange(std::unique_ptr<SequentialFile> file,
+                                                                         const TFRecordReaderOptions& options,
+                                                                         uint64_t file_size, const TFRecordRange& range);
 
   TFRecordReader(const TFRecordReader&) = delete;
   TFRecordReader& operator=(const TFRecordReader&) = delete;
@@ -144,6 +166,7 @@ class TFRecordReader {
   size_t begin_ = 0, end_ = 0;  // unread bytes are buf_[begin_, end_)
   uint64_t base_ = 0;           // stream offset of buf_[0]
   bool eof_ = false;
+  uint64_t stop_ = UINT64_MAX;  // TFRecordRange::stop_offset
   uint64_t next_index_ = 0;
   uint64_t record_index_ = 0;
   uint64_t record_offset_ = 0;
