@@ -63,6 +63,8 @@ struct WorkerFlags {
   int64_t buffer_bytes = int64_t{64} << 20;
   int64_t heartbeat_ms = 500;
   bool exit_when_idle = false;
+  int64_t idle_grace_seconds = 600;
+  int64_t dispatcher_wait_seconds = 600;
   MonitorFlags monitor;
 };
 
@@ -77,6 +79,11 @@ Status RunWorker(const WorkerFlags& fl) {
   if (fl.heartbeat_ms < 10) return InvalidArgumentError("--heartbeat-ms must be >= 10");
   o.heartbeat = std::chrono::milliseconds(fl.heartbeat_ms);
   o.exit_when_idle = fl.exit_when_idle;
+  if (fl.idle_grace_seconds < 0) return InvalidArgumentError("--idle-grace-seconds must be >= 0 (0 = no limit)");
+  if (fl.dispatcher_wait_seconds < 0)
+    return InvalidArgumentError("--dispatcher-wait-seconds must be >= 0 (0 = no limit)");
+  o.idle_grace = std::chrono::seconds(fl.idle_grace_seconds);
+  o.dispatcher_wait = std::chrono::seconds(fl.dispatcher_wait_seconds);
   // glibc gives every thread that frees memory allocated elsewhere its own
   // arena (8 per core by default); gRPC's send buffers and the split pipelines
   // do that all the time, and the arenas keep the memory (+75 MiB measured,
@@ -188,7 +195,14 @@ Command AddDataServiceCommand(CLI::App& app) {
       ->capture_default_str();
   w->add_option("--heartbeat-ms,--heartbeat_ms", wfl->heartbeat_ms, "Heartbeat interval")->capture_default_str();
   w->add_flag("--exit-when-idle,--exit_when_idle", wfl->exit_when_idle,
-              "Exit 0 once every job has finished and no stream is open");
+              "Exit 0 when idle (no stream open, no unfinished job) after the last job it saw finished, or when no "
+              "work arrived within --idle-grace-seconds of registering");
+  w->add_option("--idle-grace-seconds,--idle_grace_seconds", wfl->idle_grace_seconds,
+                "--exit-when-idle: how long to wait for work after registering (0 = no limit)")
+      ->capture_default_str();
+  w->add_option("--dispatcher-wait-seconds,--dispatcher_wait_seconds", wfl->dispatcher_wait_seconds,
+                "The longest the dispatcher may stay unreachable before the worker fails (0 = no limit)")
+      ->capture_default_str();
   wfl->monitor.Register(w);
   subs.push_back({w, [wfl] { return RunWorker(*wfl); }});
 

@@ -56,6 +56,10 @@ void DataServiceClientFlags::Register(CLI::App* app, bool required) {
   app->add_option("--data-service-max-open-splits,--data_service_max_open_splits", max_open_splits,
                   "Splits streamed at once")
       ->capture_default_str();
+  app->add_option("--data-service-wait-seconds,--data_service_wait_seconds", wait_seconds,
+                  "The longest wait for the dispatcher, a live worker or the next batch before failing (0 = no "
+                  "limit)")
+      ->capture_default_str();
   RegisterSecurityFlags(app, &security);
 }
 

@@ -32,6 +32,7 @@ struct WorkerRecord {
   int32_t threads = 0;
   int32_t assigned_since_heartbeat = 0;
   bool heard_shutdown = false;
+  bool left = false;  // said it is exiting: not live until it heartbeats again
 };
 
 struct ConsumerRecord {
@@ -77,7 +78,12 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
     return Status::OK();
   }
 
-  bool Alive(const WorkerRecord& w, Clock::time_point now) const { return now - w.last_seen < options.worker_timeout; }
+  // Live: heard from within the lease (--worker-timeout-ms) since this
+  // dispatcher started (workers are not journaled: a restored dispatcher
+  // routes nothing to a worker until it heartbeats again), and not leaving.
+  bool Alive(const WorkerRecord& w, Clock::time_point now) const {
+    return !w.left && now - w.last_seen < options.worker_timeout;
+  }
 
   // A call from consumer k of `job` with `session`: refused when a later join
   // took the index over; adopted when this dispatcher has not seen a join
@@ -275,6 +281,13 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
     auto [it, added] = workers.try_emplace(req->worker_address());
     WorkerRecord& w = it->second;
     const bool was_dead = !added && !Alive(w, Clock::now());
+    if (req->leaving()) {  // off the live list now: no split goes to it any more
+      if (!was_dead) Log("worker " + req->worker_address() + " left");
+      w.left = true;
+      resp->set_shutdown(shutdown.load());
+      return grpc::Status::OK;
+    }
+    w.left = false;
     w.last_seen = Clock::now();
     w.stats = req->stats();
     w.threads = req->threads();
@@ -283,6 +296,10 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
     resp->set_shutdown(shutdown.load());
     if (shutdown.load()) w.heard_shutdown = true;
     resp->set_all_jobs_finished(state.all_jobs_finished());
+    int32_t unfinished = 0;
+    for (const auto& [name, j] : state.jobs()) unfinished += j.finished() ? 0 : 1;
+    resp->set_unfinished_jobs(unfinished);
+    resp->set_jobs(static_cast<int32_t>(state.jobs().size()));
     return grpc::Status::OK;
   }
 

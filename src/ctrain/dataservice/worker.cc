@@ -53,6 +53,26 @@ struct Worker::Impl final : public proto::Worker::Service {
       Logf("worker: %s\n", line.c_str());
   }
 
+  // A heartbeat with this worker's figures.
+  proto::WorkerHeartbeatRequest Heartbeat(double bps, double Bps) {
+    proto::WorkerHeartbeatRequest req;
+    req.set_worker_address(address);
+    req.set_threads(options.threads);
+    proto::WorkerStats* st = req.mutable_stats();
+    st->set_batches(batches);
+    st->set_bytes(bytes);
+    st->set_batches_per_sec(bps);
+    st->set_bytes_per_sec(Bps);
+    st->set_active_streams(active);
+    {
+      std::lock_guard<std::mutex> b(budget_mu);
+      st->set_buffered_bytes(buffered);
+      st->set_queue_fill(std::min(1.0, static_cast<double>(buffered) / options.max_buffer_bytes));
+    }
+    st->set_rss_bytes(ProcessRssBytes());
+    return req;
+  }
+
   grpc::Status StreamSplit(grpc::ServerContext* ctx,
                            grpc::ServerReaderWriter<proto::BatchFrame, proto::StreamRequest>* stream) override {
     if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
@@ -276,8 +296,12 @@ Status Worker::Run(const std::atomic<int>* stop) {
   auto last_rate_at = start;
   int64_t last_batches = 0, last_bytes = 0;
   double bps = 0, Bps = 0;
-  bool told_registered = false;
+  bool registered = false;
+  bool saw_work = false;  // an unfinished job, a new job or an open stream since registering
+  int32_t jobs_at_registration = 0;
+  Clock::time_point idle_since;  // registration or the last heartbeat with work
   std::string why;
+  Status result;
   for (;;) {
     const auto now = Clock::now();
     const double dt = std::chrono::duration<double>(now - last_rate_at).count();
@@ -286,43 +310,52 @@ Status Worker::Run(const std::atomic<int>* stop) {
       Bps = (m.bytes - last_bytes) / dt;
       last_batches = m.batches, last_bytes = m.bytes, last_rate_at = now;
     }
-    proto::WorkerHeartbeatRequest req;
-    req.set_worker_address(m.address);
-    req.set_threads(m.options.threads);
-    proto::WorkerStats* st = req.mutable_stats();
-    st->set_batches(m.batches);
-    st->set_bytes(m.bytes);
-    st->set_batches_per_sec(bps);
-    st->set_bytes_per_sec(Bps);
-    st->set_active_streams(m.active);
-    {
-      std::lock_guard<std::mutex> b(m.budget_mu);
-      st->set_buffered_bytes(m.buffered);
-      st->set_queue_fill(std::min(1.0, static_cast<double>(m.buffered) / m.options.max_buffer_bytes));
-    }
-    st->set_rss_bytes(ProcessRssBytes());
-    if (m.options.on_stats) m.options.on_stats(bps, Bps, st->queue_fill());
+    proto::WorkerHeartbeatRequest req = m.Heartbeat(bps, Bps);
+    if (m.options.on_stats) m.options.on_stats(bps, Bps, req.stats().queue_fill());
     grpc::ClientContext ctx;
     service::PrepareContext(&ctx, m.options.channel, std::chrono::milliseconds(2000));
     proto::WorkerHeartbeatResponse resp;
     grpc::Status s = m.dispatcher->WorkerHeartbeat(&ctx, req, &resp);
     if (s.ok()) {
       last_ok = now;
-      if (!told_registered) {
+      if (!registered) {
         m.Log("registered with the dispatcher " + m.options.dispatcher + " as " + m.address);
-        told_registered = true;
+        registered = true;
+        idle_since = now;
+        jobs_at_registration = resp.jobs();
       }
       if (resp.shutdown()) {
         why = "the data service is shutting down";
         break;
       }
-      if (m.options.exit_when_idle && resp.all_jobs_finished() && m.active == 0) {
-        why = "every job has finished (--exit-when-idle)";
-        break;
+      const bool busy = resp.unfinished_jobs() > 0 || m.active > 0;
+      // A job created since (even one started and finished between two heartbeats) is work seen.
+      if (busy || resp.jobs() > jobs_at_registration) saw_work = true;
+      if (busy) idle_since = now;
+      if (m.options.exit_when_idle && !busy) {
+        if (saw_work) {
+          why = "every job has finished (--exit-when-idle)";
+          break;
+        }
+        if (m.options.idle_grace.count() > 0 && now - idle_since >= m.options.idle_grace) {
+          why = "no work arrived within " + std::to_string(m.options.idle_grace.count()) +
+                " s of registering (--exit-when-idle, --idle-grace-seconds)";
+          break;
+        }
       }
     } else {
-      if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT)
-        return service::FromGrpcStatus(s, "dispatcher " + m.options.dispatcher);
+      if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+        result = service::FromGrpcStatus(s, "dispatcher " + m.options.dispatcher);
+        why = "refused by the dispatcher";
+        break;
+      }
+      if (m.options.dispatcher_wait.count() > 0 && now - last_ok >= m.options.dispatcher_wait) {
+        result = DeadlineExceededError("gave up waiting for the dispatcher " + m.options.dispatcher + " after " +
+                                       std::to_string(m.options.dispatcher_wait.count()) +
+                                       " s (--dispatcher-wait-seconds): " + s.error_message());
+        why = "the dispatcher is unreachable";
+        break;
+      }
       if (now - last_notice >= std::chrono::seconds(5)) {
         m.Log("waiting for the dispatcher " + m.options.dispatcher + " (" +
               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - last_ok).count()) +
@@ -341,11 +374,19 @@ Status Worker::Run(const std::atomic<int>* stop) {
   }
 done:
   m.Log(why);
+  if (registered && result.ok()) {  // off the dispatcher's live list now, not after its timeout
+    proto::WorkerHeartbeatRequest req = m.Heartbeat(bps, Bps);
+    req.set_leaving(true);
+    grpc::ClientContext ctx;
+    service::PrepareContext(&ctx, m.options.channel, std::chrono::milliseconds(1000));
+    proto::WorkerHeartbeatResponse resp;
+    (void)m.dispatcher->WorkerHeartbeat(&ctx, req, &resp);  // best effort: the lease ends it otherwise
+  }
   m.stopping = true;
   m.server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   m.server.server->Wait();
   m.server.server.reset();
-  return Status::OK();
+  return result;
 }
 
 }  // namespace ctrain::dataservice

@@ -296,6 +296,10 @@ std::vector<OptionSpec> Build() {
   add(Entry("data_service_max_open_splits", {}, "splits", "Splits streamed at once", kService)
           .needs(static_cast<ModeSet>(M::kDataService))
           .bind(FIELD(data_service.max_open_splits)));
+  add(Entry("data_service_wait_seconds", {}, "seconds", "The longest wait for the dispatcher, a live worker or the "
+                                                        "next batch before failing (0 = no limit)", kService)
+          .needs(static_cast<ModeSet>(M::kDataService))
+          .bind(FIELD(data_service.wait_seconds)));
   const ModeSet remote = M::kDataService | kPs;
   add(Entry("token_file", {}, "path", "File holding the service token (default: $CTRAIN_SERVICE_TOKEN; none = no "
                                      "authentication)", kAll)
