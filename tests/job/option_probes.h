@@ -125,6 +125,7 @@ inline const std::map<std::string, Probe>& Probes() {
       {"token_file", {"@/missing-token", Expect::kFails, {}, {}, "missing-token"}},
       {"tls_cert", {"@/missing.pem", Expect::kFails, {}, {}, "--tls-cert"}},  // without --tls-ca: refused by name
       {"tls_key", {"@/missing.key", Expect::kFails, {}, {}, "--tls-key"}},
+      {"training_job_name", {"matrix-job", Expect::kRuns}},  // servers without a name accept it; tests/dataservice: refusals
       {"tls_ca", {"@/missing-ca.pem", Expect::kFails, {}, {}, "missing-ca.pem"}},
       {"ps", {nullptr, Expect::kBase}},
       {"worker_index", {nullptr, Expect::kBase}},  // one worker here; tests/ps run several

@@ -57,6 +57,11 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
   std::atomic<bool> shutdown{false};
   Clock::time_point shutdown_at;
 
+  // The token and the training job of a call (service/auth.h CheckCaller).
+  grpc::Status Check(const grpc::ServerContext& ctx) const {
+    return service::CheckCaller(ctx, options.server.token, options.server.training_job_name, options.server.role);
+  }
+
   void Log(const std::string& line) const {
     if (options.log)
       options.log(line);
@@ -114,7 +119,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status RegisterDataset(grpc::ServerContext* ctx, const proto::RegisterDatasetRequest* req,
                                proto::RegisterDatasetResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     proto::DatasetDef def = req->dataset();
     std::vector<std::string> patterns(def.files().begin(), def.files().end());
     for (const std::string& p : patterns)
@@ -148,7 +153,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
   }
 
   grpc::Status JoinJob(grpc::ServerContext* ctx, const proto::JoinJobRequest* req, proto::JoinJobResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu);
     const bool existed = state.job(req->job_name()) != nullptr;
     StatusOr<std::vector<json>> events = state.JoinEvents(*req);
@@ -175,7 +180,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status GetSplit(grpc::ServerContext* ctx, const proto::GetSplitRequest* req,
                         proto::GetSplitResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     const auto now = Clock::now();
     std::lock_guard<std::mutex> lock(mu);
     const JobInfo* j = state.job(req->job_id());
@@ -246,7 +251,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status CompleteSplit(grpc::ServerContext* ctx, const proto::CompleteSplitRequest* req,
                              proto::CompleteSplitResponse*) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu);
     if (state.job(req->job_id()) != nullptr && state.job(req->job_id())->consumers.count(req->consumer_index()))
       if (grpc::Status ss = CheckSession(req->job_id(), req->consumer_index(), req->session()); !ss.ok()) return ss;
@@ -257,7 +262,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status ReleaseJob(grpc::ServerContext* ctx, const proto::ReleaseJobRequest* req,
                           proto::ReleaseJobResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu);
     if (state.job(req->job_id()) != nullptr && state.job(req->job_id())->consumers.count(req->consumer_index()))
       if (grpc::Status ss = CheckSession(req->job_id(), req->consumer_index(), req->session()); !ss.ok()) return ss;
@@ -274,7 +279,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status WorkerHeartbeat(grpc::ServerContext* ctx, const proto::WorkerHeartbeatRequest* req,
                                proto::WorkerHeartbeatResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     if (Status s = service::CheckHostPort(req->worker_address(), "worker_address"); !s.ok())
       return service::ToGrpcStatus(s);
     std::lock_guard<std::mutex> lock(mu);
@@ -304,13 +309,13 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
   }
 
   grpc::Status GetStatus(grpc::ServerContext* ctx, const proto::GetStatusRequest*, proto::GetStatusResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     resp->set_status_json(StatusDoc());
     return grpc::Status::OK;
   }
 
   grpc::Status Shutdown(grpc::ServerContext* ctx, const proto::ShutdownRequest*, proto::ShutdownResponse*) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     if (!shutdown.exchange(true)) {
       std::lock_guard<std::mutex> lock(mu);
       shutdown_at = Clock::now();
@@ -407,6 +412,7 @@ std::string Dispatcher::StatusJson() const { return impl_->StatusDoc(); }
 StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  if (impl->options.server.role == "server") impl->options.server.role = "data-service dispatcher";
   if (!options.work_dir.empty()) {
     std::vector<std::string> records;
     service::JournalOpenInfo info;

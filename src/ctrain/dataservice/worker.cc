@@ -46,6 +46,11 @@ struct Worker::Impl final : public proto::Worker::Service {
   std::condition_variable budget_cv;
   int64_t buffered = 0;  // GUARDED_BY(budget_mu)
 
+  // The token and the training job of a call (service/auth.h CheckCaller).
+  grpc::Status Check(const grpc::ServerContext& ctx) const {
+    return service::CheckCaller(ctx, options.server.token, options.server.training_job_name, options.server.role);
+  }
+
   void Log(const std::string& line) const {
     if (options.log)
       options.log(line);
@@ -75,7 +80,7 @@ struct Worker::Impl final : public proto::Worker::Service {
 
   grpc::Status StreamSplit(grpc::ServerContext* ctx,
                            grpc::ServerReaderWriter<proto::BatchFrame, proto::StreamRequest>* stream) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     proto::StreamRequest open;
     if (!stream->Read(&open))
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "StreamSplit: the stream ended before its first message");
@@ -282,6 +287,7 @@ StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& options) {
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  if (impl->options.server.role == "server") impl->options.server.role = "data-service worker";
   CTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> ch, service::MakeChannel(options.dispatcher, options.channel));
   impl->dispatcher = proto::Dispatcher::NewStub(ch);
   CTRAIN_ASSIGN_OR_RETURN(impl->server, service::StartServer(options.server, {impl.get()}));
@@ -344,7 +350,8 @@ Status Worker::Run(const std::atomic<int>* stop) {
         }
       }
     } else {
-      if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+          s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
         result = service::FromGrpcStatus(s, "dispatcher " + m.options.dispatcher);
         why = "refused by the dispatcher";
         break;

@@ -311,6 +311,12 @@ std::vector<OptionSpec> Build() {
   add(Entry("tls_key", {}, "path", "TLS: the private key of --tls-cert (PEM)", kAll)
           .needs(remote)
           .bind(FIELD(data_service.security.tls_key)));
+  add(Entry("training_job_name", {}, "", "The training job this trainer belongs to, sent on every call to the data "
+                                         "service or the parameter servers: a server of another job refuses it "
+                                         "(\"\" = none)", kAll)
+          .needs(remote)
+          .launch("TRAINING_JOB_NAME, or a fingerprint of the job's contract")
+          .bind(FIELD(data_service.security.training_job_name)));
   add(Entry("tls_ca", {}, "path", "TLS: CA certificates (PEM) to verify the servers this process calls", kAll)
           .needs(remote)
           .bind(FIELD(data_service.security.tls_ca)));

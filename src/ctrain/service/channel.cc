@@ -45,6 +45,7 @@ StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, 
 
 void PrepareContext(grpc::ClientContext* context, const ChannelConfig& config, std::chrono::milliseconds timeout) {
   AttachToken(context, config.token);
+  AttachTrainingJob(context, config.training_job_name);
   if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
 }
 

@@ -19,6 +19,9 @@ namespace ctrain::service {
 
 struct ChannelConfig {
   std::string token;        // sent on every call (auth.h)
+  // The training job this client belongs to, sent on every call (auth.h
+  // kTrainingJobHeader); "" = none. A server of another job refuses the call.
+  std::string training_job_name;
   // TLS: ca = the servers' CA (PEM path); cert + key = this client's
   // certificate for mutual TLS. Empty ca: plaintext.
   std::string tls_ca, tls_cert, tls_key;
