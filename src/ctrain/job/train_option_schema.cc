@@ -447,6 +447,16 @@ std::vector<OptionSpec> Build() {
                                                 "predictions and validation metrics are corrected; recorded in "
                                                 "checkpoints", kAll)
           .bind(FIELD(train_options.negative_downsampling_rate)));
+  // The options every rank of one mpirun job must agree on (OptionSpec::same_on_every_rank).
+  for (const char* name :
+       {"format", "field_size", "id_base", "feature_size", "embedding_size", "deep_layers", "dropout", "batch_norm",
+        "l2_reg", "mixed_precision", "batch_size", "epochs", "max_steps", "learning_rate", "optimizer", "input_mode",
+        "drop_remainder", "data_service", "processing_mode", "job_name", "num_splits", "lr_scaling",
+        "check_replicas_every", "lr_warmup_steps", "lr_decay", "lr_decay_steps", "lr_decay_rate",
+        "lr_decay_staircase", "lr_decay_alpha", "negative_downsampling"}) {
+    auto it = std::find_if(t.begin(), t.end(), [&](const OptionSpec& s) { return s.name == name; });
+    if (it != t.end()) it->same_on_every_rank = true;  // all 30 are in the table (tests/job/train_job_test.cc)
+  }
   return t;
 }
 
