@@ -147,9 +147,11 @@ inline const std::map<std::string, Probe>& Probes() {
       {"data_service_compression", {"zstd", Expect::kSame}},
       {"data_service_buffer_bytes", {1 << 20, Expect::kSame}},
       {"data_service_max_open_splits", {1, Expect::kSame}},
+      {"data_service_wait_seconds", {-1, Expect::kFails, {}, {}, "--data-service-wait-seconds"}},
       {"token_file", {"@/missing-token", Expect::kFails, {}, {}, "missing-token"}},
       {"tls_cert", {"@/missing.pem", Expect::kFails, {}, {}, "--tls-cert"}},  // without --tls-ca: refused by name
       {"tls_key", {"@/missing.key", Expect::kFails, {}, {}, "--tls-key"}},
+      {"training_job_name", {"matrix-job", Expect::kRuns}},  // servers without a name accept it; tests/dataservice: refusals
       {"tls_ca", {"@/missing-ca.pem", Expect::kFails, {}, {}, "missing-ca.pem"}},
       {"ps", {nullptr, Expect::kBase}},
       {"worker_index", {nullptr, Expect::kBase}},  // one worker here; tests/ps run several

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "ctrain/job/infer_job.h"
+#include "ctrain/job/option_schema.h"
 #include "ctrain/job/explicit_options.h"
 #include "testing/temp_dir.h"
 
@@ -126,4 +127,18 @@ TEST(ExplicitOptions, FlagNames) {
 }
 
 }  // namespace
+// The options every mpirun rank must agree on (docs/distributed.md#failure-behaviour): all 30
+// names of the list in train_option_schema.cc are options of the table (a misspelt one would
+// silently not be compared), and no per-rank option is among them.
+TEST(TrainOptionSchema, TheOptionsEveryRankMustAgreeOnAreInTheTable) {
+  int n = 0;
+  for (const OptionSpec& s : TrainOptionSchema()) n += s.same_on_every_rank ? 1 : 0;
+  EXPECT_EQ(n, 30);
+  for (const char* per_rank : {"train", "valid", "model_dir", "metrics_json", "monitor_dir", "shard_index",
+                               "num_shards", "consumer_index", "seed", "intra_op_parallelism_threads", "cache"})
+    EXPECT_FALSE(FindTrainOption(per_rank)->same_on_every_rank) << per_rank;
+  EXPECT_TRUE(FindTrainOption("feature_size")->same_on_every_rank);
+  EXPECT_TRUE(FindTrainOption("learning_rate")->same_on_every_rank);
+}
+
 }  // namespace ctrain::job

@@ -192,7 +192,8 @@ TEST(MapHyperparameters, EveryOptionOfTheSchemaIsAHyperparameterOrSetByTheLaunch
     for (const std::string& a : m->train_args) EXPECT_EQ(a.rfind(s.flag() + "=", 0), 0u) << a;
     ++mapped;
   }
-  EXPECT_EQ(set_by_launch, 8);  // config, train, valid, model_dir, monitor_dir, monitor_interval_ms, metrics_json, data_service
+  EXPECT_EQ(set_by_launch, 9);  // config, train, valid, model_dir, monitor_dir, monitor_interval_ms, metrics_json,
+                                // data_service, training_job_name
   EXPECT_GT(mapped, 70);
 }
 

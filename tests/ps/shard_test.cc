@@ -4,6 +4,7 @@
 #include "ctrain/ps/shard.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <memory>
 #include <string>
@@ -124,6 +125,38 @@ TEST(PsShardTest, InitRefusesDenseShapesThatOverflowOrAreNegative) {
   proto::InitRequest good;  // the shard is still uninitialised and takes a valid spec
   *good.mutable_spec() = Spec(SmallModel(50, 4), "sgd");
   EXPECT_TRUE((*s)->Init(good, &resp).ok());
+}
+
+}  // namespace
+}  // namespace ctrain::ps
+
+namespace ctrain::ps {
+namespace {
+
+// A trainer whose configuration differs from the one the servers hold is refused naming
+// the setting (issue #21 item 4): the servers run the optimizer, so another learning rate
+// would otherwise be ignored in silence; another model names the key and both values.
+TEST(PsShardTest, ATrainerWithAnotherConfigurationIsRefusedNamingTheSetting) {
+  auto s = InitialisedShard();  // adam, learning rate 0.05, SmallModel(50, 4)
+  proto::InitResponse resp;
+  proto::InitRequest lr;
+  *lr.mutable_spec() = Spec(SmallModel(50, 4), "adam");
+  nlohmann::json oj = nlohmann::json::parse(lr.spec().optimizer_json());
+  oj["learning_rate"] = 0.1;
+  lr.mutable_spec()->set_optimizer_json(oj.dump());
+  Status st = s->Init(lr, &resp);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("holds a model with optimizer setting learning_rate 0.05"), std::string::npos)
+      << st.ToString();
+  EXPECT_NE(st.message().find("this trainer asks for 0.1"), std::string::npos) << st.ToString();
+  proto::InitRequest model;
+  *model.mutable_spec() = Spec(SmallModel(60, 4), "adam");
+  st = s->Init(model, &resp);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_NE(st.message().find("50, this trainer asks for 60"), std::string::npos) << st.ToString();
+  proto::InitRequest same;  // the same configuration still joins
+  *same.mutable_spec() = Spec(SmallModel(50, 4), "adam");
+  EXPECT_TRUE(s->Init(same, &resp).ok());
 }
 
 }  // namespace

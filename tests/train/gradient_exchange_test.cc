@@ -95,6 +95,13 @@ class LoopbackExchange final : public GradientExchange {
     ++hash_checks;
     return Status::OK();
   }
+  Status AllgatherStrings(const std::string& mine, std::vector<std::string>* all, std::string_view) override {
+    Deposit(mine.data(), mine.size());
+    all->clear();
+    for (int r = 0; r < hub_->n; ++r) all->emplace_back(hub_->in[r].begin(), hub_->in[r].end());
+    hub_->bar.arrive_and_wait();
+    return Status::OK();
+  }
   int64_t hash_checks = 0;
 
  private:
@@ -146,14 +153,14 @@ struct RankRun {
   Status status;
 };
 
-// Trains shards[r] on rank r of a loopback job; stop[r] (may be null) is rank r's stop flag.
-std::vector<RankRun> RunJob(const std::vector<Dataset>& shards, const TrainOptions& o,
-                            const std::vector<const std::atomic<int>*>& stop = {}) {
+// Trains shards[r] on rank r of a loopback job with options[r]; stop[r] (may be null) is rank r's stop flag.
+std::vector<RankRun> RunJobWith(const std::vector<Dataset>& shards, const std::vector<TrainOptions>& options,
+                                const std::vector<const std::atomic<int>*>& stop = {}) {
   const int n = static_cast<int>(shards.size());
   Hub hub(n);
   std::vector<RankRun> runs(n);
   for (int r = 0; r < n; ++r) {
-    StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(o);
+    StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(options[r]);
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     runs[r].trainer = std::move(*t);
     runs[r].exchange = std::make_unique<LoopbackExchange>(&hub, r);
@@ -165,6 +172,31 @@ std::vector<RankRun> RunJob(const std::vector<Dataset>& shards, const TrainOptio
     threads.emplace_back([&, r] { runs[r].status = runs[r].trainer->Train(shards[r], nullptr, &runs[r].result); });
   for (auto& t : threads) t.join();
   return runs;
+}
+
+// The same options on every rank.
+std::vector<RankRun> RunJob(const std::vector<Dataset>& shards, const TrainOptions& o,
+                            const std::vector<const std::atomic<int>*>& stop = {}) {
+  return RunJobWith(shards, std::vector<TrainOptions>(shards.size(), o), stop);
+}
+
+// shared/cases/B42: ranks whose parameters differ in shape stop before the initial
+// broadcast, every rank with the same error naming the parameter and each rank's shape.
+TEST(GradientExchange, RanksWithParametersOfAnotherShapeStopBeforeAnyStepNamingTheParameter) {
+  TrainOptions other = Small(32);
+  other.model.deep_layers = {16, 17};
+  std::vector<RankRun> runs = RunJobWith({Shard(2, 0), Shard(2, 1)}, {Small(32), other});
+  for (auto& run : runs) {
+    EXPECT_EQ(run.status.code(), StatusCode::kFailedPrecondition) << run.status.ToString();
+    EXPECT_NE(run.status.message().find("the shapes of the parameters differ between the ranks, so no step ran"),
+              std::string::npos)
+        << run.status.ToString();
+    EXPECT_NE(run.status.message().find(",16] (rank 0), ["), std::string::npos) << run.status.ToString();
+    EXPECT_NE(run.status.message().find(",17] (rank 1)"), std::string::npos) << run.status.ToString();
+    EXPECT_EQ(run.result.steps, 0);
+    EXPECT_EQ(run.exchange->hash_checks, 0);  // no step: no replica check either
+  }
+  EXPECT_EQ(runs[0].status.message(), runs[1].status.message());
 }
 
 std::vector<float> Predictions(Trainer& t) {

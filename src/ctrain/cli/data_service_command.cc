@@ -64,6 +64,8 @@ struct WorkerFlags {
   int64_t heartbeat_ms = 500;
   int64_t stream_idle_timeout_ms = 600000;
   bool exit_when_idle = false;
+  int64_t idle_grace_seconds = 600;
+  int64_t dispatcher_wait_seconds = 600;
   MonitorFlags monitor;
 };
 
@@ -80,6 +82,11 @@ Status RunWorker(const WorkerFlags& fl) {
   o.exit_when_idle = fl.exit_when_idle;
   if (fl.stream_idle_timeout_ms < 0) return InvalidArgumentError("--stream-idle-timeout-ms must be >= 0 (0 = never)");
   o.stream_idle_timeout = std::chrono::milliseconds(fl.stream_idle_timeout_ms);
+  if (fl.idle_grace_seconds < 0) return InvalidArgumentError("--idle-grace-seconds must be >= 0 (0 = no limit)");
+  if (fl.dispatcher_wait_seconds < 0)
+    return InvalidArgumentError("--dispatcher-wait-seconds must be >= 0 (0 = no limit)");
+  o.idle_grace = std::chrono::seconds(fl.idle_grace_seconds);
+  o.dispatcher_wait = std::chrono::seconds(fl.dispatcher_wait_seconds);
   // glibc gives every thread that frees memory allocated elsewhere its own
   // arena (8 per core by default); gRPC's send buffers and the split pipelines
   // do that all the time, and the arenas keep the memory (+75 MiB measured,
@@ -197,7 +204,14 @@ Command AddDataServiceCommand(CLI::App& app) {
                 "Drop a split stream whose trainer takes no batch for this long (it re-reads the rest later); 0 = never")
       ->capture_default_str();
   w->add_flag("--exit-when-idle,--exit_when_idle", wfl->exit_when_idle,
-              "Exit 0 once every job has finished and no stream is open");
+              "Exit 0 when idle (no stream open, no unfinished job) after the last job it saw finished, or when no "
+              "work arrived within --idle-grace-seconds of registering");
+  w->add_option("--idle-grace-seconds,--idle_grace_seconds", wfl->idle_grace_seconds,
+                "--exit-when-idle: how long to wait for work after registering (0 = no limit)")
+      ->capture_default_str();
+  w->add_option("--dispatcher-wait-seconds,--dispatcher_wait_seconds", wfl->dispatcher_wait_seconds,
+                "The longest the dispatcher may stay unreachable before the worker fails (0 = no limit)")
+      ->capture_default_str();
   wfl->monitor.Register(w);
   subs.push_back({w, [wfl] { return RunWorker(*wfl); }});
 

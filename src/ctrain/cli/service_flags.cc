@@ -10,6 +10,9 @@ void RegisterSecurityFlags(CLI::App* app, service::SecurityOptions* s, bool serv
                          : "TLS: this client's certificate chain (PEM), for servers that require one");
   app->add_option("--tls-key,--tls_key", s->tls_key, "TLS: the private key of --tls-cert (PEM)");
   app->add_option("--tls-ca,--tls_ca", s->tls_ca, "TLS: CA certificates (PEM) to verify the servers this process calls");
+  app->add_option("--training-job-name,--training_job_name", s->training_job_name,
+                  server ? "The training job this server serves: calls of another job's clients are refused"
+                         : "The training job this client belongs to: a server of another job refuses it");
   if (server)
     app->add_option("--tls-client-ca,--tls_client_ca", s->tls_client_ca,
                     "TLS: require client certificates signed by these CAs (PEM; mutual TLS)");
@@ -55,6 +58,10 @@ void DataServiceClientFlags::Register(CLI::App* app, bool required) {
       ->capture_default_str();
   app->add_option("--data-service-max-open-splits,--data_service_max_open_splits", max_open_splits,
                   "Splits streamed at once")
+      ->capture_default_str();
+  app->add_option("--data-service-wait-seconds,--data_service_wait_seconds", wait_seconds,
+                  "The longest wait for the dispatcher, a live worker or the next batch before failing (0 = no "
+                  "limit)")
       ->capture_default_str();
   RegisterSecurityFlags(app, &security);
 }

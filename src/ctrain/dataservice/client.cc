@@ -82,7 +82,17 @@ class DataServiceSource final : public train::BatchSource {
     service::RetryOptions r;
     r.stop = opt_.stop;
     r.log = [this](const std::string& l) { Log(l); };
+    r.max_wait = opt_.wait;
+    r.limit_flag = "--data-service-wait-seconds";
     return r;
+  }
+  // The deadline of one wait (--data-service-wait-seconds; 0 = none).
+  Deadline WaitDeadline() const {
+    return Deadline(opt_.wait.count() > 0 ? Clock::duration(opt_.wait) : Clock::duration::max() / 2);
+  }
+  Status WaitExpired(const std::string& what) const {
+    return DeadlineExceededError("gave up waiting for " + what + " after " + std::to_string(opt_.wait.count()) +
+                                 " s (--data-service-wait-seconds)");
   }
   // Calls the dispatcher, retrying while it is unavailable.
   template <typename Req, typename Resp, typename Fn>
@@ -439,6 +449,7 @@ void DataServiceSource::CloseAll() {
 
 Status DataServiceSource::OpenMoreStreams() {
   auto last_notice = Clock::now();
+  const Deadline deadline = WaitDeadline();
   for (;;) {
     size_t open;
     std::vector<int32_t> active;
@@ -471,6 +482,9 @@ Status DataServiceSource::OpenMoreStreams() {
     }
     // RETRY: nothing to hand out yet. With streams open, go on consuming.
     if (open > 0) return Status::OK();
+    if (deadline.expired())
+      return WaitExpired("a live worker of the data service " + opt_.dispatcher + " (job " + job_ + ", epoch " +
+                         std::to_string(epoch_) + "): " + resp.message());
     if (Clock::now() - last_notice > std::chrono::seconds(5)) {
       Log("waiting for a worker: " + resp.message());
       last_notice = Clock::now();
@@ -497,6 +511,7 @@ Status DataServiceSource::Reopen(std::list<std::unique_ptr<Stream>>::iterator it
   Log("the stream of " + SplitName(split) + " from worker " + dead + " broke after " + std::to_string(consumed) +
       " batches (" + why + "); reading the rest from " + (idle ? "a live worker" : "another worker"));
   auto last_notice = Clock::now();
+  const Deadline deadline = WaitDeadline();
   for (;;) {
     proto::GetSplitRequest req;
     req.set_job_id(job_);
@@ -516,6 +531,8 @@ Status DataServiceSource::Reopen(std::list<std::unique_ptr<Stream>>::iterator it
       streams_.splice(streams_.begin(), streams_, std::prev(streams_.end()));
       return Status::OK();
     }
+    if (deadline.expired())
+      return WaitExpired("a live worker other than " + dead + " for " + SplitName(split) + ": " + resp.message());
     if (Clock::now() - last_notice > std::chrono::seconds(5)) {
       Log("waiting for a live worker other than " + dead + " for " + SplitName(split) + ": " + resp.message());
       last_notice = Clock::now();
@@ -553,8 +570,13 @@ StatusOr<bool> DataServiceSource::Next(data::Batch* batch) {
       return streams_.end();
     };
     auto it = pick();
+    const Deadline deadline = WaitDeadline();
     while (it == streams_.end() || ((*it)->ready.empty() && !(*it)->ended && !(*it)->failed && (*it)->error.ok())) {
       if (opt_.stop != nullptr && opt_.stop->load() != 0) return CancelledError("stopped while waiting for input");
+      if (deadline.expired())
+        return WaitExpired("the next batch" + (it == streams_.end() ? std::string(" of any open split")
+                                                                     : " of " + SplitName((*it)->split) +
+                                                                           " from worker " + (*it)->worker));
       // It may have been refused credit while others filled the buffer. With
       // no stream picked (unordered, nothing ready), any stream may get one.
       if (it != streams_.end()) {

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -60,6 +61,11 @@ struct DataServiceClientOptions {
   int64_t max_buffer_bytes = int64_t{256} << 20;
   int32_t max_open_splits = 4;
   bool ordered = true;
+  // The longest this trainer waits for the dispatcher to answer, for a live
+  // worker to take a split, and for the next batch of an open stream; past it
+  // the read fails with DeadlineExceeded naming what it waited for and
+  // --data-service-wait-seconds. 0 = no limit.
+  std::chrono::seconds wait{600};
   std::string feature_map;           // the path input.reader.vocabulary came from ("" = none)
   const std::atomic<int>* stop = nullptr;  // stop waiting (SIGINT/SIGTERM)
   std::function<void(const std::string&)> log;  // null: stderr "ctrain: data service: ..."

@@ -25,6 +25,10 @@ StatusOr<DataServiceClientOptions> DataServiceSettings::Options(bool ordered, co
   o.compression = compression;
   o.max_buffer_bytes = buffer_bytes;
   o.max_open_splits = max_open_splits;
+  if (wait_seconds < 0 || wait_seconds > int64_t{1} << 31)
+    return InvalidArgumentError("--data-service-wait-seconds must be in [0, 2^31] (0 = no limit), got " +
+                                std::to_string(wait_seconds));
+  o.wait = std::chrono::seconds(wait_seconds);
   o.ordered = ordered;
   o.feature_map = feature_map;
   o.stop = PendingInterruptFlag();

@@ -24,10 +24,13 @@ struct DataServiceSettings {
   std::string compression = "auto";  // none | zstd | auto
   int64_t buffer_bytes = int64_t{256} << 20;
   int32_t max_open_splits = 4;
+  // The longest wait for the dispatcher, a live worker or the next batch
+  // before the read fails naming --data-service-wait-seconds; 0 = no limit.
+  int64_t wait_seconds = 600;
   service::SecurityOptions security;
 
   // Validates (errors name the CLI flag: --data-service, --processing-mode,
-  // --data-service-compression) and fills the client options. `feature_map`:
+  // --data-service-compression, --data-service-wait-seconds) and fills the client options. `feature_map`:
   // the absolute path of the trainer's feature map ("" = none).
   StatusOr<DataServiceClientOptions> Options(bool ordered, const std::string& feature_map) const;
 };

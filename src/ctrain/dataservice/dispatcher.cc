@@ -32,6 +32,7 @@ struct WorkerRecord {
   int32_t threads = 0;
   int32_t assigned_since_heartbeat = 0;
   bool heard_shutdown = false;
+  bool left = false;  // said it is exiting: not live until it heartbeats again
 };
 
 struct ConsumerRecord {
@@ -56,6 +57,11 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
   std::atomic<bool> shutdown{false};
   Clock::time_point shutdown_at;
 
+  // The token and the training job of a call (service/auth.h CheckCaller).
+  grpc::Status Check(const grpc::ServerContext& ctx) const {
+    return service::CheckCaller(ctx, options.server.token, options.server.training_job_name, options.server.role);
+  }
+
   void Log(const std::string& line) const {
     if (options.log)
       options.log(line);
@@ -77,7 +83,12 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
     return Status::OK();
   }
 
-  bool Alive(const WorkerRecord& w, Clock::time_point now) const { return now - w.last_seen < options.worker_timeout; }
+  // Live: heard from within the lease (--worker-timeout-ms) since this
+  // dispatcher started (workers are not journaled: a restored dispatcher
+  // routes nothing to a worker until it heartbeats again), and not leaving.
+  bool Alive(const WorkerRecord& w, Clock::time_point now) const {
+    return !w.left && now - w.last_seen < options.worker_timeout;
+  }
 
   // A call from consumer k of `job` with `session`: refused when a later join
   // took the index over; adopted when this dispatcher has not seen a join
@@ -108,7 +119,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status RegisterDataset(grpc::ServerContext* ctx, const proto::RegisterDatasetRequest* req,
                                proto::RegisterDatasetResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     proto::DatasetDef def = req->dataset();
     std::vector<std::string> patterns(def.files().begin(), def.files().end());
     for (const std::string& p : patterns)
@@ -142,7 +153,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
   }
 
   grpc::Status JoinJob(grpc::ServerContext* ctx, const proto::JoinJobRequest* req, proto::JoinJobResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu);
     const bool existed = state.job(req->job_name()) != nullptr;
     StatusOr<std::vector<json>> events = state.JoinEvents(*req);
@@ -169,7 +180,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status GetSplit(grpc::ServerContext* ctx, const proto::GetSplitRequest* req,
                         proto::GetSplitResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     const auto now = Clock::now();
     std::lock_guard<std::mutex> lock(mu);
     const JobInfo* j = state.job(req->job_id());
@@ -240,7 +251,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status CompleteSplit(grpc::ServerContext* ctx, const proto::CompleteSplitRequest* req,
                              proto::CompleteSplitResponse*) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu);
     if (state.job(req->job_id()) != nullptr && state.job(req->job_id())->consumers.count(req->consumer_index()))
       if (grpc::Status ss = CheckSession(req->job_id(), req->consumer_index(), req->session()); !ss.ok()) return ss;
@@ -251,7 +262,7 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status ReleaseJob(grpc::ServerContext* ctx, const proto::ReleaseJobRequest* req,
                           proto::ReleaseJobResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     std::lock_guard<std::mutex> lock(mu);
     if (state.job(req->job_id()) != nullptr && state.job(req->job_id())->consumers.count(req->consumer_index()))
       if (grpc::Status ss = CheckSession(req->job_id(), req->consumer_index(), req->session()); !ss.ok()) return ss;
@@ -268,13 +279,20 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
 
   grpc::Status WorkerHeartbeat(grpc::ServerContext* ctx, const proto::WorkerHeartbeatRequest* req,
                                proto::WorkerHeartbeatResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     if (Status s = service::CheckHostPort(req->worker_address(), "worker_address"); !s.ok())
       return service::ToGrpcStatus(s);
     std::lock_guard<std::mutex> lock(mu);
     auto [it, added] = workers.try_emplace(req->worker_address());
     WorkerRecord& w = it->second;
     const bool was_dead = !added && !Alive(w, Clock::now());
+    if (req->leaving()) {  // off the live list now: no split goes to it any more
+      if (!was_dead) Log("worker " + req->worker_address() + " left");
+      w.left = true;
+      resp->set_shutdown(shutdown.load());
+      return grpc::Status::OK;
+    }
+    w.left = false;
     w.last_seen = Clock::now();
     w.stats = req->stats();
     w.threads = req->threads();
@@ -283,17 +301,21 @@ struct Dispatcher::Impl final : public proto::Dispatcher::Service {
     resp->set_shutdown(shutdown.load());
     if (shutdown.load()) w.heard_shutdown = true;
     resp->set_all_jobs_finished(state.all_jobs_finished());
+    int32_t unfinished = 0;
+    for (const auto& [name, j] : state.jobs()) unfinished += j.finished() ? 0 : 1;
+    resp->set_unfinished_jobs(unfinished);
+    resp->set_jobs(static_cast<int32_t>(state.jobs().size()));
     return grpc::Status::OK;
   }
 
   grpc::Status GetStatus(grpc::ServerContext* ctx, const proto::GetStatusRequest*, proto::GetStatusResponse* resp) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     resp->set_status_json(StatusDoc());
     return grpc::Status::OK;
   }
 
   grpc::Status Shutdown(grpc::ServerContext* ctx, const proto::ShutdownRequest*, proto::ShutdownResponse*) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     if (!shutdown.exchange(true)) {
       std::lock_guard<std::mutex> lock(mu);
       shutdown_at = Clock::now();
@@ -390,6 +412,7 @@ std::string Dispatcher::StatusJson() const { return impl_->StatusDoc(); }
 StatusOr<std::unique_ptr<Dispatcher>> Dispatcher::Start(const DispatcherOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  if (impl->options.server.role == "server") impl->options.server.role = "data-service dispatcher";
   if (!options.work_dir.empty()) {
     std::vector<std::string> records;
     service::JournalOpenInfo info;

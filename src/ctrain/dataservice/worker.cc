@@ -46,6 +46,11 @@ struct Worker::Impl final : public proto::Worker::Service {
   std::condition_variable budget_cv;
   int64_t buffered = 0;  // GUARDED_BY(budget_mu)
 
+  // The token and the training job of a call (service/auth.h CheckCaller).
+  grpc::Status Check(const grpc::ServerContext& ctx) const {
+    return service::CheckCaller(ctx, options.server.token, options.server.training_job_name, options.server.role);
+  }
+
   void Log(const std::string& line) const {
     if (options.log)
       options.log(line);
@@ -53,9 +58,29 @@ struct Worker::Impl final : public proto::Worker::Service {
       Logf("worker: %s\n", line.c_str());
   }
 
+  // A heartbeat with this worker's figures.
+  proto::WorkerHeartbeatRequest Heartbeat(double bps, double Bps) {
+    proto::WorkerHeartbeatRequest req;
+    req.set_worker_address(address);
+    req.set_threads(options.threads);
+    proto::WorkerStats* st = req.mutable_stats();
+    st->set_batches(batches);
+    st->set_bytes(bytes);
+    st->set_batches_per_sec(bps);
+    st->set_bytes_per_sec(Bps);
+    st->set_active_streams(active);
+    {
+      std::lock_guard<std::mutex> b(budget_mu);
+      st->set_buffered_bytes(buffered);
+      st->set_queue_fill(std::min(1.0, static_cast<double>(buffered) / options.max_buffer_bytes));
+    }
+    st->set_rss_bytes(ProcessRssBytes());
+    return req;
+  }
+
   grpc::Status StreamSplit(grpc::ServerContext* ctx,
                            grpc::ServerReaderWriter<proto::BatchFrame, proto::StreamRequest>* stream) override {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     proto::StreamRequest open;
     if (!stream->Read(&open))
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "StreamSplit: the stream ended before its first message");
@@ -289,6 +314,7 @@ StatusOr<std::unique_ptr<Worker>> Worker::Start(const WorkerOptions& options) {
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  if (impl->options.server.role == "server") impl->options.server.role = "data-service worker";
   CTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> ch, service::MakeChannel(options.dispatcher, options.channel));
   impl->dispatcher = proto::Dispatcher::NewStub(ch);
   CTRAIN_ASSIGN_OR_RETURN(impl->server, service::StartServer(options.server, {impl.get()}));
@@ -303,8 +329,12 @@ Status Worker::Run(const std::atomic<int>* stop) {
   auto last_rate_at = start;
   int64_t last_batches = 0, last_bytes = 0;
   double bps = 0, Bps = 0;
-  bool told_registered = false;
+  bool registered = false;
+  bool saw_work = false;  // an unfinished job, a new job or an open stream since registering
+  int32_t jobs_at_registration = 0;
+  Clock::time_point idle_since;  // registration or the last heartbeat with work
   std::string why;
+  Status result;
   for (;;) {
     const auto now = Clock::now();
     const double dt = std::chrono::duration<double>(now - last_rate_at).count();
@@ -313,43 +343,53 @@ Status Worker::Run(const std::atomic<int>* stop) {
       Bps = (m.bytes - last_bytes) / dt;
       last_batches = m.batches, last_bytes = m.bytes, last_rate_at = now;
     }
-    proto::WorkerHeartbeatRequest req;
-    req.set_worker_address(m.address);
-    req.set_threads(m.options.threads);
-    proto::WorkerStats* st = req.mutable_stats();
-    st->set_batches(m.batches);
-    st->set_bytes(m.bytes);
-    st->set_batches_per_sec(bps);
-    st->set_bytes_per_sec(Bps);
-    st->set_active_streams(m.active);
-    {
-      std::lock_guard<std::mutex> b(m.budget_mu);
-      st->set_buffered_bytes(m.buffered);
-      st->set_queue_fill(std::min(1.0, static_cast<double>(m.buffered) / m.options.max_buffer_bytes));
-    }
-    st->set_rss_bytes(ProcessRssBytes());
-    if (m.options.on_stats) m.options.on_stats(bps, Bps, st->queue_fill());
+    proto::WorkerHeartbeatRequest req = m.Heartbeat(bps, Bps);
+    if (m.options.on_stats) m.options.on_stats(bps, Bps, req.stats().queue_fill());
     grpc::ClientContext ctx;
     service::PrepareContext(&ctx, m.options.channel, std::chrono::milliseconds(2000));
     proto::WorkerHeartbeatResponse resp;
     grpc::Status s = m.dispatcher->WorkerHeartbeat(&ctx, req, &resp);
     if (s.ok()) {
       last_ok = now;
-      if (!told_registered) {
+      if (!registered) {
         m.Log("registered with the dispatcher " + m.options.dispatcher + " as " + m.address);
-        told_registered = true;
+        registered = true;
+        idle_since = now;
+        jobs_at_registration = resp.jobs();
       }
       if (resp.shutdown()) {
         why = "the data service is shutting down";
         break;
       }
-      if (m.options.exit_when_idle && resp.all_jobs_finished() && m.active == 0) {
-        why = "every job has finished (--exit-when-idle)";
-        break;
+      const bool busy = resp.unfinished_jobs() > 0 || m.active > 0;
+      // A job created since (even one started and finished between two heartbeats) is work seen.
+      if (busy || resp.jobs() > jobs_at_registration) saw_work = true;
+      if (busy) idle_since = now;
+      if (m.options.exit_when_idle && !busy) {
+        if (saw_work) {
+          why = "every job has finished (--exit-when-idle)";
+          break;
+        }
+        if (m.options.idle_grace.count() > 0 && now - idle_since >= m.options.idle_grace) {
+          why = "no work arrived within " + std::to_string(m.options.idle_grace.count()) +
+                " s of registering (--exit-when-idle, --idle-grace-seconds)";
+          break;
+        }
       }
     } else {
-      if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT)
-        return service::FromGrpcStatus(s, "dispatcher " + m.options.dispatcher);
+      if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED || s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+          s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+        result = service::FromGrpcStatus(s, "dispatcher " + m.options.dispatcher);
+        why = "refused by the dispatcher";
+        break;
+      }
+      if (m.options.dispatcher_wait.count() > 0 && now - last_ok >= m.options.dispatcher_wait) {
+        result = DeadlineExceededError("gave up waiting for the dispatcher " + m.options.dispatcher + " after " +
+                                       std::to_string(m.options.dispatcher_wait.count()) +
+                                       " s (--dispatcher-wait-seconds): " + s.error_message());
+        why = "the dispatcher is unreachable";
+        break;
+      }
       if (now - last_notice >= std::chrono::seconds(5)) {
         m.Log("waiting for the dispatcher " + m.options.dispatcher + " (" +
               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - last_ok).count()) +
@@ -368,11 +408,19 @@ Status Worker::Run(const std::atomic<int>* stop) {
   }
 done:
   m.Log(why);
+  if (registered && result.ok()) {  // off the dispatcher's live list now, not after its timeout
+    proto::WorkerHeartbeatRequest req = m.Heartbeat(bps, Bps);
+    req.set_leaving(true);
+    grpc::ClientContext ctx;
+    service::PrepareContext(&ctx, m.options.channel, std::chrono::milliseconds(1000));
+    proto::WorkerHeartbeatResponse resp;
+    (void)m.dispatcher->WorkerHeartbeat(&ctx, req, &resp);  // best effort: the lease ends it otherwise
+  }
   m.stopping = true;
   m.server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   m.server.server->Wait();
   m.server.server.reset();
-  return Status::OK();
+  return result;
 }
 
 }  // namespace ctrain::dataservice

@@ -2,7 +2,8 @@
 // it for and streams the batches (docs/data-service.md).
 //
 //   ctrain data-service worker --dispatcher HOST:P [--port 0] [--bind ADDR] [--threads N]
-//                              [--token-file F] [--exit-when-idle]
+//                              [--token-file F] [--exit-when-idle [--idle-grace-seconds S]]
+//                              [--dispatcher-wait-seconds S]
 //
 // One StreamSplit call per split: the trainer's first message names the
 // dataset, the split, the batches to skip (already consumed) and its first
@@ -13,9 +14,16 @@
 // one frame, so the bound is max_buffer_bytes + one frame per stream).
 //
 // The worker heartbeats the dispatcher (registering itself on the first one)
-// and keeps retrying while it is away, saying so every few seconds. It exits
-// (Run returns) after `data-service shutdown`, with exit_when_idle once every
-// job has finished and no stream is open, or on a stop signal.
+// and keeps retrying while it is away, saying so every few seconds, for at
+// most `dispatcher_wait` (then Run fails with DeadlineExceeded naming
+// --dispatcher-wait-seconds). It exits (Run returns OK) after `data-service
+// shutdown`, on a stop signal, or with exit_when_idle when it is idle (no
+// stream open and no unfinished job at the dispatcher) and either it saw work
+// since it registered (a job running or created since then: the last job
+// finished) or no work arrived within
+// `idle_grace` of registering (a long-lived dispatcher that holds only
+// finished jobs does not make a new worker exit at once). Before exiting it
+// tells the dispatcher it is leaving, so no split is routed to it any more.
 #pragma once
 
 #include <atomic>
@@ -40,6 +48,12 @@ struct WorkerOptions {
   int64_t max_buffer_bytes = int64_t{64} << 20;
   std::chrono::milliseconds heartbeat{500};
   bool exit_when_idle = false;
+  // exit_when_idle: how long a worker that has seen no work waits for some
+  // after registering (0 = no limit).
+  std::chrono::seconds idle_grace{600};
+  // The longest the dispatcher may stay unreachable (from the start, or since
+  // it last answered) before Run fails (0 = no limit).
+  std::chrono::seconds dispatcher_wait{600};
   int zstd_level = 1;
   // A stream whose client grants no credit for this long while a batch waits
   // is dropped (a log line; the client re-reads the rest when it reads again),

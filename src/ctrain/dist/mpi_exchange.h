@@ -76,7 +76,7 @@ class MpiExchange final : public train::GradientExchange {
   int64_t check_replicas_every() const override { return options_.check_replicas_every; }
 
   // Every rank's string, in rank order (MPI_Allgather of the lengths, then MPI_Allgatherv).
-  Status AllgatherStrings(const std::string& mine, std::vector<std::string>* all, std::string_view what);
+  Status AllgatherStrings(const std::string& mine, std::vector<std::string>* all, std::string_view what) override;
 
   // Prints "ctrain: error: <rank name>: <message>" and ends every rank
   // (MPI_Abort with `code`).

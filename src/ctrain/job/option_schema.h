@@ -89,6 +89,11 @@ struct OptionSpec {
   bool comma_list = false;           // kStringList: the CLI takes "a,b" as two elements
   // Where ctrain launch takes the value from, when it sets it itself ("" = a hyperparameter).
   std::string set_by_launch;
+  // Under mpirun every rank must give the same value (the model's and every
+  // parameter's shape, the optimizer and learning rate, the data encoding, the
+  // step plan): compared before step 1 (job/rank_mpi.cc). Per-rank options
+  // (paths, threads, shard_index, consumer_index) are not.
+  bool same_on_every_rank = false;
   // Typed access to the job's options; `set` takes a value of the option's
   // type (CoerceOptionValue) and fails with InvalidArgument naming the flag
   // for a number outside the field's range.

@@ -7,7 +7,9 @@
 
 #include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
+#include "ctrain/job/option_schema.h"
 #include "ctrain/job/rank.h"
+#include "ctrain/train/rank_agreement.h"
 #if CTRAIN_HAVE_MPI
 #include "ctrain/dist/job_setup.h"
 #include "ctrain/dist/mpi_exchange.h"
@@ -46,6 +48,14 @@ int32_t DistributedRun::size() const { return active() ? impl_->mpi->size() : 1;
 Status DistributedRun::SetUpRank(TrainJobOptions& job, bool* per_rank_inputs, bool* report) {
   dist::MpiExchange* mpi = impl_->mpi.get();
   if (mpi == nullptr) return Status::OK();
+  // Before anything else runs over MPI: the options every rank must agree on (shared/cases/B42).
+  {
+    const nlohmann::ordered_json all = EffectiveTrainOptions(job, /*all=*/true);
+    nlohmann::ordered_json agreed = nlohmann::ordered_json::object();
+    for (const OptionSpec& s : TrainOptionSchema())
+      if (s.same_on_every_rank && all.contains(s.name)) agreed[s.flag()] = all[s.name];
+    CTRAIN_RETURN_IF_ERROR(train::CheckSameOnEveryRank(*mpi, agreed, "the training options"));
+  }
   // One rank of `mpirun -np N ctrain train` (dist/job_setup.h).
   train::TrainOptions& o = job.train_options;
   dist::RankSettings rs;

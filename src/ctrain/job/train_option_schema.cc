@@ -347,6 +347,10 @@ std::vector<OptionSpec> Build() {
   add(Entry("data_service_max_open_splits", {}, "splits", "Splits streamed at once", kService)
           .needs(static_cast<ModeSet>(M::kDataService))
           .bind(FIELD(data_service.max_open_splits)));
+  add(Entry("data_service_wait_seconds", {}, "seconds", "The longest wait for the dispatcher, a live worker or the "
+                                                        "next batch before failing (0 = no limit)", kService)
+          .needs(static_cast<ModeSet>(M::kDataService))
+          .bind(FIELD(data_service.wait_seconds)));
   const ModeSet remote = M::kDataService | kPs;
   add(Entry("token_file", {}, "path", "File holding the service token (default: $CTRAIN_SERVICE_TOKEN; none = no "
                                      "authentication)", kAll)
@@ -358,6 +362,12 @@ std::vector<OptionSpec> Build() {
   add(Entry("tls_key", {}, "path", "TLS: the private key of --tls-cert (PEM)", kAll)
           .needs(remote)
           .bind(FIELD(data_service.security.tls_key)));
+  add(Entry("training_job_name", {}, "", "The training job this trainer belongs to, sent on every call to the data "
+                                         "service or the parameter servers: a server of another job refuses it "
+                                         "(\"\" = none)", kAll)
+          .needs(remote)
+          .launch("TRAINING_JOB_NAME, or a fingerprint of the job's contract")
+          .bind(FIELD(data_service.security.training_job_name)));
   add(Entry("tls_ca", {}, "path", "TLS: CA certificates (PEM) to verify the servers this process calls", kAll)
           .needs(remote)
           .bind(FIELD(data_service.security.tls_ca)));
@@ -488,6 +498,16 @@ std::vector<OptionSpec> Build() {
                                                 "predictions and validation metrics are corrected; recorded in "
                                                 "checkpoints", kAll)
           .bind(FIELD(train_options.negative_downsampling_rate)));
+  // The options every rank of one mpirun job must agree on (OptionSpec::same_on_every_rank).
+  for (const char* name :
+       {"format", "field_size", "id_base", "feature_size", "embedding_size", "deep_layers", "dropout", "batch_norm",
+        "l2_reg", "mixed_precision", "batch_size", "epochs", "max_steps", "learning_rate", "optimizer", "input_mode",
+        "drop_remainder", "data_service", "processing_mode", "job_name", "num_splits", "lr_scaling",
+        "check_replicas_every", "lr_warmup_steps", "lr_decay", "lr_decay_steps", "lr_decay_rate",
+        "lr_decay_staircase", "lr_decay_alpha", "negative_downsampling"}) {
+    auto it = std::find_if(t.begin(), t.end(), [&](const OptionSpec& s) { return s.name == name; });
+    if (it != t.end()) it->same_on_every_rank = true;  // all 30 are in the table (tests/job/train_job_test.cc)
+  }
   return t;
 }
 

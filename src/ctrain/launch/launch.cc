@@ -19,6 +19,7 @@
 #include "ctrain/io/file.h"
 #include "ctrain/launch/hyperparameters.h"
 #include "ctrain/launch/supervisor.h"
+#include "ctrain/launch/training_job_name.h"
 #include "ctrain/service/auth.h"
 
 namespace ctrain::launch {
@@ -164,6 +165,7 @@ class Run {
   const LaunchOptions& o_;
   Contract c_;
   MappedHyperparameters hp_;
+  std::string training_job_;  // --training-job-name of every data role and the trainer (training_job_name.h)
   std::string ckpt_;
   Supervisor sup_;
   int trainer_ = -1;
@@ -178,6 +180,7 @@ int Run::Go(std::string* reason) {
   StatusOr<Contract> c = LoadContract(o_.sm_root, o_.getenv);
   if (!c.ok()) return fail(c.status());
   c_ = std::move(*c);
+  training_job_ = TrainingJobName(c_, o_.getenv);
   StatusOr<MappedHyperparameters> hp =
       MapHyperparameters(c_.hyperparameters, o_.sm_root + "/input/config/hyperparameters.json");
   if (!hp.ok()) return fail(hp.status());
@@ -251,7 +254,8 @@ int Run::Go(std::string* reason) {
     if (Status s = WriteRoleJson(mon + "dispatcher", c_, "dispatcher", 1); !s.ok()) return fail(s);
     StatusOr<int> d = Start("dispatcher", {exe, "data-service", "dispatcher",
                                                 "--port=" + std::to_string(o_.dispatcher_port), "--bind=" + bind,
-                                                "--monitor-dir=" + mon + "dispatcher", interval});
+                                                "--monitor-dir=" + mon + "dispatcher", interval,
+                                                "--training-job-name=" + training_job_});
     if (!d.ok()) return fail(d.status());
     disp = *d;
     StatusOr<std::string> where = sup_.WaitListening(disp, kListenTimeout, PendingInterruptFlag());
@@ -266,7 +270,7 @@ int Run::Go(std::string* reason) {
       "data-worker", {exe, "data-service", "worker", "--dispatcher=" + dispatcher,
                       "--port=" + std::to_string(o_.worker_port), "--bind=" + bind,
                       "--worker-address=" + addr + ":" + std::to_string(o_.worker_port), "--exit-when-idle",
-                      "--monitor-dir=" + mon + "data-worker", interval});
+                      "--monitor-dir=" + mon + "data-worker", interval, "--training-job-name=" + training_job_});
   if (!w.ok()) return fail(w.status());
   Say(me + ": data worker of group " + data->name + (runs_dispatcher ? " (and the dispatcher)" : ""));
   // The worker exits 0 once every job has finished; then the dispatcher host shuts the service down.
@@ -283,6 +287,7 @@ int Run::Go(std::string* reason) {
       service::ChannelConfig channel;  // the roles' token: CTRAIN_SERVICE_TOKEN, inherited from this process
       StatusOr<std::string> token = service::LoadToken("");
       channel.token = token.ok() ? *token : "";
+      channel.training_job_name = training_job_;
       Status s = dataservice::ShutdownService(dispatcher, channel, 5000);
       if (!s.ok()) Say("shutting the data service down: " + s.ToString() + "; stopping the dispatcher");
       if (!s.ok() || sup_.Wait(disp, std::chrono::seconds(30)) < 0) sup_.Signal(disp, SIGTERM);
@@ -351,7 +356,10 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
   argv.push_back("--metrics-json=" + c_.output_data_dir + "/metrics.json");
   argv.push_back("--monitor-dir=" + mon);
   argv.push_back("--monitor-interval-ms=" + std::to_string(o_.monitor_interval_ms));
-  if (!data_service.empty()) argv.push_back("--data-service=" + data_service);
+  if (!data_service.empty()) {
+    argv.push_back("--data-service=" + data_service);
+    argv.push_back("--training-job-name=" + training_job_);  // another job's service refuses it (B54)
+  }
   argv.insert(argv.end(), hp_.train_args.begin(), hp_.train_args.end());
   if (fs::exists(ckpt_ + "/checkpoint")) Say(me + ": " + ckpt_ + " holds a checkpoint: resuming from it");
   return Start(hosts.size() > 1 ? "mpirun" : "trainer", argv);

@@ -16,9 +16,13 @@ struct ParameterServer::Impl final : public proto::ParameterServer::Service {
   std::unique_ptr<ParameterShard> shard;
   service::RunningServer server;
 
+  // The token and the training job of a call (service/auth.h CheckCaller).
+  grpc::Status Check(const grpc::ServerContext& ctx) const {
+    return service::CheckCaller(ctx, options.server.token, options.server.training_job_name, options.server.role);
+  }
   template <typename Fn>
   grpc::Status Handle(grpc::ServerContext* ctx, Fn&& fn) {
-    if (grpc::Status a = service::CheckToken(*ctx, options.server.token); !a.ok()) return a;
+    if (grpc::Status a = Check(*ctx); !a.ok()) return a;
     return service::ToGrpcStatus(fn());
   }
   grpc::Status Init(grpc::ServerContext* ctx, const proto::InitRequest* req, proto::InitResponse* resp) override {
@@ -54,6 +58,7 @@ ParameterServer::~ParameterServer() {
 StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Start(const ServerOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  if (impl->options.server.role == "server") impl->options.server.role = "parameter server";
   // A push carries the dense gradients (MLP weights: megabytes).
   impl->options.server.max_receive_message_bytes = std::max<int64_t>(options.server.max_receive_message_bytes, int64_t{1} << 30);
   CTRAIN_ASSIGN_OR_RETURN(impl->shard, ParameterShard::Create(options.shard));

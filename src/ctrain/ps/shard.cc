@@ -207,6 +207,11 @@ Status ParameterShard::CheckSpec(const proto::ModelSpec& spec) const {
     return InvalidArgumentError("Init: optimizer JSON: 'name' is not a string");
   if (ho.value("name", "") != wo.value("name", ""))
     return differs("optimizer", ho.value("name", ""), wo.value("name", ""));
+  // The servers run the optimizer: a trainer with another learning rate (or beta, epsilon, ...) would
+  // have its setting ignored in silence.
+  for (auto it = wo.begin(); it != wo.end(); ++it)
+    if (ho.is_object() && ho.contains(it.key()) && ho[it.key()] != it.value())
+      return differs("optimizer setting " + it.key(), ho.value(it.key(), nlohmann::json()).dump(), it.value().dump());
   if (spec.num_workers() != spec_.num_workers())
     return differs("--num-workers", std::to_string(spec_.num_workers()), std::to_string(spec.num_workers()));
   if (spec.sync_replicas() != spec_.sync_replicas())
@@ -218,8 +223,14 @@ Status ParameterShard::CheckSpec(const proto::ModelSpec& spec) const {
   for (int i = 0; i < spec.dense_size(); ++i)
     if (spec.dense(i).name() != spec_.dense(i).name() ||
         !std::equal(spec.dense(i).shape().begin(), spec.dense(i).shape().end(), spec_.dense(i).shape().begin(),
-                    spec_.dense(i).shape().end()))
-      return differs("dense parameter " + std::to_string(i), spec_.dense(i).name(), spec.dense(i).name());
+                    spec_.dense(i).shape().end())) {
+      auto text = [](const proto::DenseTensor& d) {
+        std::string s = d.name() + " [";
+        for (int k = 0; k < d.shape_size(); ++k) s += (k ? ", " : "") + std::to_string(d.shape(k));
+        return s + "]";
+      };
+      return differs("dense parameter " + std::to_string(i), text(spec_.dense(i)), text(spec.dense(i)));
+    }
   return Status::OK();
 }
 

@@ -61,4 +61,27 @@ void AttachToken(grpc::ClientContext* context, const std::string& token) {
   if (!token.empty()) context->AddMetadata(std::string(kHeader), std::string(kBearer) + token);
 }
 
+void AttachTrainingJob(grpc::ClientContext* context, const std::string& training_job_name) {
+  if (!training_job_name.empty()) context->AddMetadata(kTrainingJobHeader, training_job_name);
+}
+
+grpc::Status CheckTrainingJob(const grpc::ServerContext& context, const std::string& served, const std::string& role) {
+  if (served.empty()) return grpc::Status::OK;
+  const auto& md = context.client_metadata();
+  auto it = md.find(grpc::string_ref(kTrainingJobHeader));
+  if (it == md.end()) return grpc::Status::OK;
+  const std::string caller(it->second.data(), it->second.size());
+  if (caller == served) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                      "this " + role + " serves training job \"" + served + "\"; the caller is of training job \"" +
+                          caller + "\" (--training-job-name): two jobs must not share a service (another port, or "
+                          "--port 0)");
+}
+
+grpc::Status CheckCaller(const grpc::ServerContext& context, const std::string& token, const std::string& served_job,
+                         const std::string& role) {
+  if (grpc::Status s = CheckToken(context, token); !s.ok()) return s;
+  return CheckTrainingJob(context, served_job, role);
+}
+
 }  // namespace ctrain::service

@@ -33,4 +33,18 @@ grpc::Status CheckToken(const grpc::ServerContext& context, const std::string& t
 // Adds the token (if any) to an outgoing call.
 void AttachToken(grpc::ClientContext* context, const std::string& token);
 
+// The training job a call comes from: gRPC metadata "ctrain-training-job"
+// (--training-job-name; `ctrain launch` gives every role of a job the same
+// one). A server of job A refuses a call of job B with PERMISSION_DENIED
+// "this <role> serves training job "A"; the caller is of training job "B"
+// ...". A call without a name, or a server without one, is not refused (the
+// operator's `status`/`shutdown`, processes started by hand).
+inline constexpr const char* kTrainingJobHeader = "ctrain-training-job";
+void AttachTrainingJob(grpc::ClientContext* context, const std::string& training_job_name);
+grpc::Status CheckTrainingJob(const grpc::ServerContext& context, const std::string& served, const std::string& role);
+
+// Both checks of every RPC: the token, then the training job.
+grpc::Status CheckCaller(const grpc::ServerContext& context, const std::string& token, const std::string& served_job,
+                         const std::string& role);
+
 }  // namespace ctrain::service

@@ -45,6 +45,7 @@ StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, 
 
 void PrepareContext(grpc::ClientContext* context, const ChannelConfig& config, std::chrono::milliseconds timeout) {
   AttachToken(context, config.token);
+  AttachTrainingJob(context, config.training_job_name);
   if (timeout.count() > 0) context->set_deadline(std::chrono::system_clock::now() + timeout);
 }
 
@@ -59,8 +60,10 @@ Status RetryUnavailable(const std::string& what, const RetryOptions& options, co
     if (s.ok() || (s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kDeadlineExceeded)) return s;
     const auto now = Clock::now();
     if (options.max_wait.count() > 0 && now - start >= options.max_wait)
-      return UnavailableError("gave up waiting for " + what + " after " +
-                              std::to_string(options.max_wait.count() / 1000) + " s: " + std::string(s.message()));
+      return DeadlineExceededError("gave up waiting for " + what + " after " +
+                                   std::to_string(options.max_wait.count() / 1000) + " s" +
+                                   (options.limit_flag.empty() ? "" : " (" + options.limit_flag + ")") + ": " +
+                                   std::string(s.message()));
     if (now >= next_notice) {
       const std::string line = "waiting for " + what + " (" +
                                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(now - start).count()) +

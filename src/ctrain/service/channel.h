@@ -19,6 +19,9 @@ namespace ctrain::service {
 
 struct ChannelConfig {
   std::string token;        // sent on every call (auth.h)
+  // The training job this client belongs to, sent on every call (auth.h
+  // kTrainingJobHeader); "" = none. A server of another job refuses the call.
+  std::string training_job_name;
   // TLS: ca = the servers' CA (PEM path); cert + key = this client's
   // certificate for mutual TLS. Empty ca: plaintext.
   std::string tls_ca, tls_cert, tls_key;
@@ -37,10 +40,12 @@ void PrepareContext(grpc::ClientContext* context, const ChannelConfig& config,
 // away) with exponential backoff (50 ms doubling to 1 s, jittered), printing
 // "ctrain: waiting for <what> (<N> s): <last error>" to `log` every
 // `notice_every` while it waits. Other errors end the wait at once.
-// Gives up with the last error after `max_wait` (0 = never) or when `stop`
-// becomes non-zero (Cancelled).
+// Gives up with the last error after `max_wait` (0 = never; DeadlineExceeded
+// "gave up waiting for <what> after N s (<limit_flag>): <last error>") or when
+// `stop` becomes non-zero (Cancelled).
 struct RetryOptions {
   std::chrono::milliseconds max_wait{0};
+  std::string limit_flag;  // the flag that sets max_wait, named in the error ("" = none)
   std::chrono::milliseconds notice_every{5000};
   const std::atomic<int>* stop = nullptr;
   std::function<void(const std::string&)> log;  // null: stderr

@@ -8,6 +8,7 @@ StatusOr<ChannelConfig> SecurityOptions::Channel() const {
   ChannelConfig c;
   CTRAIN_ASSIGN_OR_RETURN(c.token, LoadToken(token_file));
   c.tls_ca = tls_ca;
+  c.training_job_name = training_job_name;
   if (!tls_ca.empty()) {  // a client certificate only goes with TLS to the server
     c.tls_cert = tls_cert;
     c.tls_key = tls_key;
@@ -20,6 +21,7 @@ Status SecurityOptions::ApplyTo(ServerConfig* server) const {
   server->tls_cert = tls_cert;
   server->tls_key = tls_key;
   server->tls_ca = tls_client_ca;
+  server->training_job_name = training_job_name;
   return Status::OK();
 }
 

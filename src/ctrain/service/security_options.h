@@ -19,6 +19,9 @@ struct SecurityOptions {
   std::string tls_key;     // the private key of tls_cert
   std::string tls_ca;      // CAs that verify the servers this process calls (TLS on its client channels)
   std::string tls_client_ca;  // servers: require client certificates signed by these CAs (mutual TLS)
+  // The training job (auth.h kTrainingJobHeader): sent by clients, served by
+  // servers, which refuse callers of another job. "" = none.
+  std::string training_job_name;
 
   // The client side: token and TLS files. Errors: the token file's (auth.h LoadToken).
   StatusOr<ChannelConfig> Channel() const;

@@ -22,6 +22,11 @@ struct ServerConfig {
   std::string bind = "127.0.0.1";
   int port = 0;                       // 0: a free port, see RunningServer::port
   std::string token;                  // "" = no token (auth.h)
+  // The training job this server serves ("" = any): a call from a client of
+  // another job is refused (auth.h CheckCaller). `role` names the server in
+  // that message ("data-service dispatcher").
+  std::string training_job_name;
+  std::string role = "server";
   // TLS (PEM files): cert + key serve TLS; ca additionally requires and
   // verifies client certificates (mutual TLS).
   std::string tls_cert, tls_key, tls_ca;

@@ -63,6 +63,9 @@ class GradientExchange {
   // Every rank's value, in rank order.
   virtual Status AllgatherU64(uint64_t mine, std::vector<uint64_t>* all, std::string_view what) = 0;
 
+  // Every rank's string (any length, each rank its own), in rank order.
+  virtual Status AllgatherStrings(const std::string& mine, std::vector<std::string>* all, std::string_view what) = 0;
+
   // --check-replicas-every K: compare parameter hashes every K steps (0 = never).
   virtual int64_t check_replicas_every() const = 0;
 };

@@ -11,6 +11,7 @@
 #include <span>
 
 #include "ctrain/train/gradient_exchange.h"
+#include "ctrain/train/rank_agreement.h"
 
 namespace ctrain::train {
 
@@ -90,6 +91,10 @@ Status Trainer::Impl::ExchangeSparse(int64_t n, float all, model::SparseGrad* g,
 
 Status Trainer::Impl::BroadcastState() {
   CheckpointTensors t = Tensors();
+  // Before any broadcast: every rank's parameters have the same names and shapes (shared/cases/B42).
+  nlohmann::ordered_json shapes = nlohmann::ordered_json::object();
+  for (const auto& r : t.refs) shapes[r.name] = r.shape;
+  CTRAIN_RETURN_IF_ERROR(CheckSameOnEveryRank(*exch, shapes, "the shapes of the parameters"));
   for (const auto& r : t.refs)
     CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<float>(r.data, r.count)),
                                            "initial parameters: " + r.name));

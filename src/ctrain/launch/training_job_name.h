@@ -1,0 +1,25 @@
+// The training job's name that `ctrain launch` gives every role it starts
+// (--training-job-name: the dispatcher, the data workers, the trainer), so
+// that a role of one job never joins another job's service on the same hosts
+// (shared/cases/B54: two jobs on one host; docs/launch.md#identity).
+//
+// SageMaker sets TRAINING_JOB_NAME in the training container: that name when
+// present. Elsewhere (local mode, tests, a BYO runner without it)
+// "launch-<16 hex digits>": io::Hash64 of what every host of one job shares
+// and two jobs do not: the hyperparameters (file order), the hosts and the
+// instance groups, the channels (name, input mode) and, for File/FastFile
+// channels, every regular file under the channel's directory (path relative
+// to it, size in bytes), sorted. The current host is left out, so every host
+// of a job computes the same name. Files that cannot be listed count as
+// absent (the trainer reports them).
+#pragma once
+
+#include <string>
+
+#include "ctrain/launch/sagemaker_config.h"
+
+namespace ctrain::launch {
+
+std::string TrainingJobName(const Contract& contract, const EnvLookup& getenv);
+
+}  // namespace ctrain::launch
