@@ -72,7 +72,7 @@ inline const std::map<std::string, Probe>& Probes() {
       {"max_line_bytes", {8, Expect::kFails, {}, {}, "max-line-bytes"}},
       {"feature_size", {128, Expect::kChanges}},
       {"feature_spec", {"@/spec.json", Expect::kFails, {}, {}, "spec.json"}},
-      {"model", {"fm", Expect::kChanges}},
+      {"model", {"wide_deep", Expect::kChanges}},  // reads every model option the matrix sets (deep_layers: fm does not)
       {"embedding_size", {8, Expect::kChanges}},
       {"deep_layers", {json::array({16, 8}), Expect::kChanges}},
       // The zoo's hyper-parameters, each with a model that reads it (another model refuses it by name:
@@ -162,8 +162,11 @@ inline const std::map<std::string, Probe>& Probes() {
       {"lr_decay_staircase", {true, Expect::kChanges, {{"lr_decay", "exponential"}, {"lr_decay_steps", 3}}}},
       {"lr_decay_alpha", {0.5, Expect::kChanges, {{"lr_decay", "cosine"}, {"lr_decay_steps", 10}}}},
       // Reduce on plateau: evaluations every 2 steps; min_delta 1 makes every evaluation after the first a plateau.
+      // gauc grouped by field 0 (which decides the label: one class per group) is NaN: every evaluation is a
+      // plateau, where the default (logloss) improves.
       {"lr_plateau_metric",
-       {"auc", Expect::kChanges, {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_patience", 0}, {"lr_plateau_min_delta", 0.0}}}},
+       {"gauc", Expect::kChanges,
+        {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_patience", 0}, {"lr_plateau_min_delta", 0.0}, {"gauc_field", 0}}}},
       {"lr_plateau_factor",
        {0.5, Expect::kChanges, {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_patience", 0}, {"lr_plateau_min_delta", 1.0}}}},
       {"lr_plateau_patience",

@@ -125,10 +125,7 @@ struct Trainer::Impl {
 
   // ---- reduce on plateau (TrainOptions::lr_plateau(), optim/lr_plateau.h) ----
   optim::PlateauState plateau;  // Init: PlateauState::Start at the run's learning rate; kept in checkpoints
-  struct LrDrop {
-    int64_t step;  // the global step of the evaluation that lowered the rate
-    double lr;     // the rate from the next step on
-  };
+  using LrDrop = TrainResult::LrDrop;  // the evaluation's global step, the rate from the next step on
   std::vector<LrDrop> lr_drops;  // every reduction of the run (resumed runs included: kept in checkpoints)
   // Steps the scheduler with `eval` (rank 0; null on the other ranks), then
   // under mpirun gives every rank rank 0's state (one broadcast), so all use

@@ -238,8 +238,7 @@ void Trainer::Impl::NotePlateau(TrainResult* result) const {
       options.has_lr_schedule()
           ? optim::ScheduledLearningRate(options.lr_schedule(), BaseRate(), pos.global_step + 1 - warm_start_step)
           : options.optimizer.learning_rate;
-  result->lr_drops.clear();
-  for (const LrDrop& d : lr_drops) result->lr_drops.push_back({d.step, d.lr});
+  result->lr_drops = lr_drops;
 }
 
 Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainResult* result) {
