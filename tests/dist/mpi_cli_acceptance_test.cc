@@ -183,8 +183,10 @@ TEST_F(MpiCliTest, ReplicasStayIdentical) {
 TEST_F(MpiCliTest, PlateauDecisionsReachEveryRank) {
   Synth("tr.libsvm", 0, 513);  // rank 0: 257 rows (9 batches of 32), rank 1: 256 (8)
   Synth("va.libsvm", 513, 256);
+  // Memory mode: each rank knows its shard's end (a stream learns it at the next read, on every rank alike).
   RunResult r = Shell(Mpirun(2) + "train --train " + P("tr.libsvm") + " --valid " + P("va.libsvm") +
-                      " --batch-size 32 --epochs 2 --eval-every-steps 2 --check-replicas-every 1 --learning-rate 0.004"
+                      " --input-mode memory --batch-size 32 --epochs 2 --eval-every-steps 2 --check-replicas-every 1"
+                      " --learning-rate 0.004"
                       " --lr-schedule plateau --lr-plateau-patience 0 --lr-plateau-factor 0.5"
                       " --lr-plateau-min-delta 1 --metrics-json " + P("m.json") + kSmall);
   ASSERT_EQ(r.exit_code, 0) << r.out;
