@@ -1,7 +1,8 @@
 // `mpirun -np 2 ctrain train` on small synthetic data (seconds each): uneven
 // shards end together, per-rank pipe channels and the refusal of a shared
 // one, rank 0 alone writes, --lr-scaling, a stalled rank named and the job
-// shut down, --check-replicas-every.
+// shut down, --check-replicas-every, --lr-decay plateau (rank 0's decision on
+// every rank).
 // "acceptance" in the file name labels these slow: they start real mpirun
 // jobs, which the sanitizer stage skips (LeakSanitizer reports Open MPI's own
 // allocations at exit); the trainer's side of the seam is covered there by
@@ -174,6 +175,29 @@ TEST_F(MpiCliTest, ReplicasStayIdentical) {
                       " --dropout 0.5 --batch-norm true" + kSmall);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out.find("diverged"), std::string::npos) << r.out;
+}
+
+// Rank 0 alone validates; its plateau decisions reach every rank (the replicas stay identical only if every
+// rank steps at the same rate). Uneven shards: rank 0 is at its last batch but one when rank 1's shard ends the
+// epoch at step 8, an evaluation step, so the ranks must meet there whatever each knows of its own end.
+TEST_F(MpiCliTest, PlateauDecisionsReachEveryRank) {
+  Synth("tr.libsvm", 0, 513);  // rank 0: 257 rows (9 batches of 32), rank 1: 256 (8)
+  Synth("va.libsvm", 513, 256);
+  // Memory mode: each rank knows its shard's end (a stream learns it at the next read, on every rank alike).
+  RunResult r = Shell(Mpirun(2) + "train --train " + P("tr.libsvm") + " --valid " + P("va.libsvm") +
+                      " --input-mode memory --batch-size 32 --epochs 2 --eval-every-steps 2 --check-replicas-every 1"
+                      " --learning-rate 0.004"
+                      " --lr-schedule plateau --lr-plateau-patience 0 --lr-plateau-factor 0.5"
+                      " --lr-plateau-min-delta 1 --metrics-json " + P("m.json") + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("diverged"), std::string::npos) << r.out;
+  const nlohmann::json m = nlohmann::json::parse(Slurp(P("m.json")));
+  ASSERT_EQ(m["steps"], 16) << m.dump();
+  // Evaluations at 2, 4, ..., 16: the first sets the best, each later one halves the rate.
+  ASSERT_EQ(m["lr_drops"].size(), 7u) << m.dump();
+  for (int k = 0; k < 7; ++k) EXPECT_EQ(m["lr_drops"][k]["step"], 4 + 2 * k);
+  EXPECT_EQ(m["learning_rate"].get<double>(), static_cast<double>(0.004f) / 128);
+  EXPECT_NE(r.out.find("lr plateau at step 8: valid logloss"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ inline const std::map<std::string, Probe>& Probes() {
       {"criteo_pad_missing_trailing", {true, Expect::kSame}},  // LibSVM data here; Criteo: tests/cli, tests/io
       {"feature_size", {128, Expect::kChanges}},
       {"feature_spec", {"@/spec.json", Expect::kFails, {}, {}, "spec.json"}},
-      {"model", {"wide_deep", Expect::kChanges}},
+      {"model", {"wide_deep", Expect::kChanges}},  // reads every model option the matrix sets (deep_layers: fm does not)
       {"embedding_size", {8, Expect::kChanges}},
       {"deep_layers", {json::array({16, 8}), Expect::kChanges}},
       // The zoo's hyper-parameters, each with a model that reads it (another model refuses it by name:
@@ -178,6 +178,22 @@ inline const std::map<std::string, Probe>& Probes() {
       {"lr_decay_rate", {0.5, Expect::kChanges, {{"lr_decay", "exponential"}, {"lr_decay_steps", 2}}}},
       {"lr_decay_staircase", {true, Expect::kChanges, {{"lr_decay", "exponential"}, {"lr_decay_steps", 3}}}},
       {"lr_decay_alpha", {0.5, Expect::kChanges, {{"lr_decay", "cosine"}, {"lr_decay_steps", 10}}}},
+      // Reduce on plateau: evaluations every 2 steps; min_delta 1 makes every evaluation after the first a plateau.
+      // gauc grouped by field 0 (which decides the label: one class per group) is NaN: every evaluation is a
+      // plateau, where the default (logloss) improves.
+      {"lr_plateau_metric",
+       {"gauc", Expect::kChanges,
+        {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_patience", 0}, {"lr_plateau_min_delta", 0.0}, {"gauc_field", 0}}}},
+      {"lr_plateau_factor",
+       {0.5, Expect::kChanges, {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_patience", 0}, {"lr_plateau_min_delta", 1.0}}}},
+      {"lr_plateau_patience",
+       {0, Expect::kChanges, {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_min_delta", 1.0}}}},
+      {"lr_plateau_cooldown",
+       {3, Expect::kChanges, {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_patience", 0}, {"lr_plateau_min_delta", 1.0}}}},
+      {"lr_plateau_min_lr",
+       {0.005, Expect::kChanges, {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_patience", 0}, {"lr_plateau_min_delta", 1.0}}}},
+      {"lr_plateau_min_delta",
+       {1.0, Expect::kChanges, {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_patience", 0}}}},
       {"warm_start_from", {"@/../warm", Expect::kChanges}},
       {"warm_start_optimizer", {true, Expect::kChanges, {{"warm_start_from", "@/../warm"}}}},
       {"early_stopping_metric",

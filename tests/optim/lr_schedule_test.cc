@@ -76,7 +76,7 @@ TEST(LrSchedule, ValidationNamesTheFlag) {
   s.warmup_steps = -1;
   EXPECT_EQ(ValidateLrSchedule(s).message(), "--lr-warmup-steps must be >= 0, got -1");
   EXPECT_EQ(ParseLrDecay("linear").status().message(),
-            "--lr-decay must be none, exponential or cosine, got 'linear'");
+            "--lr-decay (--lr-schedule) must be none, exponential, cosine or plateau, got 'linear'");
   EXPECT_EQ(*ParseLrDecay("cosine"), LrDecay::kCosine);
 }
 

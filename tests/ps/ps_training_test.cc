@@ -146,6 +146,58 @@ INSTANTIATE_TEST_SUITE_P(Layouts, OneSyncWorkerTest,
                                   info.param.optimizer + "_" + std::to_string(info.param.shards);
                          });
 
+// --lr-decay plateau: the worker's scheduler lowers the rate at its evaluations and pushes it with each step's
+// gradients: the servers apply the same rates as local training (bit-equal tables); more than one worker is
+// refused by name (the chief alone validates).
+TEST(PsTrainingTest, PlateauRatesReachTheServersAndTwoWorkersAreRefused) {
+  const std::string local_dir = ctrain::testing::TestTempDir("ps_training", "plateau_local");
+  const std::string ps_dir = ctrain::testing::TestTempDir("ps_training", "plateau_ps");
+  const train::Dataset train = Data(420, 6), valid = Data(200, 7);
+  train::TrainOptions o = Options(false, "adam");
+  o.lr_warmup_steps = 0;
+  o.lr_decay = optim::LrDecay::kPlateau;
+  o.lr_decay_steps = 0;
+  o.eval_every_steps = 2;
+  o.lr_plateau_patience = 0;
+  o.lr_plateau_factor = 0.5;
+  o.lr_plateau_min_delta = 1.0;  // every evaluation after the first is a plateau
+  o.model_dir = local_dir;
+  auto local = train::Trainer::Create(o);
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  train::TrainResult lr;
+  ASSERT_TRUE((*local)->Train(train, &valid, &lr).ok());
+  ASSERT_EQ(lr.lr_drops.size(), 9u);  // 9 steps an epoch: evaluations at 2, 4, 6, 8, 9, 10, ..., 16, 18
+
+  auto servers = StartServers(2, "mod", ps_dir);
+  o.model_dir = ps_dir;
+  PsTrainResult pr;
+  Status st = RunPsTraining(o, PsOptions(Addresses(servers), 0, 1, true), train, &valid, &pr);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(pr.train.lr_drops.size(), lr.lr_drops.size());
+  for (size_t k = 0; k < lr.lr_drops.size(); ++k) {
+    EXPECT_EQ(pr.train.lr_drops[k].step, lr.lr_drops[k].step);
+    EXPECT_EQ(pr.train.lr_drops[k].lr, lr.lr_drops[k].lr);
+  }
+  EXPECT_EQ(pr.train.eval.logloss, lr.eval.logloss);
+  auto a = train::ReadTrainerCheckpoint(local_dir);
+  auto b = train::ReadTrainerCheckpoint(ps_dir);
+  ASSERT_TRUE(a.ok() && a->has_value() && b.ok() && b->has_value());
+  for (const train::NamedTensor& t : (*a)->ckpt.tensors) {
+    const train::NamedTensor* u = (*b)->ckpt.Find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    ASSERT_EQ(u->f32.size(), t.f32.size()) << t.name;
+    EXPECT_EQ(std::memcmp(u->f32.data(), t.f32.data(), t.f32.size() * 4), 0) << t.name << " differs";
+  }
+  EXPECT_EQ((*b)->meta["lr_plateau"], (*a)->meta["lr_plateau"]);
+
+  auto servers2 = StartServers(1, "mod");
+  o.model_dir.clear();
+  PsTrainResult r2;
+  st = RunPsTraining(o, PsOptions(Addresses(servers2), 0, 2, true), train, &valid, &r2);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("--lr-decay plateau is not supported with --ps"), std::string::npos) << st.ToString();
+}
+
 TEST(PsTrainingTest, TwoWorkersSyncReplicasShareEachRound) {
   auto servers = StartServers(2, "mod");
   const train::Dataset train = Data(420, 3);  // 9 batches: rounds of 2 -> 5 rounds an epoch

@@ -79,8 +79,8 @@ Status DistributedRun::SetUpRank(TrainJobOptions& job, bool* per_rank_inputs, bo
                                 "could not stop at its step; train without it (--keep-best works)");
   if (!mpi->is_chief()) {  // rank 0 alone checkpoints, validates and reports
     o.model_dir.clear();
-    o.keep_best = false;  // rank 0 saves the best checkpoint
-    o.group_field = -1;   // and computes the validation metrics
+    o.keep_best = false;  // rank 0 saves the best checkpoint and computes the validation metrics (--gauc-field
+                          // stays: --lr-plateau-metric gauc needs it on every rank, which take rank 0's decisions)
     job.metrics_json.clear();
     job.valid.clear();
     job.progress = "none";

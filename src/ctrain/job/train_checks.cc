@@ -54,9 +54,11 @@ Status CheckCombinations(TrainRun& run) {
 Status CheckValidation(TrainRun& run) {
   const train::TrainOptions& o = run.o;
   CTRAIN_RETURN_IF_ERROR(o.Validate());
-  if ((!o.early_stopping_metric.empty() || o.keep_best || o.group_field >= 0) && !run.have_valid && run.report)
+  if ((!o.early_stopping_metric.empty() || o.keep_best || o.group_field >= 0 || o.lr_plateau()) && !run.have_valid &&
+      run.report)
     return InvalidArgumentError(std::string(!o.early_stopping_metric.empty() ? "--early-stopping-metric"
                                             : o.keep_best                    ? "--keep-best"
+                                            : o.lr_plateau()                 ? "--lr-decay plateau"
                                                                              : "--gauc-field") +
                                 " needs --valid (the validation data it measures)");
   return Status::OK();

@@ -448,7 +448,8 @@ std::vector<OptionSpec> Build() {
                                            "(under mpirun from lr / N, Horovod's warmup; 0 = none)", kSync)
           .why(sync_why)
           .bind(FIELD(lr_warmup_steps)));
-  add(Entry("lr_decay", {}, "", "Learning-rate decay after the warm-up: none, exponential or cosine", kSync)
+  add(Entry("lr_decay", {"lr_schedule"}, "", "Learning-rate decay after the warm-up: none, exponential, cosine or "
+                                             "plateau (reduce on a validation plateau, --lr-plateau-*)", kSync)
           .why(sync_why)
           .bind(FIELD(lr_decay)));
   add(Entry("lr_decay_steps", {}, "steps", "exponential: steps per factor --lr-decay-rate; cosine: steps to reach "
@@ -463,6 +464,30 @@ std::vector<OptionSpec> Build() {
           .bind(FIELD(train_options.lr_decay_staircase)));
   add(Entry("lr_decay_alpha", {}, "", "cosine: the final rate as a fraction of lr", kSync).why(sync_why)
           .bind(FIELD(train_options.lr_decay_alpha)));
+  // --lr-decay plateau (optim/lr_plateau.h: PyTorch's ReduceLROnPlateau, threshold_mode abs). Parameter servers
+  // with more than one worker refuse it (the chief alone validates: train/trainer.cc CheckRemoteOptions).
+  add(Entry("lr_plateau_metric", {}, "", "plateau: the validation metric watched (auc, gauc, pr_auc: higher is "
+                                        "better; logloss, normalized_entropy: lower; default: "
+                                        "--early-stopping-metric if set, else logloss)", kSync)
+          .why(sync_why)
+          .bind(FIELD(train_options.lr_plateau_metric)));
+  add(Entry("lr_plateau_factor", {}, "", "plateau: multiply the learning rate by this at a plateau, in (0, 1)", kSync)
+          .why(sync_why)
+          .bind(FIELD(train_options.lr_plateau_factor)));
+  add(Entry("lr_plateau_patience", {}, "evaluations", "plateau: evaluations without improvement tolerated; the "
+                                                     "rate drops at the next one (0 = at the first)", kSync)
+          .why(sync_why)
+          .bind(FIELD(train_options.lr_plateau_patience)));
+  add(Entry("lr_plateau_cooldown", {}, "evaluations", "plateau: evaluations after a drop that do not count", kSync)
+          .why(sync_why)
+          .bind(FIELD(train_options.lr_plateau_cooldown)));
+  add(Entry("lr_plateau_min_lr", {}, "", "plateau: the learning rate never drops below this", kSync)
+          .why(sync_why)
+          .bind(FIELD(train_options.lr_plateau_min_lr)));
+  add(Entry("lr_plateau_min_delta", {}, "", "plateau: the least absolute change of the metric that counts as an "
+                                           "improvement", kSync)
+          .why(sync_why)
+          .bind(FIELD(train_options.lr_plateau_min_delta)));
   // Warm start, early stopping, best checkpoint, metrics.
   add(Entry("warm_start_from", {}, "path", "Start a new run from the parameters of this model dir's latest "
                                           "checkpoint (incremental training; may be --model-dir itself)", kNotPs)

@@ -128,6 +128,13 @@ Status WriteTrainMetrics(const TrainRun& run, const nlohmann::json& mpi_json, co
     j["best_metric"] = JsonNumber(r.best_metric);
     j["best_step"] = r.best_step;
   }
+  // The rate the next step would run at, and --lr-decay plateau's reductions (the evaluation's step, the new rate).
+  j["learning_rate"] = r.learning_rate;
+  if (o.lr_plateau()) {
+    nlohmann::json drops = nlohmann::json::array();
+    for (const train::TrainResult::LrDrop& d : r.lr_drops) drops.push_back({{"step", d.step}, {"lr", d.lr}});
+    j["lr_drops"] = std::move(drops);
+  }
   if (!mpi_json.is_null()) j["mpi"] = mpi_json;
   if (!ps_json.is_null()) j["ps"] = ps_json;
   if (r.streamed) {

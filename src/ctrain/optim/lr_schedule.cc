@@ -12,7 +12,7 @@ Status ValidateLrSchedule(const LrSchedule& s) {
     return InvalidArgumentError("--lr-warmup-steps must be >= 0, got " + std::to_string(s.warmup_steps));
   if (!(s.warmup_from >= 0) || !std::isfinite(s.warmup_from))
     return InvalidArgumentError("lr_warmup_from must be a finite rate >= 0, got " + std::to_string(s.warmup_from));
-  if (s.decay == LrDecay::kNone) return Status::OK();
+  if (s.decay == LrDecay::kNone || s.decay == LrDecay::kPlateau) return Status::OK();  // plateau: lr_plateau.h
   if (s.decay_steps < 1)
     return InvalidArgumentError(std::string("--lr-decay ") + LrDecayName(s.decay) +
                                 " needs --lr-decay-steps >= 1, got " +
@@ -31,6 +31,7 @@ double ScheduledLearningRate(const LrSchedule& s, double base, int64_t step) {
   const double d = static_cast<double>(s.decay_steps);
   switch (s.decay) {
     case LrDecay::kNone:
+    case LrDecay::kPlateau:
       return base;
     case LrDecay::kExponential: {
       const double p = s.staircase ? std::floor(t / d) : t / d;
@@ -48,7 +49,9 @@ StatusOr<LrDecay> ParseLrDecay(std::string_view name) {
   if (name == "none") return LrDecay::kNone;
   if (name == "exponential") return LrDecay::kExponential;
   if (name == "cosine") return LrDecay::kCosine;
-  return InvalidArgumentError("--lr-decay must be none, exponential or cosine, got '" + std::string(name) + "'");
+  if (name == "plateau") return LrDecay::kPlateau;
+  return InvalidArgumentError("--lr-decay (--lr-schedule) must be none, exponential, cosine or plateau, got '" +
+                              std::string(name) + "'");
 }
 
 const char* LrDecayName(LrDecay d) {
@@ -56,6 +59,7 @@ const char* LrDecayName(LrDecay d) {
     case LrDecay::kNone: return "none";
     case LrDecay::kExponential: return "exponential";
     case LrDecay::kCosine: return "cosine";
+    case LrDecay::kPlateau: return "plateau";
   }
   return "?";
 }

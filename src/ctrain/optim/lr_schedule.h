@@ -10,6 +10,9 @@
 //   decay none:             b
 //   decay exponential:      b * decay_rate ^ (t / decay_steps)   (staircase: floor(t / decay_steps))
 //   decay cosine:           b * ((1 - alpha) * (1 + cos(pi * min(t, decay_steps) / decay_steps)) / 2 + alpha)
+//   decay plateau:          b, where the caller passes as b the rate the
+//                           plateau scheduler holds (optim/lr_plateau.h): it
+//                           changes at evaluations, not with the step
 // so the first step after the warm-up runs at b and the decay is TF's schedule
 // evaluated at the optimizer's iteration count minus the warm-up.
 //
@@ -23,7 +26,7 @@
 
 namespace ctrain::optim {
 
-enum class LrDecay { kNone, kExponential, kCosine };
+enum class LrDecay { kNone, kExponential, kCosine, kPlateau };
 
 struct LrSchedule {
   // Warm-up steps (0 = none) and the rate the ramp starts from (>= 0; 0 =
@@ -46,7 +49,7 @@ Status ValidateLrSchedule(const LrSchedule& s);
 // REQUIRES: ValidateLrSchedule(s).ok(), step >= 1.
 double ScheduledLearningRate(const LrSchedule& s, double base, int64_t step);
 
-// "none" | "exponential" | "cosine". InvalidArgument naming the value.
+// "none" | "exponential" | "cosine" | "plateau". InvalidArgument naming the value.
 StatusOr<LrDecay> ParseLrDecay(std::string_view name);
 const char* LrDecayName(LrDecay d);
 

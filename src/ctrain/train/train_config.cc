@@ -43,6 +43,24 @@ Status TrainOptions::Validate() const {
   if (has_lr_schedule() && parallel.hogwild > 0)
     return InvalidArgumentError(std::string(lr_warmup_steps > 0 ? "--lr-warmup-steps" : "--lr-decay") +
                                 " needs synchronous training (not --hogwild)");
+  if (lr_plateau()) {
+    CTRAIN_RETURN_IF_ERROR(optim::PlateauModeOf(plateau_metric()).status());
+    CTRAIN_RETURN_IF_ERROR(optim::ValidatePlateau(plateau_config()));
+    if (plateau_metric() == "gauc" && group_field < 0)
+      return InvalidArgumentError("--lr-plateau-metric gauc needs --gauc-field (the field whose id groups examples)");
+  } else {
+    const TrainOptions d;  // the plateau's parameters mean nothing without it
+    const char* given = !lr_plateau_metric.empty()                    ? "--lr-plateau-metric"
+                        : lr_plateau_factor != d.lr_plateau_factor     ? "--lr-plateau-factor"
+                        : lr_plateau_patience != d.lr_plateau_patience ? "--lr-plateau-patience"
+                        : lr_plateau_cooldown != d.lr_plateau_cooldown ? "--lr-plateau-cooldown"
+                        : lr_plateau_min_lr != d.lr_plateau_min_lr     ? "--lr-plateau-min-lr"
+                        : lr_plateau_min_delta != d.lr_plateau_min_delta ? "--lr-plateau-min-delta"
+                                                                        : nullptr;
+    if (given != nullptr)
+      return InvalidArgumentError(std::string(given) + " needs --lr-decay plateau (--lr-schedule plateau), this run has "
+                                  "--lr-decay " + optim::LrDecayName(lr_decay));
+  }
   if (!early_stopping_metric.empty()) {
     static const char* kMetrics[] = {"auc", "gauc", "pr_auc", "logloss", "normalized_entropy"};
     if (std::find(std::begin(kMetrics), std::end(kMetrics), early_stopping_metric) == std::end(kMetrics))
@@ -86,6 +104,18 @@ optim::LrSchedule TrainOptions::lr_schedule() const {
   s.staircase = lr_decay_staircase;
   s.alpha = lr_decay_alpha;
   return s;
+}
+
+optim::PlateauConfig TrainOptions::plateau_config() const {
+  optim::PlateauConfig c;
+  const StatusOr<optim::PlateauMode> mode = optim::PlateauModeOf(plateau_metric());
+  c.mode = mode.ok() ? *mode : optim::PlateauMode::kMin;
+  c.factor = lr_plateau_factor;
+  c.patience = lr_plateau_patience;
+  c.cooldown = lr_plateau_cooldown;
+  c.min_lr = lr_plateau_min_lr;
+  c.min_delta = lr_plateau_min_delta;
+  return c;
 }
 
 nlohmann::json ModelConfigToJson(const model::DeepFMConfig& c) {

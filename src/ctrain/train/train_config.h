@@ -14,6 +14,7 @@
 
 #include "ctrain/base/status.h"
 #include "ctrain/model/deepfm.h"
+#include "ctrain/optim/lr_plateau.h"
 #include "ctrain/optim/lr_schedule.h"
 #include "ctrain/optim/optimizer.h"
 
@@ -125,6 +126,27 @@ struct TrainOptions {
   float lr_decay_alpha = 0.0f;
   optim::LrSchedule lr_schedule() const;
   bool has_lr_schedule() const { return lr_warmup_steps > 0 || lr_decay != optim::LrDecay::kNone; }
+  // lr_decay == kPlateau (--lr-decay plateau, alias --lr-schedule): reduce the
+  // rate on a validation plateau (optim/lr_plateau.h, PyTorch's
+  // ReduceLROnPlateau with threshold_mode "abs"), stepped at every scheduled
+  // evaluation (epoch ends and every eval_every_steps; not the final one of a
+  // run stopped by max_steps), on the same evaluation early stopping and
+  // keep_best see. The rate after the warm-up is the scheduler's; a warm-up
+  // ramps to it. Needs validation data; its state is kept in checkpoints.
+  std::string lr_plateau_metric;  // "" = early_stopping_metric if set, else logloss
+  double lr_plateau_factor = 0.1;
+  int32_t lr_plateau_patience = 10;   // evaluations
+  int32_t lr_plateau_cooldown = 0;    // evaluations
+  double lr_plateau_min_lr = 0;
+  double lr_plateau_min_delta = 1e-4;  // absolute
+  bool lr_plateau() const { return lr_decay == optim::LrDecay::kPlateau; }
+  // The monitored metric (the default resolved).
+  std::string plateau_metric() const {
+    return !lr_plateau_metric.empty() ? lr_plateau_metric
+                                      : !early_stopping_metric.empty() ? early_stopping_metric : "logloss";
+  }
+  // The scheduler's parameters, mode from plateau_metric() (min for an unknown name; Validate refuses it).
+  optim::PlateauConfig plateau_config() const;
 
   // Early stopping (tf.estimator.experimental.stop_if_no_increase_hook,
   // Keras EarlyStopping): after each validation, training stops once

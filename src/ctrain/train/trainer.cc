@@ -27,6 +27,10 @@ Status Trainer::Impl::CheckRemoteOptions() const {
   if (options.keep_best)
     return InvalidArgumentError("--keep-best is not supported with " + ps +
                                 ": the parameters live on the servers, which save into --model-dir only");
+  if (options.lr_plateau() && remote->num_workers() > 1)
+    return InvalidArgumentError("--lr-decay plateau is not supported with " + ps +
+                                " and more than one worker: the chief alone validates, the other workers would push "
+                                "gradients at the old learning rate");
   if (!options.early_stopping_metric.empty() && remote->num_workers() > 1)
     return InvalidArgumentError("--early-stopping-metric is not supported with " + ps +
                                 " and more than one worker: the chief alone validates, the other workers could not "
@@ -39,6 +43,7 @@ Status Trainer::Impl::Init() {
   if (remote != nullptr) CTRAIN_RETURN_IF_ERROR(CheckRemoteOptions());
   CTRAIN_ASSIGN_OR_RETURN(optimizer, optim::MakeOptimizer(options.optimizer));
   current_lr = options.optimizer.learning_rate;
+  if (options.lr_plateau()) plateau = optim::PlateauState::Start(options.plateau_config(), options.optimizer.learning_rate);
   const ParallelOptions& par = options.parallel;
   const int32_t R = par.replicas();
   intra = par.intra_op_threads > 0 ? par.intra_op_threads : std::max(1, AvailableCpus() / R);

@@ -105,6 +105,16 @@ struct TrainResult {
   bool early_stopped = false;
   double best_metric = 0;
   int64_t best_step = 0;
+  // The learning rate the next step would run at (the schedule's: warm-up,
+  // decay or the plateau's rate; the run's rate without one), and every
+  // reduction of --lr-decay plateau (TrainOptions::lr_plateau()): the global
+  // step of the evaluation that decided it and the rate from the step after.
+  double learning_rate = 0;
+  struct LrDrop {
+    int64_t step = 0;
+    double lr = 0;
+  };
+  std::vector<LrDrop> lr_drops;
 
   // Input measurement over this call's steps (docs/training.md#input-modes).
   // Stream mode: wait = time blocked in the pipeline's Next(), compute = the

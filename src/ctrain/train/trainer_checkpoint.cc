@@ -95,6 +95,7 @@ nlohmann::json Trainer::Impl::Meta() const {
                            {"best_step", best_step},
                            {"evals_since_best", evals_since_best},
                            {"stopped", early_stopped}};
+  if (options.lr_plateau()) m["lr_plateau"] = PlateauMeta();
   if (!train_inputs.is_null()) m["train_inputs"] = train_inputs;
   if (stream_src != nullptr) {
     nlohmann::json cursor = stream_src->Cursor();
@@ -335,6 +336,10 @@ Status Trainer::Impl::RestoreMeta(const nlohmann::json& meta, const std::string&
     m.evals_since_best = es->value("evals_since_best", 0);
     m.early_stopped = es->value("stopped", false) && m.options.early_stopping_patience > 0;
   }
+  if (m.options.lr_plateau()) {
+    if (const auto p = meta.find("lr_plateau"); p != meta.end())
+      CTRAIN_RETURN_IF_ERROR(m.RestorePlateau(*p, path));
+  }
   if (meta.value("batch_size", int64_t{0}) != m.options.batch_size && m.pos.batch_in_epoch != 0)
     return FailedPreconditionError(path + ": checkpoint stopped mid-epoch with batch_size " +
                                    std::to_string(meta.value("batch_size", int64_t{0})) +
@@ -365,6 +370,51 @@ Status Trainer::Impl::RestoreRemote(bool* restored) {
                 static_cast<long long>(pos.epoch + 1), static_cast<long long>(pos.batch_in_epoch));
   Log(buf);
   *restored = true;
+  return Status::OK();
+}
+
+// Meta "lr_plateau": the scheduler's state (optim/lr_plateau.h) under the
+// metric and learning rate it was started with; best is null while none was
+// seen (+-inf in memory).
+nlohmann::json Trainer::Impl::PlateauMeta() const {
+  nlohmann::json drops = nlohmann::json::array();
+  for (const LrDrop& d : lr_drops) drops.push_back({{"step", d.step}, {"lr", d.lr}});
+  return {{"metric", options.plateau_metric()},
+          {"learning_rate", static_cast<double>(options.optimizer.learning_rate)},
+          {"lr", plateau.lr},
+          {"best", std::isfinite(plateau.best) ? nlohmann::json(plateau.best) : nlohmann::json(nullptr)},
+          {"num_bad_evals", plateau.num_bad},
+          {"cooldown_counter", plateau.cooldown_counter},
+          {"reductions", plateau.reductions},
+          {"drops", std::move(drops)}};
+}
+
+// A checkpoint of another metric or learning rate (or without the plateau)
+// leaves the scheduler at its start: its state measured something else.
+Status Trainer::Impl::RestorePlateau(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) return DataLossError(path + ": meta \"lr_plateau\" is not a JSON object");
+  if (j.value("metric", "") != options.plateau_metric() ||
+      j.value("learning_rate", -1.0) != static_cast<double>(options.optimizer.learning_rate)) {
+    Log("ctrain: " + path + ": its learning-rate plateau state was kept for --lr-plateau-metric " +
+        j.value("metric", std::string("?")) + " at another --learning-rate or metric: the scheduler starts afresh");
+    return Status::OK();
+  }
+  try {
+    optim::PlateauState s = optim::PlateauState::Start(options.plateau_config(), 0);
+    s.lr = j.at("lr").get<double>();
+    if (!j.at("best").is_null()) s.best = j.at("best").get<double>();
+    s.num_bad = j.at("num_bad_evals").get<int32_t>();
+    s.cooldown_counter = j.at("cooldown_counter").get<int32_t>();
+    s.reductions = j.at("reductions").get<int32_t>();
+    std::vector<LrDrop> drops;
+    for (const nlohmann::json& d : j.at("drops")) drops.push_back({d.at("step").get<int64_t>(), d.at("lr").get<double>()});
+    if (!(s.lr >= 0) || !std::isfinite(s.lr) || s.num_bad < 0 || s.cooldown_counter < 0)
+      return DataLossError(path + ": meta \"lr_plateau\" holds an invalid state: " + j.dump());
+    plateau = s;
+    lr_drops = std::move(drops);
+  } catch (const nlohmann::json::exception& e) {
+    return DataLossError(path + ": meta \"lr_plateau\": " + e.what());
+  }
   return Status::OK();
 }
 

@@ -32,26 +32,54 @@ Status NonFinitePrediction(const Dataset& data, const data::Batch& batch, int64_
 
 }  // namespace
 
-Status Trainer::Impl::EvaluateAndLog(const Dataset* valid, const char* when, int64_t* eval_step, TrainResult* result) {
-  if (valid == nullptr || (result->evaluated && *eval_step == pos.global_step)) return Status::OK();
-  CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
-  result->evaluated = true;
+Status Trainer::Impl::EvaluateAndLog(const Dataset* valid, const char* when, int64_t* eval_step, TrainResult* result,
+                                     bool scheduled) {
+  const bool plateau_step = scheduled && options.lr_plateau();
+  // mpirun: rank 0 validates and every rank takes its plateau decision, so all ranks come here at the same steps.
+  const bool shared = plateau_step && exch != nullptr && exch->size() > 1;
+  if (*eval_step == pos.global_step || (valid == nullptr && !shared)) return Status::OK();
   *eval_step = pos.global_step;
-  if (observer != nullptr) observer->OnEval(pos.global_step, result->eval);
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
-                terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
-                result->eval.logloss, static_cast<long long>(result->eval.examples));
-  Log(buf);
-  CTRAIN_RETURN_IF_ERROR(TrackBest(result));
-  if (!saturation_warned) {
-    const std::string w =
-        SaturationWarning(result->eval.saturated_fraction, result->eval.examples, pos.global_step);
-    if (!w.empty()) {
-      saturation_warned = true;
-      Warn(w, result);
+  if (valid != nullptr) {
+    CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
+    result->evaluated = true;
+    if (observer != nullptr) observer->OnEval(pos.global_step, result->eval);
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s%s step %lld: valid auc %.5f logloss %.5f (%lld examples)",
+                  terminal ? "\r\033[K" : "", when, static_cast<long long>(pos.global_step), result->eval.auc,
+                  result->eval.logloss, static_cast<long long>(result->eval.examples));
+    Log(buf);
+    // The order (docs/training.md#reduce-on-plateau): the plateau scheduler first, then early stopping and the
+    // best checkpoint, so that a checkpoint written after this evaluation holds the rate it chose.
+    if (plateau_step) CTRAIN_RETURN_IF_ERROR(StepPlateau(&result->eval));
+    CTRAIN_RETURN_IF_ERROR(TrackBest(result));
+    if (!saturation_warned) {
+      const std::string w =
+          SaturationWarning(result->eval.saturated_fraction, result->eval.examples, pos.global_step);
+      if (!w.empty()) {
+        saturation_warned = true;
+        Warn(w, result);
+      }
     }
+  } else {
+    CTRAIN_RETURN_IF_ERROR(StepPlateau(nullptr));  // a rank without validation data: rank 0's decision
   }
+  return Status::OK();
+}
+
+Status Trainer::Impl::StepPlateau(const EvalResult* eval) {
+  const double before = plateau.lr;
+  const std::string metric = options.plateau_metric();
+  if (eval != nullptr) optim::PlateauStep(options.plateau_config(), eval->Metric(metric), &plateau);
+  if (exch != nullptr && exch->size() > 1) CTRAIN_RETURN_IF_ERROR(BroadcastPlateau());
+  if (plateau.lr == before) return Status::OK();
+  lr_drops.push_back({pos.global_step, plateau.lr});
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%slr plateau at step %lld: valid %s has not improved on %.6f by more than %g for %d evaluation(s): "
+                "learning rate %g -> %g",
+                terminal ? "\r\033[K" : "", static_cast<long long>(pos.global_step), metric.c_str(), plateau.best,
+                options.lr_plateau_min_delta, options.lr_plateau_patience + 1, before, plateau.lr);
+  Log(buf);
   return Status::OK();
 }
 

@@ -105,6 +105,21 @@ Status Trainer::Impl::BroadcastState() {
   pos.batch_in_epoch = p[2];
   pos.examples = p[3];
   SyncReplicas();
+  if (options.lr_plateau()) CTRAIN_RETURN_IF_ERROR(BroadcastPlateau());  // rank 0 restored it; the others start afresh
+  return Status::OK();
+}
+
+Status Trainer::Impl::BroadcastPlateau() {
+  double d[2] = {plateau.lr, plateau.best};
+  int32_t n[3] = {plateau.num_bad, plateau.cooldown_counter, plateau.reductions};
+  const std::string what = "step " + std::to_string(pos.global_step) + ": the plateau's learning rate";
+  CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<double>(d, 2)), what));
+  CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<int32_t>(n, 3)), what));
+  plateau.lr = d[0];
+  plateau.best = d[1];
+  plateau.num_bad = n[0];
+  plateau.cooldown_counter = n[1];
+  plateau.reductions = n[2];
   return Status::OK();
 }
 

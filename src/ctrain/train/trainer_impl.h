@@ -24,6 +24,7 @@
 
 #include "ctrain/base/clock.h"
 #include "ctrain/model/model.h"
+#include "ctrain/optim/lr_plateau.h"
 #include "ctrain/optim/optimizer.h"
 #include "ctrain/train/checkpoint.h"
 #include "ctrain/train/ctr_metrics.h"
@@ -114,8 +115,29 @@ struct Trainer::Impl {
   void Log(const std::string& line);
 
   // Evaluates `valid` (if any) into result->eval and logs one line, at most
-  // once per global step (*eval_step remembers the last evaluated step).
-  Status EvaluateAndLog(const Dataset* valid, const char* when, int64_t* eval_step, TrainResult* result);
+  // once per global step (*eval_step remembers the last evaluated step), then
+  // early stopping / the best checkpoint (TrackBest) and, at a `scheduled`
+  // evaluation (an epoch end or every eval_every_steps, not a run's final
+  // one), the plateau scheduler (StepPlateau) before them. Under mpirun with the plateau
+  // every rank calls it at the same steps (rank 0 alone has `valid`).
+  Status EvaluateAndLog(const Dataset* valid, const char* when, int64_t* eval_step, TrainResult* result,
+                        bool scheduled = true);
+
+  // ---- reduce on plateau (TrainOptions::lr_plateau(), optim/lr_plateau.h) ----
+  optim::PlateauState plateau;  // Init: PlateauState::Start at the run's learning rate; kept in checkpoints
+  using LrDrop = TrainResult::LrDrop;  // the evaluation's global step, the rate from the next step on
+  std::vector<LrDrop> lr_drops;  // every reduction of the run (resumed runs included: kept in checkpoints)
+  // Steps the scheduler with `eval` (rank 0; null on the other ranks), then
+  // under mpirun gives every rank rank 0's state (one broadcast), so all use
+  // the same rate from the next step. Logs a reduction.
+  Status StepPlateau(const EvalResult* eval);
+  // The plateau state as checkpoint meta "lr_plateau", and back (RestoreMeta).
+  nlohmann::json PlateauMeta() const;
+  Status RestorePlateau(const nlohmann::json& j, const std::string& path);
+  // Rank 0's plateau state into every rank (BroadcastState, StepPlateau).
+  Status BroadcastPlateau();
+  // The rate the schedule starts from at `step`'s warm-up end: the plateau's rate or the learning rate.
+  double BaseRate() const { return options.lr_plateau() ? plateau.lr : options.optimizer.learning_rate; }
 
   // ---- early stopping and the best checkpoint (TrainOptions::early_stopping_metric, keep_best) ----
   bool tracking_best() const { return !options.early_stopping_metric.empty() || options.keep_best; }
@@ -272,6 +294,8 @@ struct Trainer::Impl {
   Status BeginRun(TrainResult* result);
   // The restored position's early-stopping state into *result.
   void NoteRestoredState(TrainResult* result) const;
+  // The rate of the next step and the plateau's reductions into *result.
+  void NotePlateau(TrainResult* result) const;
   Status RestoreMeta(const nlohmann::json& meta, const std::string& path);
   Status RestoreRemote(bool* restored);
 

@@ -36,6 +36,12 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
   bool stop = early_stopped;  // a resumed run that stopped early has nothing left to do
   int64_t eval_step = -1;     // evaluated at this global step already (no second identical evaluation)
   auto do_eval = [&](const char* when) { return EvaluateAndLog(valid, when, &eval_step, result); };
+  if (options.lr_plateau() && valid == nullptr && (exch == nullptr || exch->is_chief()))
+    return InvalidArgumentError("--lr-decay plateau needs validation data (--valid): it reduces the learning rate "
+                                "when a validation metric stops improving");
+  // mpirun with the plateau: every rank joins rank 0's decision at every --eval-every-steps step, wherever its
+  // own shard ends (below), so that all ranks meet at the same evaluations.
+  const bool ranks_meet = options.lr_plateau() && exch != nullptr && exch->size() > 1;
 
   while (!stop && pos.epoch < options.epochs && !max_reached()) {
     if (Status st = feed.BeginEpoch(pos.epoch, pos.batch_in_epoch); !st.ok())
@@ -132,12 +138,13 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
       // Not at a known epoch end (its own checkpoint follows). A stream's end
       // is only known at the next Next(): a checkpoint taken on its last batch
       // resumes by finding the epoch exhausted.
-      if (!feed.EndKnown(pos.batch_in_epoch)) {
-        if (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0)
-          CTRAIN_RETURN_IF_ERROR(Save());
-        if (options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0)
-          CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
-      }
+      // The evaluation comes first, so that a checkpoint of the same step holds what it decided (early stopping's
+      // count, the plateau's rate) and a run resumed from it continues identically.
+      const bool end_known = feed.EndKnown(pos.batch_in_epoch);
+      if ((!end_known || ranks_meet) && options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0)
+        CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
+      if (!end_known && options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0)
+        CTRAIN_RETURN_IF_ERROR(Save());
       if (early_stopped) {
         stop = true;
         break;
@@ -184,7 +191,9 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
   CTRAIN_RETURN_IF_ERROR(feed.EndRun());
   if (epoch_loss_n > 0) result->last_loss = epoch_loss_sum / epoch_loss_n;
   // A final evaluation when training stopped mid-epoch (max_steps).
-  if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0)) CTRAIN_RETURN_IF_ERROR(do_eval("final"));
+  // It reports the model; it does not step the plateau scheduler (training is over: no rate follows from it).
+  if (valid != nullptr && (!result->evaluated || pos.batch_in_epoch != 0))
+    CTRAIN_RETURN_IF_ERROR(EvaluateAndLog(valid, "final", &eval_step, result, /*scheduled=*/false));
   if (!finished) saved_this_run = false;  // the final checkpoint records that the run finished
   finished = true;
   CTRAIN_RETURN_IF_ERROR(SaveFinal());
@@ -200,6 +209,7 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
   result->seconds = prog.wait + prog.compute;
   result->input_wait_fraction = result->seconds > 0 ? prog.wait / result->seconds : 0;
   result->examples_per_sec = result->seconds > 0 ? result->examples_this_run / result->seconds : 0;
+  NotePlateau(result);
   return Status::OK();
 }
 
@@ -220,6 +230,15 @@ void Trainer::Impl::NoteRestoredState(TrainResult* result) const {
   result->early_stopped = early_stopped;
   result->best_metric = best_value;
   result->best_step = best_step;
+  NotePlateau(result);
+}
+
+void Trainer::Impl::NotePlateau(TrainResult* result) const {
+  result->learning_rate =
+      options.has_lr_schedule()
+          ? optim::ScheduledLearningRate(options.lr_schedule(), BaseRate(), pos.global_step + 1 - warm_start_step)
+          : options.optimizer.learning_rate;
+  result->lr_drops = lr_drops;
 }
 
 Status Trainer::Impl::Train(const Dataset& train, const Dataset* valid, TrainResult* result) {

@@ -237,7 +237,7 @@ Status Trainer::Impl::SyncStep(int64_t B, const FillFn& fill, double* loss_out) 
 
 void Trainer::Impl::SetScheduledRate(int64_t step) {
   const float lr =
-      static_cast<float>(optim::ScheduledLearningRate(options.lr_schedule(), options.optimizer.learning_rate, step));
+      static_cast<float>(optim::ScheduledLearningRate(options.lr_schedule(), BaseRate(), step));
   current_lr = lr;
   optimizer->set_learning_rate(lr);
   if (remote != nullptr) return;  // pushed with the step's gradients
