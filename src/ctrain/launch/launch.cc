@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -76,30 +77,30 @@ Status WriteRoleJson(const std::string& dir, const Contract& c, const std::strin
   return io::WriteStringToFileAtomic(dir + "/role.json", j.dump(2) + "\n");
 }
 
-StatusOr<std::vector<std::string>> InputArgs(const Contract& c, bool remote) {
+// The `ctrain train` flag a channel feeds: train -> --train, validation (or valid) -> --valid;
+// any other channel is an error naming it.
+StatusOr<std::string> ChannelFlag(const Channel& ch) {
+  if (ch.name == "train") return std::string("--train");
+  if (ch.name == "validation" || ch.name == "valid") return std::string("--valid");
+  return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
+                              "\" has no ctrain input (channels: train, validation)");
+}
+
+Status RefusePipeValidation(const Channel& ch) {
+  return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
+                              "\" is in Pipe mode; the validation set is read into memory: use File or FastFile");
+}
+
+// A host that reads its channels itself (homogeneous cluster): every channel of this host.
+StatusOr<std::vector<std::string>> LocalInputArgs(const Contract& c) {
   std::vector<std::string> args;
   bool have_train = false;
   for (const Channel& ch : c.channels) {
-    std::string flag;
-    if (ch.name == "train") flag = "--train";
-    else if (ch.name == "validation" || ch.name == "valid") flag = "--valid";
-    else
-      return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
-                                  "\" has no ctrain input (channels: train, validation)");
+    CTRAIN_ASSIGN_OR_RETURN(std::string flag, ChannelFlag(ch));
     if (ch.mode == InputMode::kPipe) {
-      if (flag == "--valid")
-        return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
-                                    "\" is in Pipe mode; the validation set is read into memory: use File or FastFile");
-      if (remote)
-        return InvalidArgumentError("inputdataconfig.json: channel \"train\" is in Pipe mode, but with data_group the "
-                                    "data hosts read the files: use File or FastFile");
+      if (flag == "--valid") return RefusePipeValidation(ch);
       args.push_back(flag);
       args.push_back("pipe:" + ch.dir);
-    } else if (remote && flag == "--train") {
-      // The dispatcher expands the directory on its host (the same path on every host).
-      CTRAIN_RETURN_IF_ERROR(ChannelFiles(ch).status());
-      args.push_back(flag);
-      args.push_back(ch.dir);
     } else {
       CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, ChannelFiles(ch));
       args.push_back(flag);
@@ -109,6 +110,75 @@ StatusOr<std::vector<std::string>> InputArgs(const Contract& c, bool remote) {
   }
   if (!have_train) return InvalidArgumentError("inputdataconfig.json: no \"train\" channel (nothing to train on)");
   return args;
+}
+
+const Channel* FindChannel(const Contract& c, std::initializer_list<const char*> names) {
+  for (const Channel& ch : c.channels)
+    for (const char* n : names)
+      if (ch.name == n) return &ch;
+  return nullptr;
+}
+
+// The trainer host of a heterogeneous job. The data hosts read the training files: the
+// train channel is usually given to the data group only (InstanceGroupNames), so this host
+// may not list it, or list it without a local directory. --train is the channel's path,
+// the same on every SageMaker host (SM_CHANNEL_TRAIN where set), expanded by the dispatcher
+// on its host and never looked at here. The validation set is read by the trainer itself
+// (into memory): a validation channel must be on this host; without one there is no
+// validation, and the launcher says so. *notes gets those lines.
+StatusOr<std::vector<std::string>> TrainerInputArgs(const Contract& c, const EnvLookup& getenv,
+                                                    std::vector<std::string>* notes) {
+  for (const Channel& ch : c.channels) CTRAIN_RETURN_IF_ERROR(ChannelFlag(ch).status());
+  std::vector<std::string> args{"--train"};
+  if (const Channel* train = FindChannel(c, {"train"})) {
+    if (train->mode == InputMode::kPipe)
+      return InvalidArgumentError("inputdataconfig.json: channel \"train\" is in Pipe mode, but with data_group the "
+                                  "data hosts read the files: use File or FastFile");
+    args.push_back(train->dir);
+  } else {
+    args.push_back(ChannelDir(c.root, "train", getenv));
+    notes->push_back("channel \"train\" is not given to this host (instance group " + c.resources.current_group +
+                     "): the data hosts read it; the dispatcher expands " + args.back() + " on its host");
+  }
+  if (const Channel* valid = FindChannel(c, {"validation", "valid"})) {
+    if (valid->mode == InputMode::kPipe) return RefusePipeValidation(*valid);
+    StatusOr<std::vector<std::string>> files = ChannelFiles(*valid);
+    if (!files.ok())
+      return Status(files.status().code(), std::string(files.status().message()) +
+                                               " (the trainer reads the validation set itself: the channel must be "
+                                               "on the trainer's hosts)");
+    args.push_back("--valid");
+    args.insert(args.end(), files->begin(), files->end());
+  } else {
+    notes->push_back("no validation channel on this host: training without validation (the trainer reads it "
+                     "itself: give the channel to instance group " + c.resources.current_group + " to validate)");
+  }
+  return args;
+}
+
+// A data host of a heterogeneous job: its workers read the train channel's files, so the
+// channel must be here, in File or FastFile mode, and hold files. A validation channel
+// given to data groups only (InstanceGroupNames) never reaches the trainer: refused.
+Status CheckDataHostChannels(const Contract& c, const std::string& data_group) {
+  for (const Channel& ch : c.channels) CTRAIN_RETURN_IF_ERROR(ChannelFlag(ch).status());
+  const Channel* train = FindChannel(c, {"train"});
+  if (train == nullptr)
+    return InvalidArgumentError("inputdataconfig.json: no \"train\" channel on data host " + c.resources.current_host +
+                                " (instance group " + data_group + "): the data hosts read the training files: give "
+                                "the channel to instance group " + data_group + " (InstanceGroupNames)");
+  if (train->mode == InputMode::kPipe)
+    return InvalidArgumentError("inputdataconfig.json: channel \"train\" is in Pipe mode, but with data_group the "
+                                "data hosts read the files: use File or FastFile");
+  CTRAIN_RETURN_IF_ERROR(ChannelFiles(*train).status());
+  if (const Channel* valid = FindChannel(c, {"validation", "valid"}); valid && !valid->instance_group_names.empty()) {
+    bool reaches_a_trainer = false;
+    for (const std::string& g : valid->instance_group_names) reaches_a_trainer |= g != data_group;
+    if (!reaches_a_trainer)
+      return InvalidArgumentError("inputdataconfig.json: channel \"" + valid->name + "\" is given to instance group " +
+                                  data_group + " only (InstanceGroupNames), but the trainer reads the validation "
+                                  "set itself: give it to the trainer's instance group");
+  }
+  return Status::OK();
 }
 
 Status CopyCheckpointTo(const std::string& from, const std::string& to) {
@@ -240,6 +310,7 @@ int Run::Go(std::string* reason) {
   }
 
   // A data host.
+  if (Status s = CheckDataHostChannels(c_, hp_.data_group); !s.ok()) return fail(s);
   const std::string addr = Address(o_, me);
   const std::string bind = IsLoopback(addr) ? "127.0.0.1" : "0.0.0.0";
   const bool runs_dispatcher = me == data->hosts[0];
@@ -298,7 +369,13 @@ int Run::Go(std::string* reason) {
 
 StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std::string& data_service) {
   const std::string& me = c_.resources.current_host;
-  CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> inputs, InputArgs(c_, !data_service.empty()));
+  std::vector<std::string> inputs, notes;
+  if (data_service.empty()) {
+    CTRAIN_ASSIGN_OR_RETURN(inputs, LocalInputArgs(c_));
+  } else {
+    CTRAIN_ASSIGN_OR_RETURN(inputs, TrainerInputArgs(c_, o_.getenv, &notes));
+  }
+  for (const std::string& n : notes) Say(me + ": " + n);
   const std::string mon = c_.output_data_dir + "/monitor/" + me + "/trainer";
   CTRAIN_RETURN_IF_ERROR(WriteRoleJson(mon, c_, "trainer", static_cast<int32_t>(hosts.size())));
   std::error_code ec;

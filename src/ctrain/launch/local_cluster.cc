@@ -30,11 +30,7 @@
 
 namespace ctrain::launch {
 namespace fs = std::filesystem;
-namespace {
 
-Status Bad(const std::string& path, const std::string& what) { return InvalidArgumentError(path + ": " + what); }
-
-// Free loopback ports, all held open until every one is chosen (no duplicates).
 StatusOr<std::vector<int>> FreePorts(int n) {
   std::vector<int> fds, ports;
   Status err;
@@ -60,6 +56,11 @@ StatusOr<std::vector<int>> FreePorts(int n) {
   if (!err.ok()) return err;
   return ports;
 }
+
+namespace {
+
+Status Bad(const std::string& path, const std::string& what) { return InvalidArgumentError(path + ": " + what); }
+
 
 // Writes one epoch's FIFO per epoch with the channel's files, until done or *stop.
 void FeedPipe(const std::string& prefix, const std::vector<std::string>& files, int32_t epochs,
