@@ -1,8 +1,11 @@
 #include "ctrain/base/clock.h"
 #include "ctrain/launch/launch.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <chrono>
@@ -263,8 +266,6 @@ int Run::Go(std::string* reason) {
   ckpt_ = o_.checkpoint_dir.empty() ? o_.sm_root + "/checkpoints" : o_.checkpoint_dir;
   const ResourceConfig& rc = c_.resources;
   const std::string& me = rc.current_host;
-  std::error_code ec;
-  fs::remove(c_.failure_path, ec);  // a relaunch starts clean
 
   InterruptDeferral defer("stopping every role (the trainer checkpoints first)");  // forwarded (WaitAll)
   if (hp_.data_group.empty()) {
@@ -479,12 +480,13 @@ void Run::WaitAll() {
 }
 
 int Run::Finish(std::string* reason) {
-  for (int i = 0; i < sup_.size(); ++i) {
-    const int st = sup_.status(i);
-    if (st == 0) continue;
-    const std::string why = sup_.last_line(i);
-    *reason = c_.resources.current_host + " " + sup_.name(i) + " exited with status " + std::to_string(st) +
-              (why.empty() ? "" : ": " + why.substr(why.rfind("ctrain: ", 0) == 0 ? 8 : 0));
+  // The root cause is the role that failed first; the others' failures (stopped after it) are
+  // its consequences and never name the job's failure.
+  int root = -1;
+  for (int i = 0; i < sup_.size(); ++i)
+    if (sup_.status(i) != 0 && (root < 0 || sup_.exit_order(i) < sup_.exit_order(root))) root = i;
+  if (root >= 0) {
+    *reason = c_.resources.current_host + " " + sup_.name(root) + " " + sup_.Cause(root);
     return stopped_by_ != 0 ? 128 + stopped_by_ : 1;
   }
   if (stopped_by_ != 0) {
@@ -503,15 +505,26 @@ int Run::Finish(std::string* reason) {
 
 }  // namespace
 
-Status WriteFailure(const std::string& path, const std::string& reason) {
+std::string FailureLine(const std::string& reason) {
   std::string line = reason;
   std::replace(line.begin(), line.end(), '\n', ' ');
+  if (line.size() + 1 <= kFailureReasonMaxBytes) return line + "\n";
+  const std::string marker = " ... [truncated: " + std::to_string(line.size()) + " bytes]";
+  size_t keep = kFailureReasonMaxBytes - 1 - marker.size();
+  while (keep > 0 && (static_cast<unsigned char>(line[keep]) & 0xC0) == 0x80) --keep;  // a UTF-8 boundary
+  return line.substr(0, keep) + marker + "\n";
+}
+
+Status WriteFailure(const std::string& path, const std::string& reason) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  std::ofstream out(path, std::ios::trunc);
-  out << line << "\n";
-  out.close();
-  if (!out) return IOError(path + ": cannot write the failure reason");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST)
+    return AlreadyExistsError(path + ": holds the first failure of this launch; kept (later: " + reason + ")");
+  if (fd < 0) return ErrnoError(path, "create", errno);
+  const std::string line = FailureLine(reason);
+  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (::close(fd) != 0 || !ok) return IOError(path + ": cannot write the failure reason");
   return Status::OK();
 }
 
@@ -539,6 +552,8 @@ StatusOr<std::vector<std::string>> ChannelFiles(const Channel& ch) {
 int RunLaunch(const LaunchOptions& options) {
   std::string reason;
   int rc;
+  std::error_code ec;
+  fs::remove(options.sm_root + "/output/failure", ec);  // a relaunch starts clean; written once below
   {
     Run run(options);
     rc = run.Go(&reason);

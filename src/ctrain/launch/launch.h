@@ -30,10 +30,13 @@
 // to model/ (usable by `ctrain predict --model-dir`); metrics.json in output/data.
 // SIGTERM/SIGINT: forwarded to every role (the trainer checkpoints, the data roles
 // exit 0); the launcher then exits 143/130.
-// Any failure: the one-line reason goes to output/failure and to stderr, and
-// RunLaunch returns non-zero (1, or the signal status).
+// Any failure: the one-line reason goes to output/failure (once: the root cause, the
+// role that failed first, e.g. "algo-2 trainer killed by signal 9"; WriteFailure) and to
+// stderr, and RunLaunch returns non-zero (1, or the signal status). Success leaves no
+// output/failure.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -69,7 +72,17 @@ struct LaunchOptions {
 // Runs this host's roles; returns the process exit status (0 = success).
 int RunLaunch(const LaunchOptions& options);
 
-// Writes `reason` (newlines folded to spaces) + "\n" to `path`, creating its directory.
+// SageMaker's limit on a training job's FailureReason (DescribeTrainingJob), in bytes.
+inline constexpr size_t kFailureReasonMaxBytes = 1024;
+
+// The failure file's content for `reason`: newlines folded to spaces, one line ending in
+// "\n", at most kFailureReasonMaxBytes bytes in all; a longer reason is cut at a UTF-8
+// character boundary and ends with " ... [truncated: N bytes]" (N: the reason's length).
+std::string FailureLine(const std::string& reason);
+
+// Writes FailureLine(reason) to `path` (output/failure), creating its directory. Written
+// once: the first failure of a launch is its root cause, so an existing file is kept
+// (AlreadyExists naming it); RunLaunch removes the file when it starts. Errors: IOError.
 Status WriteFailure(const std::string& path, const std::string& reason);
 
 // The files of a File/FastFile channel directory: regular files (symlinks followed),
