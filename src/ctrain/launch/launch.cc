@@ -217,6 +217,53 @@ int CountMpiDaemons() {
   return n;
 }
 
+// This host's part of the job (docs/launch.md#roles).
+struct HostPlan {
+  enum Role { kTrainer, kMpiPeer, kData } role = kTrainer;
+  std::vector<std::string> train_hosts;  // the hosts the trainer spans (mpirun over them when several)
+  std::string leader;                    // kMpiPeer: the host that runs mpirun
+  const InstanceGroup* data = nullptr;   // heterogeneous: the data group (points into the contract)
+  std::string dispatcher;                // heterogeneous: the address the trainers dial
+  bool runs_dispatcher = false;          // kData: the data group's first host
+};
+
+const char* RoleName(HostPlan::Role r) {
+  return r == HostPlan::kTrainer ? "trainer" : r == HostPlan::kMpiPeer ? "mpi-peer" : "data";
+}
+
+// Errors: InvalidArgument for a data_group that names no group or holds every host.
+StatusOr<HostPlan> PlanHost(const Contract& c, const MappedHyperparameters& hp, const LaunchOptions& o) {
+  const ResourceConfig& rc = c.resources;
+  HostPlan p;
+  if (hp.data_group.empty()) {
+    p.train_hosts = rc.hosts;
+  } else {
+    p.data = rc.FindGroup(hp.data_group);
+    if (p.data == nullptr) {
+      std::string names;
+      for (const auto& g : rc.groups) names += (names.empty() ? "" : ", ") + g.name;
+      return InvalidArgumentError("hyperparameter data_group \"" + hp.data_group +
+                                  "\" names no instance group of resourceconfig.json (groups: " + names + ")");
+    }
+    for (const std::string& h : rc.hosts)
+      if (std::find(p.data->hosts.begin(), p.data->hosts.end(), h) == p.data->hosts.end()) p.train_hosts.push_back(h);
+    if (p.train_hosts.empty())
+      return InvalidArgumentError("hyperparameter data_group \"" + hp.data_group +
+                                  "\" holds every host: no host is left to train");
+    p.dispatcher = Address(o, p.data->hosts[0]) + ":" + std::to_string(o.dispatcher_port);
+    if (rc.current_group == hp.data_group) {
+      p.role = HostPlan::kData;
+      p.runs_dispatcher = rc.current_host == p.data->hosts[0];
+      return p;
+    }
+  }
+  if (rc.current_host != p.train_hosts[0]) {
+    p.role = HostPlan::kMpiPeer;
+    p.leader = p.train_hosts[0];
+  }
+  return p;
+}
+
 class Run {
  public:
   explicit Run(const LaunchOptions& o) : o_(o) {}
@@ -267,54 +314,35 @@ int Run::Go(std::string* reason) {
   const ResourceConfig& rc = c_.resources;
   const std::string& me = rc.current_host;
 
+  StatusOr<HostPlan> plan = PlanHost(c_, hp_, o_);
+  if (!plan.ok()) return fail(plan.status());
   InterruptDeferral defer("stopping every role (the trainer checkpoints first)");  // forwarded (WaitAll)
-  if (hp_.data_group.empty()) {
-    if (rc.hosts.size() > 1 && me != rc.hosts[0]) {
-      Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " hosts: " + rc.hosts[0] +
-          " runs mpirun over every host; nothing to start here");
-      return WaitForMpiRanks(rc.hosts[0], reason);
-    }
-    Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " host(s): training");
-    StatusOr<int> t = StartTrainer(rc.hosts, "");
+  const std::string n = std::to_string(plan->train_hosts.size());
+  if (plan->role == HostPlan::kMpiPeer) {
+    Say(me + (plan->data == nullptr ? ": homogeneous cluster of " + n + " hosts: " + plan->leader +
+                                          " runs mpirun over every host; nothing to start here"
+                                    : ": one of " + n + " training hosts: " + plan->leader +
+                                          " runs mpirun over them; nothing to start here"));
+    return WaitForMpiRanks(plan->leader, reason);
+  }
+  if (plan->role == HostPlan::kTrainer) {
+    Say(me + (plan->data == nullptr ? ": homogeneous cluster of " + n + " host(s): training"
+                                    : ": heterogeneous cluster: training through the data service at " +
+                                          plan->dispatcher));
+    StatusOr<int> t = StartTrainer(plan->train_hosts, plan->data == nullptr ? "" : plan->dispatcher);
     if (!t.ok()) return fail(t.status());
     trainer_ = *t;
     WaitAll();
     return Finish(reason);
   }
-
-  const InstanceGroup* data = rc.FindGroup(hp_.data_group);
-  if (data == nullptr) {
-    std::string names;
-    for (const auto& g : rc.groups) names += (names.empty() ? "" : ", ") + g.name;
-    return fail(InvalidArgumentError("hyperparameter data_group \"" + hp_.data_group +
-                                     "\" names no instance group of resourceconfig.json (groups: " + names + ")"));
-  }
-  std::vector<std::string> train_hosts;
-  for (const std::string& h : rc.hosts)
-    if (std::find(data->hosts.begin(), data->hosts.end(), h) == data->hosts.end()) train_hosts.push_back(h);
-  if (train_hosts.empty())
-    return fail(InvalidArgumentError("hyperparameter data_group \"" + hp_.data_group +
-                                     "\" holds every host: no host is left to train"));
-  const std::string dispatcher = Address(o_, data->hosts[0]) + ":" + std::to_string(o_.dispatcher_port);
-  if (rc.current_group != hp_.data_group) {
-    if (me != train_hosts[0]) {
-      Say(me + ": one of " + std::to_string(train_hosts.size()) + " training hosts: " + train_hosts[0] +
-          " runs mpirun over them; nothing to start here");
-      return WaitForMpiRanks(train_hosts[0], reason);
-    }
-    Say(me + ": heterogeneous cluster: training through the data service at " + dispatcher);
-    StatusOr<int> t = StartTrainer(train_hosts, dispatcher);
-    if (!t.ok()) return fail(t.status());
-    trainer_ = *t;
-    WaitAll();
-    return Finish(reason);
-  }
+  const InstanceGroup* data = plan->data;
+  const std::string& dispatcher = plan->dispatcher;
 
   // A data host.
   if (Status s = CheckDataHostChannels(c_, hp_.data_group); !s.ok()) return fail(s);
   const std::string addr = Address(o_, me);
   const std::string bind = IsLoopback(addr) ? "127.0.0.1" : "0.0.0.0";
-  const bool runs_dispatcher = me == data->hosts[0];
+  const bool runs_dispatcher = plan->runs_dispatcher;
   const std::string mon = c_.output_data_dir + "/monitor/" + me + "/";
   const std::string interval = "--monitor-interval-ms=" + std::to_string(o_.monitor_interval_ms);
   const std::string exe = o_.exe.empty() ? SelfExe() : o_.exe;
@@ -547,6 +575,76 @@ StatusOr<std::vector<std::string>> ChannelFiles(const Channel& ch) {
   std::sort(files.begin(), files.end());
   if (files.empty()) return InvalidArgumentError("channel \"" + ch.name + "\": " + ch.dir + " holds no file");
   return files;
+}
+
+int PrintEnvironment(const LaunchOptions& o) {
+  auto fail = [](const Status& s) {
+    Logf("launch: %s\n", s.ToString().c_str());
+    return 1;
+  };
+  StatusOr<Contract> c = LoadContract(o.sm_root, o.getenv);
+  if (!c.ok()) return fail(c.status());
+  StatusOr<MappedHyperparameters> hp =
+      MapHyperparameters(c->hyperparameters, o.sm_root + "/input/config/hyperparameters.json");
+  if (!hp.ok()) return fail(hp.status());
+  StatusOr<HostPlan> plan = PlanHost(*c, *hp, o);
+  if (!plan.ok()) return fail(plan.status());
+  // The channel checks of this host's role, as the launch makes them.
+  std::vector<std::string> inputs, notes;
+  if (plan->role == HostPlan::kTrainer && plan->data == nullptr) {
+    StatusOr<std::vector<std::string>> a = LocalInputArgs(*c);
+    if (!a.ok()) return fail(a.status());
+    inputs = std::move(*a);
+  } else if (plan->role == HostPlan::kTrainer) {
+    StatusOr<std::vector<std::string>> a = TrainerInputArgs(*c, o.getenv, &notes);
+    if (!a.ok()) return fail(a.status());
+    inputs = std::move(*a);
+  } else if (plan->role == HostPlan::kData) {
+    if (Status s = CheckDataHostChannels(*c, hp->data_group); !s.ok()) return fail(s);
+  }
+  const ResourceConfig& rc = c->resources;
+  using json = nlohmann::ordered_json;
+  json groups = json::array();
+  for (const InstanceGroup& g : rc.groups)
+    groups.push_back({{"instance_group_name", g.name}, {"instance_type", g.instance_type}, {"hosts", g.hosts}});
+  json channels = json::object();
+  for (const Channel& ch : c->channels)
+    channels[ch.name] = {{"TrainingInputMode", InputModeName(ch.mode)},
+                         {"dir", ch.dir},
+                         {"InstanceGroupNames", ch.instance_group_names}};
+  json decoded = json::parse(hp->decoded_json);
+  json user = json::object();
+  for (auto it = decoded.begin(); it != decoded.end(); ++it)
+    if (std::find(hp->skipped_keys.begin(), hp->skipped_keys.end(), it.key()) == hp->skipped_keys.end())
+      user[it.key()] = it.value();
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  json out{{"sm_root", o.sm_root},
+           {"current_host", rc.current_host},
+           {"hosts", rc.hosts},
+           {"current_group_name", rc.current_group},
+           {"current_instance_type", rc.current_instance_type},
+           {"instance_groups", groups},
+           {"is_hetero", rc.groups.size() > 1},
+           {"channels", channels},
+           {"hyperparameters", decoded},
+           {"user_hyperparameters", user},
+           {"platform_hyperparameters", hp->skipped_keys},
+           {"training_options", hp->values},
+           {"data_group", hp->data_group},
+           {"role", RoleName(plan->role)},
+           {"train_hosts", plan->train_hosts},
+           {"mpi_leader", plan->leader},
+           {"dispatcher", plan->dispatcher},
+           {"runs_dispatcher", plan->runs_dispatcher},
+           {"trainer_inputs", inputs},
+           {"notes", notes},
+           {"num_cpus", cpus > 0 ? cpus : 1},
+           {"model_dir", c->model_dir},
+           {"output_data_dir", c->output_data_dir},
+           {"checkpoint_dir", o.checkpoint_dir.empty() ? o.sm_root + "/checkpoints" : o.checkpoint_dir}};
+  std::printf("%s\n", out.dump(2).c_str());
+  std::fflush(stdout);
+  return 0;
 }
 
 int RunLaunch(const LaunchOptions& options) {

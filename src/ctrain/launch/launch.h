@@ -72,6 +72,22 @@ struct LaunchOptions {
 // Runs this host's roles; returns the process exit status (0 = success).
 int RunLaunch(const LaunchOptions& options);
 
+// `ctrain launch --print-environment`: reads the contract and the hyperparameters, plans this
+// host's role and makes that role's channel checks, as RunLaunch does, then prints ctrain's
+// view as one JSON object on stdout (the SageMaker training toolkit's names where it has them):
+//   sm_root, current_host, hosts, current_group_name, current_instance_type,
+//   instance_groups [{instance_group_name, instance_type, hosts}] (one "homogeneousCluster" group
+//   of every host when resourceconfig.json has none), is_hetero (more than one group),
+//   channels {name: {TrainingInputMode, dir, InstanceGroupNames}}, hyperparameters (every key,
+//   decoded as the toolkit's read_hyperparameters), user_hyperparameters (without the platform
+//   keys: the toolkit's Environment().hyperparameters), platform_hyperparameters (their names),
+//   training_options (typed), data_group, role ("trainer", "mpi-peer", "data"), train_hosts,
+//   mpi_leader, dispatcher, runs_dispatcher, trainer_inputs (the trainer's input flags),
+//   notes, num_cpus (online CPUs, as the toolkit's multiprocessing.cpu_count()), model_dir,
+//   output_data_dir, checkpoint_dir.
+// Starts nothing and writes no file. Returns 0, or 1 with RunLaunch's error on stderr.
+int PrintEnvironment(const LaunchOptions& options);
+
 // SageMaker's limit on a training job's FailureReason (DescribeTrainingJob), in bytes.
 inline constexpr size_t kFailureReasonMaxBytes = 1024;
 
