@@ -69,7 +69,8 @@ class HeterogeneousChannels : public ::testing::Test {
 
   // Starts every host's `ctrain launch` (the trainer with SM_CHANNEL_TRAIN = algo-1's channel
   // directory) and waits for all; returns their exit statuses (algo-1, algo-2, algo-3).
-  std::vector<int> RunAll() {
+  std::vector<int> RunAll(const std::map<std::string, std::string>& addresses = {
+                              {"algo-1", "127.0.0.1"}, {"algo-2", "127.0.0.1"}, {"algo-3", "127.0.0.1"}}) {
     StatusOr<std::vector<int>> ports = launch::FreePorts(3);
     EXPECT_TRUE(ports.ok()) << ports.status().ToString();
     if (!ports.ok()) return {};
@@ -81,7 +82,7 @@ class HeterogeneousChannels : public ::testing::Test {
       argv.insert(argv.end(), {kCtrain, "launch", "--sm-root", Root(h), "--dispatcher-port",
                                std::to_string((*ports)[0]), "--worker-port", std::to_string((*ports)[i == 3 ? 1 : i]),
                                "--monitor-interval-ms", "200", "--mpi-host-wait-s", "0"});
-      for (const char* n : {"algo-1", "algo-2", "algo-3"}) argv.push_back(std::string("--host-address=") + n + "=127.0.0.1");
+      for (const auto& [n, a] : addresses) argv.push_back("--host-address=" + n + "=" + a);
       hosts.push_back(std::make_unique<ChildProcess>());
       EXPECT_TRUE(hosts.back()->Start(argv, d_ + "/" + h + ".out", d_ + "/" + h + ".err"));
     }
@@ -143,6 +144,51 @@ TEST_F(HeterogeneousChannels, ListedTrainChannelWithoutADirectoryAndALocalValida
   ASSERT_TRUE(m.contains("auc") && m["auc"].is_number()) << m.dump();
   EXPECT_GT(m["auc"].get<double>(), 0.0);
   EXPECT_TRUE(fs::exists(Root("algo-3") + "/model/checkpoint")) << t;
+}
+
+// Each host's servers listen on its own address and the worker advertises it (case B54's
+// addresses): algo-1 at 127.0.0.2 (dispatcher and worker), algo-2 at 127.0.0.3, the trainer
+// algo-3 at 127.0.0.4 dials 127.0.0.2. All loopback: no token needed.
+TEST_F(HeterogeneousChannels, EachHostListensOnItsOwnAddress) {
+  const std::string data_idc = R"({"train": {"TrainingInputMode": "File", "InstanceGroupNames": ["data"]}})";
+  Layout("algo-1", "data", data_idc, {{"train", d_ + "/tr.libsvm"}});
+  Layout("algo-2", "data", data_idc, {{"train", d_ + "/tr.libsvm"}});
+  Layout("algo-3", "train", "{}", {});
+  const std::vector<int> rc = RunAll({{"algo-1", "127.0.0.2"}, {"algo-2", "127.0.0.3"}, {"algo-3", "127.0.0.4"}});
+  ASSERT_EQ(rc, (std::vector<int>{0, 0, 0})) << logs_[0] << "\n-----\n" << logs_[1] << "\n-----\n" << logs_[2];
+  EXPECT_NE(logs_[0].find("algo-1: dispatcher listening on 127.0.0.2:"), std::string::npos) << logs_[0];
+  EXPECT_NE(logs_[0].find("--bind=127.0.0.2 --worker-address=127.0.0.2:"), std::string::npos) << logs_[0];
+  EXPECT_NE(logs_[1].find("--bind=127.0.0.3 --worker-address=127.0.0.3:"), std::string::npos) << logs_[1];
+  // (The "listening on" lines go to stdout; the workers' registrations say where they are reached.)
+  EXPECT_NE(logs_[0].find("[data-worker] ctrain: worker: registered with the dispatcher 127.0.0.2:"), std::string::npos)
+      << logs_[0];
+  EXPECT_NE(logs_[1].find(" as 127.0.0.3:"), std::string::npos) << logs_[1];
+  EXPECT_NE(logs_[2].find("--data-service=127.0.0.2:"), std::string::npos) << logs_[2];
+  EXPECT_EQ(logs_[0].find("0.0.0.0"), std::string::npos) << logs_[0];
+  EXPECT_TRUE(fs::exists(Root("algo-3") + "/model/checkpoint")) << logs_[2];
+}
+
+// A data host whose address is not loopback: without a token its servers refuse to start
+// (output/failure names why); its view (--print-environment) shows where it would listen.
+TEST_F(HeterogeneousChannels, ADataHostBeyondLoopbackNeedsATokenOrInsecure) {
+  const std::string data_idc = R"({"train": {"TrainingInputMode": "File", "InstanceGroupNames": ["data"]}})";
+  Layout("algo-1", "data", data_idc, {{"train", d_ + "/tr.libsvm"}});
+  const std::string flags = " --sm-root " + Root("algo-1") + " --host-address algo-1=10.255.255.1 --dispatcher-port 1";
+  RunResult view = Shell("env -u CTRAIN_SERVICE_TOKEN " + kCtrain + " launch --print-environment" + flags);
+  ASSERT_EQ(view.exit_code, 0) << view.out;
+  nlohmann::json v = nlohmann::json::parse(view.out.substr(view.out.find('{')), nullptr, false);
+  ASSERT_TRUE(v.is_object()) << view.out;
+  EXPECT_EQ(v["role"], "data");
+  EXPECT_EQ(v["bind_address"], "10.255.255.1");
+  EXPECT_EQ(v["dispatcher"], "10.255.255.1:1");
+  RunResult r = Shell("env -u CTRAIN_SERVICE_TOKEN timeout 60 " + kCtrain + " launch" + flags);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(Slurp(Root("algo-1") + "/output/failure").rfind(
+                "algo-1 dispatcher exited with status 1: FailedPrecondition: refusing to listen on 10.255.255.1 beyond "
+                "loopback without authentication",
+                0),
+            0u)
+      << Slurp(Root("algo-1") + "/output/failure") << r.out;
 }
 
 }  // namespace

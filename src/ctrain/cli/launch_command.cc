@@ -48,6 +48,9 @@ Command AddLaunchCommand(CLI::App& app) {
   sub->add_option("--mpi-host-wait-s,--mpi_host_wait_s", fl->o.mpi_host_wait_s,
                   "Homogeneous cluster, hosts after the first: wait this long for mpirun's daemon (0 = exit at once)")
       ->capture_default_str();
+  sub->add_flag("--insecure", fl->o.insecure,
+               "Data hosts: let the data service listen beyond loopback without a token (CTRAIN_SERVICE_TOKEN) on "
+               "a network only the job's hosts reach (refused otherwise)");
   sub->add_flag("--print-environment,--print_environment", fl->print_environment,
                "Print this host's view of the contract (hosts, groups, channels, hyperparameters, role) as "
                "JSON and exit: nothing starts, no file is written");

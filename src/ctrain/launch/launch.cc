@@ -24,6 +24,7 @@
 #include "ctrain/launch/hyperparameters.h"
 #include "ctrain/launch/supervisor.h"
 #include "ctrain/service/auth.h"
+#include "ctrain/service/server.h"
 
 namespace ctrain::launch {
 namespace fs = std::filesystem;
@@ -58,7 +59,6 @@ std::string ShellLine(const std::vector<std::string>& argv) {
   return line;
 }
 
-bool IsLoopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
 
 struct Role {
   std::string name;  // "trainer", "dispatcher", "data-worker"
@@ -340,8 +340,15 @@ int Run::Go(std::string* reason) {
 
   // A data host.
   if (Status s = CheckDataHostChannels(c_, hp_.data_group); !s.ok()) return fail(s);
+  // The servers listen on this host's own address (its --host-address, else its name resolved)
+  // and the worker advertises that address; beyond loopback they need a token (the roles inherit
+  // CTRAIN_SERVICE_TOKEN) or --insecure.
   const std::string addr = Address(o_, me);
-  const std::string bind = IsLoopback(addr) ? "127.0.0.1" : "0.0.0.0";
+  StatusOr<std::string> bind_addr = service::ResolveBindAddress(addr);
+  if (!bind_addr.ok()) return fail(bind_addr.status());
+  const std::string bind = *bind_addr;
+  std::vector<std::string> exposure;
+  if (o_.insecure) exposure.push_back("--insecure");
   const bool runs_dispatcher = plan->runs_dispatcher;
   const std::string mon = c_.output_data_dir + "/monitor/" + me + "/";
   const std::string interval = "--monitor-interval-ms=" + std::to_string(o_.monitor_interval_ms);
@@ -349,24 +356,27 @@ int Run::Go(std::string* reason) {
   int disp = -1;
   if (runs_dispatcher) {
     if (Status s = WriteRoleJson(mon + "dispatcher", c_, "dispatcher", 1); !s.ok()) return fail(s);
-    StatusOr<int> d = Start("dispatcher", {exe, "data-service", "dispatcher",
-                                                "--port=" + std::to_string(o_.dispatcher_port), "--bind=" + bind,
-                                                "--monitor-dir=" + mon + "dispatcher", interval});
+    std::vector<std::string> argv{exe, "data-service", "dispatcher", "--port=" + std::to_string(o_.dispatcher_port),
+                                  "--bind=" + bind, "--monitor-dir=" + mon + "dispatcher", interval};
+    argv.insert(argv.end(), exposure.begin(), exposure.end());
+    StatusOr<int> d = Start("dispatcher", argv);
     if (!d.ok()) return fail(d.status());
     disp = *d;
     StatusOr<std::string> where = sup_.WaitListening(disp, kListenTimeout, PendingInterruptFlag());
     if (!where.ok()) {
       stopped_by_ = PendingInterrupt();
-      return stopped_by_ != 0 ? Finish(reason) : fail(where.status());
+      // It exited (its own reason is the root cause) or was stopped: Finish says which.
+      return stopped_by_ != 0 || sup_.Exited(disp) ? Finish(reason) : fail(where.status());
     }
     Say(me + ": dispatcher listening on " + *where + " (trainers dial " + dispatcher + ")");
   }
   if (Status s = WriteRoleJson(mon + "data-worker", c_, "data-worker", 1); !s.ok()) return fail(s);
-  StatusOr<int> w = Start(
-      "data-worker", {exe, "data-service", "worker", "--dispatcher=" + dispatcher,
-                      "--port=" + std::to_string(o_.worker_port), "--bind=" + bind,
-                      "--worker-address=" + addr + ":" + std::to_string(o_.worker_port), "--exit-when-idle",
-                      "--monitor-dir=" + mon + "data-worker", interval});
+  std::vector<std::string> wargv{exe, "data-service", "worker", "--dispatcher=" + dispatcher,
+                                 "--port=" + std::to_string(o_.worker_port), "--bind=" + bind,
+                                 "--worker-address=" + service::JoinHostPort(addr, o_.worker_port), "--exit-when-idle",
+                                 "--monitor-dir=" + mon + "data-worker", interval};
+  wargv.insert(wargv.end(), exposure.begin(), exposure.end());
+  StatusOr<int> w = Start("data-worker", wargv);
   if (!w.ok()) return fail(w.status());
   Say(me + ": data worker of group " + data->name + (runs_dispatcher ? " (and the dispatcher)" : ""));
   // The worker exits 0 once every job has finished; then the dispatcher host shuts the service down.
@@ -602,6 +612,12 @@ int PrintEnvironment(const LaunchOptions& o) {
   } else if (plan->role == HostPlan::kData) {
     if (Status s = CheckDataHostChannels(*c, hp->data_group); !s.ok()) return fail(s);
   }
+  std::string bind;  // a data host's servers listen there
+  if (plan->role == HostPlan::kData) {
+    StatusOr<std::string> b = service::ResolveBindAddress(Address(o, c->resources.current_host));
+    if (!b.ok()) return fail(b.status());
+    bind = *b;
+  }
   const ResourceConfig& rc = c->resources;
   using json = nlohmann::ordered_json;
   json groups = json::array();
@@ -636,6 +652,8 @@ int PrintEnvironment(const LaunchOptions& o) {
            {"mpi_leader", plan->leader},
            {"dispatcher", plan->dispatcher},
            {"runs_dispatcher", plan->runs_dispatcher},
+           {"bind_address", bind},
+           {"insecure", o.insecure},
            {"trainer_inputs", inputs},
            {"notes", notes},
            {"num_cpus", cpus > 0 ? cpus : 1},

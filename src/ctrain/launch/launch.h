@@ -66,6 +66,9 @@ struct LaunchOptions {
   // reach them (an Open MPI daemon, orted or prted, appears), then until it is gone,
   // as SageMaker's MPI containers do; 0 = exit at once (local clusters: one machine).
   int64_t mpi_host_wait_s = 300;
+  // The data roles listen on this host's own address; beyond loopback they need a token
+  // (CTRAIN_SERVICE_TOKEN in every host's environment) unless this passes --insecure to them.
+  bool insecure = false;
   EnvLookup getenv;                      // SM_* lookup (null: none)
 };
 
@@ -82,7 +85,8 @@ int RunLaunch(const LaunchOptions& options);
 //   decoded as the toolkit's read_hyperparameters), user_hyperparameters (without the platform
 //   keys: the toolkit's Environment().hyperparameters), platform_hyperparameters (their names),
 //   training_options (typed), data_group, role ("trainer", "mpi-peer", "data"), train_hosts,
-//   mpi_leader, dispatcher, runs_dispatcher, trainer_inputs (the trainer's input flags),
+//   mpi_leader, dispatcher, runs_dispatcher, bind_address (a data host's servers listen there:
+//   its --host-address or its name, resolved), insecure, trainer_inputs (the trainer's input flags),
 //   notes, num_cpus (online CPUs, as the toolkit's multiprocessing.cpu_count()), model_dir,
 //   output_data_dir, checkpoint_dir.
 // Starts nothing and writes no file. Returns 0, or 1 with RunLaunch's error on stderr.

@@ -310,6 +310,7 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
       argv.push_back("--mpi-host-wait-s=0");
       // Several ranks on one machine (Open MPI refuses more ranks than cores otherwise).
       argv.push_back("--mpirun-arg=--oversubscribe");
+      if (base.insecure) argv.push_back("--insecure");  // (every host is on loopback: nothing to allow)
       for (const std::string& a : base.mpirun_args) argv.push_back("--mpirun-arg=" + a);
       if (StatusOr<int> s = sup.Start(hosts[i], argv); !s.ok()) {
         failures.push_back("failed: " + s.status().ToString());

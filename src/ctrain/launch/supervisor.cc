@@ -240,9 +240,14 @@ StatusOr<std::string> Supervisor::WaitListening(int i, std::chrono::milliseconds
       c.cv.wait_for(l, std::chrono::milliseconds(20));
       if (!c.listening.empty()) return c.listening;
     }
-    if (Exited(i))
+    if (Exited(i)) {
+      {  // reaping joined the readers: a line read just before the exit is in now
+        std::lock_guard<std::mutex> l(c.mu);
+        if (!c.listening.empty()) return c.listening;
+      }
       return UnavailableError(c.name + " exited with status " + std::to_string(c.status) + " before listening" +
                               (last_line(i).empty() ? "" : ": " + last_line(i)));
+    }
     if (stop != nullptr && stop->load() != 0) return CancelledError(c.name + ": stopped while waiting for it to listen");
     if (deadline.expired())
       return DeadlineExceededError(c.name + " did not say where it listens within " +
