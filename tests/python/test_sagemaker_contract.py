@@ -108,10 +108,10 @@ def ctrain_view(cli, host_root, *extra):
     return p
 
 
-def assert_same_view(cli, host_root):
+def assert_same_view(cli, host_root, *extra):
     """ctrain's view of one host's tree equals the toolkit's; returns ctrain's."""
     tk = toolkit_view(host_root)
-    p = ctrain_view(cli, host_root)
+    p = ctrain_view(cli, host_root, *extra)
     assert p.returncode == 0, p.stderr
     ours = json.loads(p.stdout)
     assert not (host_root / "output" / "failure").exists()  # --print-environment writes nothing
@@ -243,28 +243,50 @@ def hetero_trees(root, train_file, hps):
 def test_heterogeneous_trees(ctrain_cli, data, tmp_path):
     hps = sdk_hyperparameters(dict(USER_HPS, data_group="data"))
     roots = hetero_trees(tmp_path, data, hps)
+    # The hosts' VPC addresses (SageMaker's DNS resolves algo-N; here they are given).
+    addresses = [f"--host-address=algo-{i}=10.0.0.{i}" for i in range(1, 5)]
     roles = {}
     for h, r in roots.items():
-        ours, tk = assert_same_view(ctrain_cli, r)
+        ours, tk = assert_same_view(ctrain_cli, r, *addresses)
         assert tk["is_hetero"] is True
         roles[h] = ours["role"]
         assert ours["user_hyperparameters"]["data_group"] == "data"
-        assert ours["dispatcher"] == "algo-1:5050"
+        assert ours["dispatcher"] == "10.0.0.1:5050"
+        assert ours["bind_address"] == (f"10.0.0.{h[-1]}" if ours["role"] == "data" else "")
     assert roles == {"algo-1": "data", "algo-2": "data", "algo-3": "trainer", "algo-4": "mpi-peer"}
-    trainer = json.loads(ctrain_view(ctrain_cli, roots["algo-3"]).stdout)
+    trainer = json.loads(ctrain_view(ctrain_cli, roots["algo-3"], *addresses).stdout)
     # The train channel is the data hosts' (absent here): its path, for the dispatcher (case B51).
     assert trainer["trainer_inputs"] == ["--train", str(roots["algo-3"] / "input/data/train"),
                                          "--valid", str(roots["algo-3"] / "input/data/validation" / data.name)]
     assert trainer["train_hosts"] == ["algo-3", "algo-4"]
-    assert json.loads(ctrain_view(ctrain_cli, roots["algo-1"]).stdout)["runs_dispatcher"] is True
+    assert json.loads(ctrain_view(ctrain_cli, roots["algo-1"], *addresses).stdout)["runs_dispatcher"] is True
+    # Without an address that resolves, a data host cannot say where to listen: named.
+    p = ctrain_view(ctrain_cli, roots["algo-2"])
+    assert p.returncode == 1 and 'cannot resolve host "algo-2" to an address to listen on' in p.stderr, p.stderr
 
 
-def launch_hosts(cli, roots, hosts):
-    """One `ctrain launch --sm-root` per host at once; every name maps to 127.0.0.1 (see the note
-    in test_homogeneous_trees_train_on_loopback)."""
-    args = [f"--host-address={h}=127.0.0.1" for h in hosts]
-    procs = {h: subprocess.Popen([cli, "launch", "--sm-root", str(roots[h]), "--mpi-host-wait-s", "0",
-                                  "--mpirun-arg=--oversubscribe", "--monitor-interval-ms", "500", *args],
+FAKE_SSH = """#!/bin/sh
+# ssh HOST COMMAND...: runs COMMAND on this machine (every "host" is a loopback address of it),
+# with the host's own TMPDIR as a separate machine has (Open MPI's session directories).
+host=$1
+shift
+mkdir -p "$(dirname "$0")/tmp-$host"
+exec env TMPDIR="$(dirname "$0")/tmp-$host" /bin/sh -c "$*"
+"""
+
+
+def launch_hosts(cli, roots, hosts, tmp_path):
+    """One `ctrain launch --sm-root` per host at once, host algo-N at 127.0.0.N. The first host's
+    mpirun starts the other hosts' Open MPI daemons through ssh, as on SageMaker; here its ssh is
+    a script that runs the command on this machine (--mca plm_rsh_agent), and the other hosts'
+    launchers wait for that daemon to come and go (--mpi-host-wait-s)."""
+    ssh = tmp_path / "fake_ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    args = [f"--host-address={h}=127.0.0.{i + 1}" for i, h in enumerate(hosts)]
+    args += ["--mpirun-arg=--oversubscribe", "--mpirun-arg=--mca", "--mpirun-arg=plm_rsh_agent", f"--mpirun-arg={ssh}"]
+    procs = {h: subprocess.Popen([cli, "launch", "--sm-root", str(roots[h]), "--mpi-host-wait-s", "120",
+                                  "--monitor-interval-ms", "500", *args],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for h in hosts}
     out = {}
     for h, p in procs.items():
@@ -276,26 +298,26 @@ def launch_hosts(cli, roots, hosts):
     return out
 
 
-@pytest.mark.parametrize("count", [1, 3])  # ~2 s each: 600 rows
+@pytest.mark.parametrize("count", [1, 3])  # a few seconds each: 600 rows
 def test_homogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path, count):
-    """The SDK's trees launched, one `ctrain launch` per host. Every host name maps to 127.0.0.1:
-    the first host's mpirun reaches the others' ranks through ssh when their addresses are not
-    its own, and a loopback alias such as 127.0.0.2 is not its own to Open MPI (no sshd here);
-    so the ranks all run on this machine, as in `--local-cluster`."""
+    """The SDK's trees launched, one `ctrain launch` per host, each host its own 127.0.0.x."""
     hosts = [f"algo-{i + 1}" for i in range(count)]
     hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True}} if count > 1 else None)
     roots = local_mode_trees(tmp_path, hosts, hps, ["train"], data)
-    out = launch_hosts(ctrain_cli, roots, hosts)
+    out = launch_hosts(ctrain_cli, roots, hosts, tmp_path)
+    if count > 1 and "built without MPI" in out["algo-1"][0]:
+        pytest.skip("this ctrain has no MPI")
     for h in hosts:
         log, rc = out[h]
-        if count > 1 and "built without MPI" in out["algo-1"][0]:
-            pytest.skip("this ctrain has no MPI")
         assert rc == 0, f"{h}:\n{log}"
         assert not (roots[h] / "output" / "failure").exists()
     assert (roots["algo-1"] / "model" / "checkpoint").is_file()
     for h in hosts[1:]:
         assert not any((roots[h] / "model").iterdir()), h  # the model is written on the first host only
+        assert f"{h}: mpirun's daemon is here; waiting for it to end" in out[h][0], out[h][0]
     metrics = json.loads((roots["algo-1"] / "output" / "data" / "metrics.json").read_text())
     assert metrics["examples"] == 600 and metrics["epochs"] == 1
     if count > 1:
-        assert f"mpirun: {count} rank(s)" in out["algo-1"][0]
+        log = out["algo-1"][0]
+        assert f"mpirun: {count} rank(s)" in log, log
+        assert "--host 127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 " in log, log
