@@ -142,8 +142,19 @@ TEST_F(DatasetDefTest, MakeDatasetDefRefusesStreamsAndCache) {
   StatusOr<proto::DatasetDef> def = MakeDatasetDef(cached, "", 16, 1, true);
   EXPECT_EQ(def.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(def.status().message()).find("--cache"), std::string::npos);
-  EXPECT_EQ(MakeDatasetDef(Input({dir_ + "/missing.libsvm"}), "", 16, 1, true).status().code(),
-            StatusCode::kNotFound);
+}
+
+TEST_F(DatasetDefTest, APathThatNamesNothingHereIsLeftToTheDispatcher) {
+  // A data host's channel the trainer's host does not have: sent as it is, for the dispatcher to
+  // expand on its host; a path that is here is still expanded here.
+  std::filesystem::create_directories(dir_ + "/here");
+  std::filesystem::copy_file(file_, dir_ + "/here/a.libsvm");
+  StatusOr<proto::DatasetDef> def =
+      MakeDatasetDef(Input({dir_ + "/here", "/opt/ml/input/data/train-not-on-this-host"}), "", 16, 1, true);
+  ASSERT_TRUE(def.ok()) << def.status().ToString();
+  ASSERT_EQ(def->files_size(), 2);
+  EXPECT_EQ(def->files(0), dir_ + "/here/a.libsvm");
+  EXPECT_EQ(def->files(1), "/opt/ml/input/data/train-not-on-this-host");
 }
 
 TEST(ValidateDatasetDef, NamesEachBadField) {

@@ -95,6 +95,32 @@ TEST(MapHyperparameters, PlatformKeysAreSkippedCountedAndNamed) {
             R"("_some_new_service_key":{"a":1},"default_user_module_name":"train"})");
 }
 
+// The SDK's distribution keys (Framework._distribution_configuration, JSON-encoded): what the
+// launcher runs is accepted, the rest refused by name (tests/python/test_sagemaker_contract.py
+// makes them with the SDK itself).
+TEST(MapHyperparameters, DistributionKeysAreCheckedNotSkipped) {
+  StatusOr<MappedHyperparameters> m = Map({{"sagemaker_mpi_enabled", "true"},
+                                           {"sagemaker_mpi_num_of_processes_per_host", "1"},
+                                           {"sagemaker_mpi_custom_mpi_options", "\"\""},
+                                           {"sagemaker_parameter_server_enabled", "false"}});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->skipped_platform_keys, 4);
+  EXPECT_EQ(Error({{"sagemaker_mpi_num_of_processes_per_host", "2"}}),
+            "InvalidArgument: /ml/hp.json: hyperparameter \"sagemaker_mpi_num_of_processes_per_host\" (value 2): "
+            "distribution mpi processes_per_host is not supported: ctrain launch runs one rank per host (mpirun --host "
+            "a:1,b:1,...; the trainer uses the host's cores with --intra-op-parallelism-threads): leave "
+            "processes_per_host out or set it to 1");
+  EXPECT_NE(Error({{"sagemaker_mpi_custom_mpi_options", "\"-x A=1\""}}).find("give them to ctrain launch as --mpirun-arg"),
+            std::string::npos);
+  EXPECT_NE(Error({{"sagemaker_parameter_server_enabled", "true"}})
+                .find("(value true): this distribution is not supported by ctrain launch (it starts no parameter "
+                      "servers)"),
+            std::string::npos);
+  EXPECT_NE(Error({{"sagemaker_distributed_dataparallel_enabled", "True"}})
+                .find("\"sagemaker_distributed_dataparallel_enabled\" (value \"True\"): this distribution is not supported"),
+            std::string::npos);
+}
+
 TEST(MapHyperparameters, DataGroupIsDecodedToo) {
   StatusOr<MappedHyperparameters> m = Map({{"data_group", "\"data\""}});
   ASSERT_TRUE(m.ok()) << m.status().ToString();

@@ -60,6 +60,37 @@ TEST_F(LaunchFailures, PipeChannelWithADataGroup) {
             std::string::npos);
 }
 
+// B51's other half: the trainer host of a heterogeneous job needs no train channel, but a
+// homogeneous host does, and a data host must have the files its workers read.
+TEST_F(LaunchFailures, ChannelsByRole) {
+  Write("resourceconfig.json", R"({"current_host": "algo-1", "hosts": ["algo-1"]})");
+  Write("inputdataconfig.json", "{}");
+  EXPECT_EQ(Fails(), "InvalidArgument: inputdataconfig.json: no \"train\" channel (nothing to train on)\n");
+  // A data host (algo-1 of group data) without the channel, with it in Pipe mode, with a
+  // validation channel given to the data group only.
+  std::string data_host = kHetero;
+  data_host.replace(data_host.find("\"algo-3\""), 8, "\"algo-1\"");
+  data_host.replace(data_host.find("\"current_group_name\": \"train\""), 29, "\"current_group_name\": \"data\"");
+  Write("resourceconfig.json", data_host);
+  Write("hyperparameters.json", R"({"data_group": "data"})");
+  EXPECT_EQ(Fails(), "InvalidArgument: inputdataconfig.json: no \"train\" channel on data host algo-1 (instance group "
+                     "data): the data hosts read the training files: give the channel to instance group data "
+                     "(InstanceGroupNames)\n");
+  Write("inputdataconfig.json", R"({"train": {"TrainingInputMode": "Pipe"}})");
+  EXPECT_NE(Fails().find("channel \"train\" is in Pipe mode, but with data_group the data hosts read the files"),
+            std::string::npos);
+  Write("inputdataconfig.json", R"({"train": {"TrainingInputMode": "File", "InstanceGroupNames": ["data"]},
+    "validation": {"TrainingInputMode": "File", "InstanceGroupNames": ["data"]}})");
+  EXPECT_EQ(Fails(), "InvalidArgument: inputdataconfig.json: channel \"validation\" is given to instance group data "
+                     "only (InstanceGroupNames), but the trainer reads the validation set itself: give it to the "
+                     "trainer's instance group\n");
+  // The trainer host (algo-3): a Pipe validation channel is refused by name.
+  Write("resourceconfig.json", kHetero);
+  Write("inputdataconfig.json", R"({"validation": {"TrainingInputMode": "Pipe"}})");
+  EXPECT_NE(Fails().find("channel \"validation\" is in Pipe mode; the validation set is read into memory"),
+            std::string::npos);
+}
+
 TEST_F(LaunchFailures, UnknownChannelAndEmptyChannel) {
   Write("inputdataconfig.json", R"({"train": {"TrainingInputMode": "File"}, "test": {"TrainingInputMode": "File"}})");
   Write("resourceconfig.json", R"({"current_host": "algo-1", "hosts": ["algo-1"]})");

@@ -53,19 +53,52 @@ TEST(JoinHostPort, BracketsIpv6) {
   EXPECT_EQ(JoinHostPort("[::1]", 80), "[::1]:80");
 }
 
-TEST(ExposureWarning, OnlyBeyondLoopbackWithoutToken) {
+TEST(CheckExposure, BeyondLoopbackNeedsATokenClientCertificatesOrInsecure) {
   ServerConfig c;
-  EXPECT_EQ(ExposureWarning(c), "");  // 127.0.0.1 by default
+  EXPECT_TRUE(CheckExposure(c).ok());  // 127.0.0.1 by default
+  c.bind = "127.0.0.2";
+  EXPECT_TRUE(CheckExposure(c).ok());  // all of 127.0.0.0/8 is loopback
   c.bind = "0.0.0.0";
-  const std::string w = ExposureWarning(c);
-  EXPECT_NE(w.find("0.0.0.0"), std::string::npos) << w;
-  EXPECT_NE(w.find("--token-file"), std::string::npos) << w;
-  EXPECT_NE(w.find(kTokenEnv), std::string::npos) << w;
+  const Status s = CheckExposure(c);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(std::string(s.message()),
+            "refusing to listen on 0.0.0.0 beyond loopback without authentication: anyone who reaches the port could "
+            "use it; set a token (--token-file or CTRAIN_SERVICE_TOKEN, the same on every host), or TLS with client "
+            "certificates (--tls-cert, --tls-key, --tls-client-ca), or give --insecure on a network only the job's "
+            "hosts reach (docs/data-service.md#security)");
+  EXPECT_EQ(ExposureWarning(c).find("listening on 0.0.0.0 beyond loopback without authentication (--insecure)"), 0u);
+  // StartServer refuses before binding anything.
+  EXPECT_EQ(StartServer(c, {}).status().code(), StatusCode::kFailedPrecondition);
+  c.tls_cert = "cert.pem", c.tls_key = "key.pem";
+  EXPECT_FALSE(CheckExposure(c).ok());  // server TLS alone authenticates no caller
+  c.tls_ca = "ca.pem";
+  EXPECT_TRUE(CheckExposure(c).ok());
+  EXPECT_EQ(ExposureWarning(c), "");
+  c = ServerConfig();
+  c.bind = "10.1.2.3";
   c.token = "t";
+  EXPECT_TRUE(CheckExposure(c).ok());
   EXPECT_EQ(ExposureWarning(c), "");
   c.token.clear();
+  c.insecure = true;
+  EXPECT_TRUE(CheckExposure(c).ok());
+  const std::string w = ExposureWarning(c);
+  EXPECT_NE(w.find("10.1.2.3"), std::string::npos) << w;
+  EXPECT_NE(w.find("--token-file"), std::string::npos) << w;
+  EXPECT_NE(w.find(kTokenEnv), std::string::npos) << w;
   c.bind = "localhost";
   EXPECT_EQ(ExposureWarning(c), "");
+}
+
+TEST(ResolveBindAddress, AddressesAsTheyAreNamesResolved) {
+  EXPECT_EQ(*ResolveBindAddress("127.0.0.3"), "127.0.0.3");
+  EXPECT_EQ(*ResolveBindAddress("10.1.2.3"), "10.1.2.3");
+  EXPECT_EQ(*ResolveBindAddress("::1"), "::1");
+  EXPECT_EQ(*ResolveBindAddress("[::1]"), "::1");
+  StatusOr<std::string> local = ResolveBindAddress("localhost");
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  EXPECT_TRUE(*local == "127.0.0.1" || *local == "::1") << *local;
+  EXPECT_EQ(ResolveBindAddress("no-such-host.invalid").status().code(), StatusCode::kNotFound);
 }
 
 // A hand-made service with one sync method "/ctrain.test.Echo/Call" on raw
@@ -164,6 +197,7 @@ TEST_F(StartServerTest, RefusesBadConfigurations) {
   EXPECT_EQ(StartServer(c, {&echo_}).status().code(), StatusCode::kInvalidArgument);
   c.tls_ca.clear();
   c.bind = "192.0.2.1";  // TEST-NET-1: not an address of this host
+  c.insecure = true;     // (else refused before any bind: CheckExposure)
   st = StartServer(c, {&echo_}).status();
   EXPECT_EQ(st.code(), StatusCode::kUnavailable);
   EXPECT_NE(std::string(st.message()).find("192.0.2.1:0"), std::string::npos) << st.message();

@@ -21,6 +21,7 @@ struct LaunchFlags {
   launch::LaunchOptions o;
   std::vector<std::string> host_addresses;
   std::string local_cluster, work_dir;
+  bool print_environment = false;
 };
 
 }  // namespace
@@ -47,6 +48,12 @@ Command AddLaunchCommand(CLI::App& app) {
   sub->add_option("--mpi-host-wait-s,--mpi_host_wait_s", fl->o.mpi_host_wait_s,
                   "Homogeneous cluster, hosts after the first: wait this long for mpirun's daemon (0 = exit at once)")
       ->capture_default_str();
+  sub->add_flag("--insecure", fl->o.insecure,
+               "Data hosts: let the data service listen beyond loopback without a token (CTRAIN_SERVICE_TOKEN) on "
+               "a network only the job's hosts reach (refused otherwise)");
+  sub->add_flag("--print-environment,--print_environment", fl->print_environment,
+               "Print this host's view of the contract (hosts, groups, channels, hyperparameters, role) as "
+               "JSON and exit: nothing starts, no file is written");
   sub->add_option("--local-cluster,--local_cluster", fl->local_cluster,
                   "SPEC.toml: simulate a SageMaker cluster on this machine (needs --work-dir)");
   sub->add_option("--work-dir,--work_dir", fl->work_dir, "--local-cluster: where the hosts' /opt/ml trees go");
@@ -65,11 +72,17 @@ Command AddLaunchCommand(CLI::App& app) {
     fl->o.have_mpi = true;
 #endif
     fl->o.getenv = [](const char* name) -> const char* { return std::getenv(name); };
+    if (fl->print_environment && !fl->local_cluster.empty()) {
+      Logf("--print-environment reads one host's tree (--sm-root); a local cluster has one per host: give "
+           "--sm-root <work-dir>/algo-N instead of --local-cluster\n");
+      return 2;
+    }
     if (!fl->local_cluster.empty()) return launch::RunLocalCluster(fl->local_cluster, fl->work_dir, fl->o);
     if (!fl->work_dir.empty()) {
       Logf("--work-dir is for --local-cluster\n");
       return 2;
     }
+    if (fl->print_environment) return launch::PrintEnvironment(fl->o);
     return launch::RunLaunch(fl->o);
   };
   return c;

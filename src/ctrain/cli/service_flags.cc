@@ -20,9 +20,13 @@ void RegisterSecurityFlags(CLI::App* app, service::SecurityOptions* s, bool serv
 
 void ServerFlags::Register(CLI::App* app, int default_port) {
   port = default_port;
-  app->add_option("--bind", bind, "Address to listen on (loopback by default; set a token beyond it)")
+  app->add_option("--bind", bind, "Address to listen on (loopback by default; beyond it a token, TLS client "
+                                  "certificates or --insecure)")
       ->capture_default_str();
   app->add_option("--port", port, "Port to listen on (0 = a free one, printed at start)")->capture_default_str();
+  app->add_flag("--insecure", insecure,
+                "Serve beyond loopback without authentication (no token, no TLS client certificates): only on a "
+                "network that only the job's hosts reach; refused otherwise");
   security.Register(app, /*server=*/true);
 }
 
@@ -30,6 +34,7 @@ StatusOr<service::ServerConfig> ServerFlags::Config() const {
   service::ServerConfig c;
   c.bind = bind;
   c.port = port;
+  c.insecure = insecure;
   CTRAIN_RETURN_IF_ERROR(security.ApplyTo(&c));
   return c;
 }

@@ -27,6 +27,7 @@ struct SecurityFlags : service::SecurityOptions {
 struct ServerFlags {
   std::string bind = "127.0.0.1";
   int port = 0;
+  bool insecure = false;  // --insecure (service/server.h CheckExposure)
   SecurityFlags security;
   void Register(CLI::App* app, int default_port);
   StatusOr<service::ServerConfig> Config() const;

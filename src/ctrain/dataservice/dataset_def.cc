@@ -14,16 +14,29 @@ StatusOr<proto::DatasetDef> MakeDatasetDef(const train::StreamInput& input, cons
   const data::PipelineOptions& p = input.pipeline;
   if (!p.cache.empty())
     return InvalidArgumentError("--cache cannot be used with --data-service: the workers stream each split once");
-  CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, data::ExpandFileList(input.files));
+  auto refuse_stream = [](const std::string& f) {
+    return InvalidArgumentError(train::InputDisplayName(f) +
+                                ": a stream cannot be read through the data service (the workers read the files "
+                                "themselves); give regular files");
+  };
   proto::DatasetDef def;
-  for (const std::string& f : files) {
-    if (f == "-" || data::IsStreamPath(f) || f.rfind("pipe:", 0) == 0)
-      return InvalidArgumentError(train::InputDisplayName(f) +
-                                  ": a stream cannot be read through the data service (the workers read the files "
-                                  "themselves); give regular files");
-    const std::string abs = AbsolutePath(f);  // base/path.h
-    if (abs.empty() || abs[0] != '/') return InvalidArgumentError(f + ": cannot make the path absolute");
-    def.add_files(abs);
+  for (const std::string& pattern : input.files) {
+    if (pattern == "-" || pattern.rfind("pipe:", 0) == 0) return refuse_stream(pattern);
+    StatusOr<std::vector<std::string>> here = data::ExpandFileList({pattern});
+    std::vector<std::string> files;
+    if (here.ok()) {
+      files = std::move(*here);
+    } else if (here.status().code() == StatusCode::kNotFound) {
+      files = {pattern};  // nothing here: the dispatcher expands it on its host (a data host's channel)
+    } else {
+      return here.status();
+    }
+    for (const std::string& f : files) {
+      if (f == "-" || data::IsStreamPath(f) || f.rfind("pipe:", 0) == 0) return refuse_stream(f);
+      const std::string abs = AbsolutePath(f);  // base/path.h
+      if (abs.empty() || abs[0] != '/') return InvalidArgumentError(f + ": cannot make the path absolute");
+      def.add_files(abs);
+    }
   }
   const data::ExampleReaderOptions& r = input.reader;
   def.set_format(std::string(data::RecordFormatName(r.format)));

@@ -34,9 +34,13 @@ inline constexpr int32_t kMaxSplits = 1 << 16;
 // (shuffled with the input's shuffle_buffer_size when `shuffle`);
 // `feature_map`: the path input.reader.vocabulary was loaded from ("" = hashing). Files are
 // expanded (globs, directories) and made absolute here, on the trainer, so
-// the workers read the same list. Errors: ExpandFileList's; InvalidArgument
-// for stdin, FIFOs and pipe: channels (a worker cannot read the trainer's
-// stream) and for a cache option (workers stream each split once).
+// the workers read the same list; a path or pattern that names nothing on the
+// trainer's host (NotFound) is sent as it is, made absolute, and the dispatcher
+// expands it on its host (a SageMaker channel given to the data hosts only,
+// docs/launch.md; a path on neither host is the dispatcher's NotFound).
+// Errors: ExpandFileList's other errors; InvalidArgument for stdin, FIFOs and
+// pipe: channels (a worker cannot read the trainer's stream) and for a cache
+// option (workers stream each split once).
 StatusOr<proto::DatasetDef> MakeDatasetDef(const train::StreamInput& input, const std::string& feature_map,
                                            int64_t batch_size, uint64_t seed, bool shuffle);
 

@@ -1,6 +1,7 @@
 #include "ctrain/launch/hyperparameters.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 
@@ -50,6 +51,44 @@ std::string ScalarText(const ordered_json& v) {
   return "";
 }
 
+bool Truthy(const ordered_json& v) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number()) return v.get<double>() != 0;
+  if (v.is_string()) {
+    std::string t = v.get<std::string>();
+    std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+    return t == "true" || t == "1";
+  }
+  return false;
+}
+
+// The SDK's distribution={...} keys (Framework._distribution_configuration): honoured where
+// ctrain launch does the same thing, refused by name where it does not (never skipped).
+Status CheckDistributionKey(const std::string& key, const ordered_json& v, const std::string& where) {
+  const std::string shown = " (value " + v.dump() + ")";
+  if (key == "sagemaker_mpi_enabled") return Status::OK();  // one rank per host: what the launcher runs
+  if (key == "sagemaker_mpi_num_of_processes_per_host") {
+    const double n = v.is_number() ? v.get<double>() : v.is_string() ? std::atof(v.get<std::string>().c_str()) : -1;
+    if (n == 1) return Status::OK();
+    return InvalidArgumentError(where + shown + ": distribution mpi processes_per_host is not supported: ctrain launch "
+                                "runs one rank per host (mpirun --host a:1,b:1,...; the trainer uses the host's cores "
+                                "with --intra-op-parallelism-threads): leave processes_per_host out or set it to 1");
+  }
+  if (key == "sagemaker_mpi_custom_mpi_options") {
+    if (v.is_string() && v.get<std::string>().find_first_not_of(" \t") == std::string::npos) return Status::OK();
+    return InvalidArgumentError(where + shown + ": distribution mpi custom_mpi_options are not passed to mpirun: "
+                                "give them to ctrain launch as --mpirun-arg");
+  }
+  if (key.rfind("sagemaker_", 0) == 0 && key.size() > 8 && key.compare(key.size() - 8, 8, "_enabled") == 0 && Truthy(v))
+    return InvalidArgumentError(where + shown + ": this distribution is not supported by ctrain launch" +
+                                (key == "sagemaker_parameter_server_enabled"
+                                     ? std::string(" (it starts no parameter servers)")
+                                     : std::string()) +
+                                ": a homogeneous cluster trains under mpirun, one rank per host (distribution "
+                                "mpi, or none), a heterogeneous one through the data service (data_group)");
+  return Status::OK();
+}
+
 }  // namespace
 
 std::string DecodeHyperparameterValue(const std::string& value) { return Decode(value).dump(); }
@@ -71,6 +110,7 @@ StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, c
   for (const auto& [key, raw] : hps) {
     const ordered_json v = Decode(raw);
     if (IsPlatformKey(key)) {
+      CTRAIN_RETURN_IF_ERROR(CheckDistributionKey(key, v, source + ": hyperparameter \"" + key + "\""));
       ++out.skipped_platform_keys;
       out.skipped_keys.push_back(key);
       continue;

@@ -28,7 +28,13 @@
 //   - platform keys are skipped, counted, and listed in `skipped_keys` (never refused):
 //     every key starting with "sagemaker_" (the SDK's: sagemaker_program, sagemaker_region,
 //     sagemaker_submit_directory, ...) or with "_" (the service's: _tuning_objective_metric),
-//     and the toolkit's default_user_module_name (its SAGEMAKER_HYPERPARAMETERS list).
+//     and the toolkit's default_user_module_name (its SAGEMAKER_HYPERPARAMETERS list);
+//     except the SDK's distribution keys (Framework._distribution_configuration), which are
+//     checked: sagemaker_mpi_enabled (one rank per host, what the launcher runs),
+//     sagemaker_mpi_num_of_processes_per_host = 1 and sagemaker_mpi_custom_mpi_options = ""
+//     are accepted; more processes per host, custom mpirun options and any other
+//     sagemaker_*_enabled that is true (parameter_server, smdistributed, torch_distributed,
+//     ...) are refused by name.
 // Errors (InvalidArgument, naming the file and the key, and the value where it is the cause):
 //   - a key that is no `ctrain train` option ("unknown hyperparameter \"lerning_rate\"
 //     (no ctrain train flag --lerning-rate; did you mean learning_rate?)");

@@ -1,14 +1,18 @@
 #include "ctrain/base/clock.h"
 #include "ctrain/launch/launch.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +25,7 @@
 #include "ctrain/launch/supervisor.h"
 #include "ctrain/launch/training_job_name.h"
 #include "ctrain/service/auth.h"
+#include "ctrain/service/server.h"
 
 namespace ctrain::launch {
 namespace fs = std::filesystem;
@@ -55,7 +60,6 @@ std::string ShellLine(const std::vector<std::string>& argv) {
   return line;
 }
 
-bool IsLoopback(const std::string& addr) { return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1"; }
 
 struct Role {
   std::string name;  // "trainer", "dispatcher", "data-worker"
@@ -77,30 +81,30 @@ Status WriteRoleJson(const std::string& dir, const Contract& c, const std::strin
   return io::WriteStringToFileAtomic(dir + "/role.json", j.dump(2) + "\n");
 }
 
-StatusOr<std::vector<std::string>> InputArgs(const Contract& c, bool remote) {
+// The `ctrain train` flag a channel feeds: train -> --train, validation (or valid) -> --valid;
+// any other channel is an error naming it.
+StatusOr<std::string> ChannelFlag(const Channel& ch) {
+  if (ch.name == "train") return std::string("--train");
+  if (ch.name == "validation" || ch.name == "valid") return std::string("--valid");
+  return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
+                              "\" has no ctrain input (channels: train, validation)");
+}
+
+Status RefusePipeValidation(const Channel& ch) {
+  return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
+                              "\" is in Pipe mode; the validation set is read into memory: use File or FastFile");
+}
+
+// A host that reads its channels itself (homogeneous cluster): every channel of this host.
+StatusOr<std::vector<std::string>> LocalInputArgs(const Contract& c) {
   std::vector<std::string> args;
   bool have_train = false;
   for (const Channel& ch : c.channels) {
-    std::string flag;
-    if (ch.name == "train") flag = "--train";
-    else if (ch.name == "validation" || ch.name == "valid") flag = "--valid";
-    else
-      return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
-                                  "\" has no ctrain input (channels: train, validation)");
+    CTRAIN_ASSIGN_OR_RETURN(std::string flag, ChannelFlag(ch));
     if (ch.mode == InputMode::kPipe) {
-      if (flag == "--valid")
-        return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
-                                    "\" is in Pipe mode; the validation set is read into memory: use File or FastFile");
-      if (remote)
-        return InvalidArgumentError("inputdataconfig.json: channel \"train\" is in Pipe mode, but with data_group the "
-                                    "data hosts read the files: use File or FastFile");
+      if (flag == "--valid") return RefusePipeValidation(ch);
       args.push_back(flag);
       args.push_back("pipe:" + ch.dir);
-    } else if (remote && flag == "--train") {
-      // The dispatcher expands the directory on its host (the same path on every host).
-      CTRAIN_RETURN_IF_ERROR(ChannelFiles(ch).status());
-      args.push_back(flag);
-      args.push_back(ch.dir);
     } else {
       CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, ChannelFiles(ch));
       args.push_back(flag);
@@ -110,6 +114,75 @@ StatusOr<std::vector<std::string>> InputArgs(const Contract& c, bool remote) {
   }
   if (!have_train) return InvalidArgumentError("inputdataconfig.json: no \"train\" channel (nothing to train on)");
   return args;
+}
+
+const Channel* FindChannel(const Contract& c, std::initializer_list<const char*> names) {
+  for (const Channel& ch : c.channels)
+    for (const char* n : names)
+      if (ch.name == n) return &ch;
+  return nullptr;
+}
+
+// The trainer host of a heterogeneous job. The data hosts read the training files: the
+// train channel is usually given to the data group only (InstanceGroupNames), so this host
+// may not list it, or list it without a local directory. --train is the channel's path,
+// the same on every SageMaker host (SM_CHANNEL_TRAIN where set), expanded by the dispatcher
+// on its host and never looked at here. The validation set is read by the trainer itself
+// (into memory): a validation channel must be on this host; without one there is no
+// validation, and the launcher says so. *notes gets those lines.
+StatusOr<std::vector<std::string>> TrainerInputArgs(const Contract& c, const EnvLookup& getenv,
+                                                    std::vector<std::string>* notes) {
+  for (const Channel& ch : c.channels) CTRAIN_RETURN_IF_ERROR(ChannelFlag(ch).status());
+  std::vector<std::string> args{"--train"};
+  if (const Channel* train = FindChannel(c, {"train"})) {
+    if (train->mode == InputMode::kPipe)
+      return InvalidArgumentError("inputdataconfig.json: channel \"train\" is in Pipe mode, but with data_group the "
+                                  "data hosts read the files: use File or FastFile");
+    args.push_back(train->dir);
+  } else {
+    args.push_back(ChannelDir(c.root, "train", getenv));
+    notes->push_back("channel \"train\" is not given to this host (instance group " + c.resources.current_group +
+                     "): the data hosts read it; the dispatcher expands " + args.back() + " on its host");
+  }
+  if (const Channel* valid = FindChannel(c, {"validation", "valid"})) {
+    if (valid->mode == InputMode::kPipe) return RefusePipeValidation(*valid);
+    StatusOr<std::vector<std::string>> files = ChannelFiles(*valid);
+    if (!files.ok())
+      return Status(files.status().code(), std::string(files.status().message()) +
+                                               " (the trainer reads the validation set itself: the channel must be "
+                                               "on the trainer's hosts)");
+    args.push_back("--valid");
+    args.insert(args.end(), files->begin(), files->end());
+  } else {
+    notes->push_back("no validation channel on this host: training without validation (the trainer reads it "
+                     "itself: give the channel to instance group " + c.resources.current_group + " to validate)");
+  }
+  return args;
+}
+
+// A data host of a heterogeneous job: its workers read the train channel's files, so the
+// channel must be here, in File or FastFile mode, and hold files. A validation channel
+// given to data groups only (InstanceGroupNames) never reaches the trainer: refused.
+Status CheckDataHostChannels(const Contract& c, const std::string& data_group) {
+  for (const Channel& ch : c.channels) CTRAIN_RETURN_IF_ERROR(ChannelFlag(ch).status());
+  const Channel* train = FindChannel(c, {"train"});
+  if (train == nullptr)
+    return InvalidArgumentError("inputdataconfig.json: no \"train\" channel on data host " + c.resources.current_host +
+                                " (instance group " + data_group + "): the data hosts read the training files: give "
+                                "the channel to instance group " + data_group + " (InstanceGroupNames)");
+  if (train->mode == InputMode::kPipe)
+    return InvalidArgumentError("inputdataconfig.json: channel \"train\" is in Pipe mode, but with data_group the "
+                                "data hosts read the files: use File or FastFile");
+  CTRAIN_RETURN_IF_ERROR(ChannelFiles(*train).status());
+  if (const Channel* valid = FindChannel(c, {"validation", "valid"}); valid && !valid->instance_group_names.empty()) {
+    bool reaches_a_trainer = false;
+    for (const std::string& g : valid->instance_group_names) reaches_a_trainer |= g != data_group;
+    if (!reaches_a_trainer)
+      return InvalidArgumentError("inputdataconfig.json: channel \"" + valid->name + "\" is given to instance group " +
+                                  data_group + " only (InstanceGroupNames), but the trainer reads the validation "
+                                  "set itself: give it to the trainer's instance group");
+  }
+  return Status::OK();
 }
 
 Status CopyCheckpointTo(const std::string& from, const std::string& to) {
@@ -143,6 +216,53 @@ int CountMpiDaemons() {
     if (std::getline(in, comm) && (comm == "orted" || comm == "prted")) ++n;
   }
   return n;
+}
+
+// This host's part of the job (docs/launch.md#roles).
+struct HostPlan {
+  enum Role { kTrainer, kMpiPeer, kData } role = kTrainer;
+  std::vector<std::string> train_hosts;  // the hosts the trainer spans (mpirun over them when several)
+  std::string leader;                    // kMpiPeer: the host that runs mpirun
+  const InstanceGroup* data = nullptr;   // heterogeneous: the data group (points into the contract)
+  std::string dispatcher;                // heterogeneous: the address the trainers dial
+  bool runs_dispatcher = false;          // kData: the data group's first host
+};
+
+const char* RoleName(HostPlan::Role r) {
+  return r == HostPlan::kTrainer ? "trainer" : r == HostPlan::kMpiPeer ? "mpi-peer" : "data";
+}
+
+// Errors: InvalidArgument for a data_group that names no group or holds every host.
+StatusOr<HostPlan> PlanHost(const Contract& c, const MappedHyperparameters& hp, const LaunchOptions& o) {
+  const ResourceConfig& rc = c.resources;
+  HostPlan p;
+  if (hp.data_group.empty()) {
+    p.train_hosts = rc.hosts;
+  } else {
+    p.data = rc.FindGroup(hp.data_group);
+    if (p.data == nullptr) {
+      std::string names;
+      for (const auto& g : rc.groups) names += (names.empty() ? "" : ", ") + g.name;
+      return InvalidArgumentError("hyperparameter data_group \"" + hp.data_group +
+                                  "\" names no instance group of resourceconfig.json (groups: " + names + ")");
+    }
+    for (const std::string& h : rc.hosts)
+      if (std::find(p.data->hosts.begin(), p.data->hosts.end(), h) == p.data->hosts.end()) p.train_hosts.push_back(h);
+    if (p.train_hosts.empty())
+      return InvalidArgumentError("hyperparameter data_group \"" + hp.data_group +
+                                  "\" holds every host: no host is left to train");
+    p.dispatcher = Address(o, p.data->hosts[0]) + ":" + std::to_string(o.dispatcher_port);
+    if (rc.current_group == hp.data_group) {
+      p.role = HostPlan::kData;
+      p.runs_dispatcher = rc.current_host == p.data->hosts[0];
+      return p;
+    }
+  }
+  if (rc.current_host != p.train_hosts[0]) {
+    p.role = HostPlan::kMpiPeer;
+    p.leader = p.train_hosts[0];
+  }
+  return p;
 }
 
 class Run {
@@ -196,81 +316,71 @@ int Run::Go(std::string* reason) {
   ckpt_ = o_.checkpoint_dir.empty() ? o_.sm_root + "/checkpoints" : o_.checkpoint_dir;
   const ResourceConfig& rc = c_.resources;
   const std::string& me = rc.current_host;
-  std::error_code ec;
-  fs::remove(c_.failure_path, ec);  // a relaunch starts clean
 
+  StatusOr<HostPlan> plan = PlanHost(c_, hp_, o_);
+  if (!plan.ok()) return fail(plan.status());
   InterruptDeferral defer("stopping every role (the trainer checkpoints first)");  // forwarded (WaitAll)
-  if (hp_.data_group.empty()) {
-    if (rc.hosts.size() > 1 && me != rc.hosts[0]) {
-      Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " hosts: " + rc.hosts[0] +
-          " runs mpirun over every host; nothing to start here");
-      return WaitForMpiRanks(rc.hosts[0], reason);
-    }
-    Say(me + ": homogeneous cluster of " + std::to_string(rc.hosts.size()) + " host(s): training");
-    StatusOr<int> t = StartTrainer(rc.hosts, "");
+  const std::string n = std::to_string(plan->train_hosts.size());
+  if (plan->role == HostPlan::kMpiPeer) {
+    Say(me + (plan->data == nullptr ? ": homogeneous cluster of " + n + " hosts: " + plan->leader +
+                                          " runs mpirun over every host; nothing to start here"
+                                    : ": one of " + n + " training hosts: " + plan->leader +
+                                          " runs mpirun over them; nothing to start here"));
+    return WaitForMpiRanks(plan->leader, reason);
+  }
+  if (plan->role == HostPlan::kTrainer) {
+    Say(me + (plan->data == nullptr ? ": homogeneous cluster of " + n + " host(s): training"
+                                    : ": heterogeneous cluster: training through the data service at " +
+                                          plan->dispatcher));
+    StatusOr<int> t = StartTrainer(plan->train_hosts, plan->data == nullptr ? "" : plan->dispatcher);
     if (!t.ok()) return fail(t.status());
     trainer_ = *t;
     WaitAll();
     return Finish(reason);
   }
-
-  const InstanceGroup* data = rc.FindGroup(hp_.data_group);
-  if (data == nullptr) {
-    std::string names;
-    for (const auto& g : rc.groups) names += (names.empty() ? "" : ", ") + g.name;
-    return fail(InvalidArgumentError("hyperparameter data_group \"" + hp_.data_group +
-                                     "\" names no instance group of resourceconfig.json (groups: " + names + ")"));
-  }
-  std::vector<std::string> train_hosts;
-  for (const std::string& h : rc.hosts)
-    if (std::find(data->hosts.begin(), data->hosts.end(), h) == data->hosts.end()) train_hosts.push_back(h);
-  if (train_hosts.empty())
-    return fail(InvalidArgumentError("hyperparameter data_group \"" + hp_.data_group +
-                                     "\" holds every host: no host is left to train"));
-  const std::string dispatcher = Address(o_, data->hosts[0]) + ":" + std::to_string(o_.dispatcher_port);
-  if (rc.current_group != hp_.data_group) {
-    if (me != train_hosts[0]) {
-      Say(me + ": one of " + std::to_string(train_hosts.size()) + " training hosts: " + train_hosts[0] +
-          " runs mpirun over them; nothing to start here");
-      return WaitForMpiRanks(train_hosts[0], reason);
-    }
-    Say(me + ": heterogeneous cluster: training through the data service at " + dispatcher);
-    StatusOr<int> t = StartTrainer(train_hosts, dispatcher);
-    if (!t.ok()) return fail(t.status());
-    trainer_ = *t;
-    WaitAll();
-    return Finish(reason);
-  }
+  const InstanceGroup* data = plan->data;
+  const std::string& dispatcher = plan->dispatcher;
 
   // A data host.
+  if (Status s = CheckDataHostChannels(c_, hp_.data_group); !s.ok()) return fail(s);
+  // The servers listen on this host's own address (its --host-address, else its name resolved)
+  // and the worker advertises that address; beyond loopback they need a token (the roles inherit
+  // CTRAIN_SERVICE_TOKEN) or --insecure.
   const std::string addr = Address(o_, me);
-  const std::string bind = IsLoopback(addr) ? "127.0.0.1" : "0.0.0.0";
-  const bool runs_dispatcher = me == data->hosts[0];
+  StatusOr<std::string> bind_addr = service::ResolveBindAddress(addr);
+  if (!bind_addr.ok()) return fail(bind_addr.status());
+  const std::string bind = *bind_addr;
+  std::vector<std::string> exposure;
+  if (o_.insecure) exposure.push_back("--insecure");
+  const bool runs_dispatcher = plan->runs_dispatcher;
   const std::string mon = c_.output_data_dir + "/monitor/" + me + "/";
   const std::string interval = "--monitor-interval-ms=" + std::to_string(o_.monitor_interval_ms);
   const std::string exe = o_.exe.empty() ? SelfExe() : o_.exe;
   int disp = -1;
   if (runs_dispatcher) {
     if (Status s = WriteRoleJson(mon + "dispatcher", c_, "dispatcher", 1); !s.ok()) return fail(s);
-    StatusOr<int> d = Start("dispatcher", {exe, "data-service", "dispatcher",
-                                                "--port=" + std::to_string(o_.dispatcher_port), "--bind=" + bind,
-                                                "--monitor-dir=" + mon + "dispatcher", interval,
-                                                "--training-job-name=" + training_job_});
+    std::vector<std::string> argv{exe, "data-service", "dispatcher", "--port=" + std::to_string(o_.dispatcher_port),
+                                  "--bind=" + bind, "--monitor-dir=" + mon + "dispatcher", interval,
+                                  "--training-job-name=" + training_job_};
+    argv.insert(argv.end(), exposure.begin(), exposure.end());
+    StatusOr<int> d = Start("dispatcher", argv);
     if (!d.ok()) return fail(d.status());
     disp = *d;
     StatusOr<std::string> where = sup_.WaitListening(disp, kListenTimeout, PendingInterruptFlag());
     if (!where.ok()) {
       stopped_by_ = PendingInterrupt();
-      return stopped_by_ != 0 ? Finish(reason) : fail(where.status());
+      // It exited (its own reason is the root cause) or was stopped: Finish says which.
+      return stopped_by_ != 0 || sup_.Exited(disp) ? Finish(reason) : fail(where.status());
     }
     Say(me + ": dispatcher listening on " + *where + " (trainers dial " + dispatcher + ")");
   }
   if (Status s = WriteRoleJson(mon + "data-worker", c_, "data-worker", 1); !s.ok()) return fail(s);
-  StatusOr<int> w = Start(
-      "data-worker", {exe, "data-service", "worker", "--dispatcher=" + dispatcher,
-                      "--port=" + std::to_string(o_.worker_port), "--bind=" + bind,
-                      "--worker-address=" + addr + ":" + std::to_string(o_.worker_port), "--exit-when-idle",
-                      "--monitor-dir=" + mon + "data-worker", interval, "--training-job-name=" + training_job_});
+  std::vector<std::string> wargv{exe, "data-service", "worker", "--dispatcher=" + dispatcher,
+                                 "--port=" + std::to_string(o_.worker_port), "--bind=" + bind,
+                                 "--worker-address=" + service::JoinHostPort(addr, o_.worker_port), "--exit-when-idle",
+                                 "--monitor-dir=" + mon + "data-worker", interval, "--training-job-name=" + training_job_};
+  wargv.insert(wargv.end(), exposure.begin(), exposure.end());
+  StatusOr<int> w = Start("data-worker", wargv);
   if (!w.ok()) return fail(w.status());
   Say(me + ": data worker of group " + data->name + (runs_dispatcher ? " (and the dispatcher)" : ""));
   // The worker exits 0 once every job has finished; then the dispatcher host shuts the service down.
@@ -303,7 +413,13 @@ int Run::Go(std::string* reason) {
 
 StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std::string& data_service) {
   const std::string& me = c_.resources.current_host;
-  CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> inputs, InputArgs(c_, !data_service.empty()));
+  std::vector<std::string> inputs, notes;
+  if (data_service.empty()) {
+    CTRAIN_ASSIGN_OR_RETURN(inputs, LocalInputArgs(c_));
+  } else {
+    CTRAIN_ASSIGN_OR_RETURN(inputs, TrainerInputArgs(c_, o_.getenv, &notes));
+  }
+  for (const std::string& n : notes) Say(me + ": " + n);
   const std::string mon = c_.output_data_dir + "/monitor/" + me + "/trainer";
   CTRAIN_RETURN_IF_ERROR(WriteRoleJson(mon, c_, "trainer", static_cast<int32_t>(hosts.size())));
   std::error_code ec;
@@ -410,12 +526,13 @@ void Run::WaitAll() {
 }
 
 int Run::Finish(std::string* reason) {
-  for (int i = 0; i < sup_.size(); ++i) {
-    const int st = sup_.status(i);
-    if (st == 0) continue;
-    const std::string why = sup_.last_line(i);
-    *reason = c_.resources.current_host + " " + sup_.name(i) + " exited with status " + std::to_string(st) +
-              (why.empty() ? "" : ": " + why.substr(why.rfind("ctrain: ", 0) == 0 ? 8 : 0));
+  // The root cause is the role that failed first; the others' failures (stopped after it) are
+  // its consequences and never name the job's failure.
+  int root = -1;
+  for (int i = 0; i < sup_.size(); ++i)
+    if (sup_.status(i) != 0 && (root < 0 || sup_.exit_order(i) < sup_.exit_order(root))) root = i;
+  if (root >= 0) {
+    *reason = c_.resources.current_host + " " + sup_.name(root) + " " + sup_.Cause(root);
     return stopped_by_ != 0 ? 128 + stopped_by_ : 1;
   }
   if (stopped_by_ != 0) {
@@ -434,15 +551,26 @@ int Run::Finish(std::string* reason) {
 
 }  // namespace
 
-Status WriteFailure(const std::string& path, const std::string& reason) {
+std::string FailureLine(const std::string& reason) {
   std::string line = reason;
   std::replace(line.begin(), line.end(), '\n', ' ');
+  if (line.size() + 1 <= kFailureReasonMaxBytes) return line + "\n";
+  const std::string marker = " ... [truncated: " + std::to_string(line.size()) + " bytes]";
+  size_t keep = kFailureReasonMaxBytes - 1 - marker.size();
+  while (keep > 0 && (static_cast<unsigned char>(line[keep]) & 0xC0) == 0x80) --keep;  // a UTF-8 boundary
+  return line.substr(0, keep) + marker + "\n";
+}
+
+Status WriteFailure(const std::string& path, const std::string& reason) {
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
-  std::ofstream out(path, std::ios::trunc);
-  out << line << "\n";
-  out.close();
-  if (!out) return IOError(path + ": cannot write the failure reason");
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0 && errno == EEXIST)
+    return AlreadyExistsError(path + ": holds the first failure of this launch; kept (later: " + reason + ")");
+  if (fd < 0) return ErrnoError(path, "create", errno);
+  const std::string line = FailureLine(reason);
+  const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (::close(fd) != 0 || !ok) return IOError(path + ": cannot write the failure reason");
   return Status::OK();
 }
 
@@ -467,9 +595,89 @@ StatusOr<std::vector<std::string>> ChannelFiles(const Channel& ch) {
   return files;
 }
 
+int PrintEnvironment(const LaunchOptions& o) {
+  auto fail = [](const Status& s) {
+    Logf("launch: %s\n", s.ToString().c_str());
+    return 1;
+  };
+  StatusOr<Contract> c = LoadContract(o.sm_root, o.getenv);
+  if (!c.ok()) return fail(c.status());
+  StatusOr<MappedHyperparameters> hp =
+      MapHyperparameters(c->hyperparameters, o.sm_root + "/input/config/hyperparameters.json");
+  if (!hp.ok()) return fail(hp.status());
+  StatusOr<HostPlan> plan = PlanHost(*c, *hp, o);
+  if (!plan.ok()) return fail(plan.status());
+  // The channel checks of this host's role, as the launch makes them.
+  std::vector<std::string> inputs, notes;
+  if (plan->role == HostPlan::kTrainer && plan->data == nullptr) {
+    StatusOr<std::vector<std::string>> a = LocalInputArgs(*c);
+    if (!a.ok()) return fail(a.status());
+    inputs = std::move(*a);
+  } else if (plan->role == HostPlan::kTrainer) {
+    StatusOr<std::vector<std::string>> a = TrainerInputArgs(*c, o.getenv, &notes);
+    if (!a.ok()) return fail(a.status());
+    inputs = std::move(*a);
+  } else if (plan->role == HostPlan::kData) {
+    if (Status s = CheckDataHostChannels(*c, hp->data_group); !s.ok()) return fail(s);
+  }
+  std::string bind;  // a data host's servers listen there
+  if (plan->role == HostPlan::kData) {
+    StatusOr<std::string> b = service::ResolveBindAddress(Address(o, c->resources.current_host));
+    if (!b.ok()) return fail(b.status());
+    bind = *b;
+  }
+  const ResourceConfig& rc = c->resources;
+  using json = nlohmann::ordered_json;
+  json groups = json::array();
+  for (const InstanceGroup& g : rc.groups)
+    groups.push_back({{"instance_group_name", g.name}, {"instance_type", g.instance_type}, {"hosts", g.hosts}});
+  json channels = json::object();
+  for (const Channel& ch : c->channels)
+    channels[ch.name] = {{"TrainingInputMode", InputModeName(ch.mode)},
+                         {"dir", ch.dir},
+                         {"InstanceGroupNames", ch.instance_group_names}};
+  json decoded = json::parse(hp->decoded_json);
+  json user = json::object();
+  for (auto it = decoded.begin(); it != decoded.end(); ++it)
+    if (std::find(hp->skipped_keys.begin(), hp->skipped_keys.end(), it.key()) == hp->skipped_keys.end())
+      user[it.key()] = it.value();
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  json out{{"sm_root", o.sm_root},
+           {"current_host", rc.current_host},
+           {"hosts", rc.hosts},
+           {"current_group_name", rc.current_group},
+           {"current_instance_type", rc.current_instance_type},
+           {"instance_groups", groups},
+           {"is_hetero", rc.groups.size() > 1},
+           {"channels", channels},
+           {"hyperparameters", decoded},
+           {"user_hyperparameters", user},
+           {"platform_hyperparameters", hp->skipped_keys},
+           {"training_options", hp->values},
+           {"data_group", hp->data_group},
+           {"role", RoleName(plan->role)},
+           {"train_hosts", plan->train_hosts},
+           {"mpi_leader", plan->leader},
+           {"dispatcher", plan->dispatcher},
+           {"runs_dispatcher", plan->runs_dispatcher},
+           {"bind_address", bind},
+           {"insecure", o.insecure},
+           {"trainer_inputs", inputs},
+           {"notes", notes},
+           {"num_cpus", cpus > 0 ? cpus : 1},
+           {"model_dir", c->model_dir},
+           {"output_data_dir", c->output_data_dir},
+           {"checkpoint_dir", o.checkpoint_dir.empty() ? o.sm_root + "/checkpoints" : o.checkpoint_dir}};
+  std::printf("%s\n", out.dump(2).c_str());
+  std::fflush(stdout);
+  return 0;
+}
+
 int RunLaunch(const LaunchOptions& options) {
   std::string reason;
   int rc;
+  std::error_code ec;
+  fs::remove(options.sm_root + "/output/failure", ec);  // a relaunch starts clean; written once below
   {
     Run run(options);
     rc = run.Go(&reason);

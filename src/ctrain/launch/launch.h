@@ -30,10 +30,13 @@
 // to model/ (usable by `ctrain predict --model-dir`); metrics.json in output/data.
 // SIGTERM/SIGINT: forwarded to every role (the trainer checkpoints, the data roles
 // exit 0); the launcher then exits 143/130.
-// Any failure: the one-line reason goes to output/failure and to stderr, and
-// RunLaunch returns non-zero (1, or the signal status).
+// Any failure: the one-line reason goes to output/failure (once: the root cause, the
+// role that failed first, e.g. "algo-2 trainer killed by signal 9"; WriteFailure) and to
+// stderr, and RunLaunch returns non-zero (1, or the signal status). Success leaves no
+// output/failure.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -63,13 +66,43 @@ struct LaunchOptions {
   // reach them (an Open MPI daemon, orted or prted, appears), then until it is gone,
   // as SageMaker's MPI containers do; 0 = exit at once (local clusters: one machine).
   int64_t mpi_host_wait_s = 300;
+  // The data roles listen on this host's own address; beyond loopback they need a token
+  // (CTRAIN_SERVICE_TOKEN in every host's environment) unless this passes --insecure to them.
+  bool insecure = false;
   EnvLookup getenv;                      // SM_* lookup (null: none)
 };
 
 // Runs this host's roles; returns the process exit status (0 = success).
 int RunLaunch(const LaunchOptions& options);
 
-// Writes `reason` (newlines folded to spaces) + "\n" to `path`, creating its directory.
+// `ctrain launch --print-environment`: reads the contract and the hyperparameters, plans this
+// host's role and makes that role's channel checks, as RunLaunch does, then prints ctrain's
+// view as one JSON object on stdout (the SageMaker training toolkit's names where it has them):
+//   sm_root, current_host, hosts, current_group_name, current_instance_type,
+//   instance_groups [{instance_group_name, instance_type, hosts}] (one "homogeneousCluster" group
+//   of every host when resourceconfig.json has none), is_hetero (more than one group),
+//   channels {name: {TrainingInputMode, dir, InstanceGroupNames}}, hyperparameters (every key,
+//   decoded as the toolkit's read_hyperparameters), user_hyperparameters (without the platform
+//   keys: the toolkit's Environment().hyperparameters), platform_hyperparameters (their names),
+//   training_options (typed), data_group, role ("trainer", "mpi-peer", "data"), train_hosts,
+//   mpi_leader, dispatcher, runs_dispatcher, bind_address (a data host's servers listen there:
+//   its --host-address or its name, resolved), insecure, trainer_inputs (the trainer's input flags),
+//   notes, num_cpus (online CPUs, as the toolkit's multiprocessing.cpu_count()), model_dir,
+//   output_data_dir, checkpoint_dir.
+// Starts nothing and writes no file. Returns 0, or 1 with RunLaunch's error on stderr.
+int PrintEnvironment(const LaunchOptions& options);
+
+// SageMaker's limit on a training job's FailureReason (DescribeTrainingJob), in bytes.
+inline constexpr size_t kFailureReasonMaxBytes = 1024;
+
+// The failure file's content for `reason`: newlines folded to spaces, one line ending in
+// "\n", at most kFailureReasonMaxBytes bytes in all; a longer reason is cut at a UTF-8
+// character boundary and ends with " ... [truncated: N bytes]" (N: the reason's length).
+std::string FailureLine(const std::string& reason);
+
+// Writes FailureLine(reason) to `path` (output/failure), creating its directory. Written
+// once: the first failure of a launch is its root cause, so an existing file is kept
+// (AlreadyExists naming it); RunLaunch removes the file when it starts. Errors: IOError.
 Status WriteFailure(const std::string& path, const std::string& reason);
 
 // The files of a File/FastFile channel directory: regular files (symlinks followed),

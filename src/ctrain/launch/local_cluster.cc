@@ -30,11 +30,7 @@
 
 namespace ctrain::launch {
 namespace fs = std::filesystem;
-namespace {
 
-Status Bad(const std::string& path, const std::string& what) { return InvalidArgumentError(path + ": " + what); }
-
-// Free loopback ports, all held open until every one is chosen (no duplicates).
 StatusOr<std::vector<int>> FreePorts(int n) {
   std::vector<int> fds, ports;
   Status err;
@@ -60,6 +56,11 @@ StatusOr<std::vector<int>> FreePorts(int n) {
   if (!err.ok()) return err;
   return ports;
 }
+
+namespace {
+
+Status Bad(const std::string& path, const std::string& what) { return InvalidArgumentError(path + ": " + what); }
+
 
 // Writes one epoch's FIFO per epoch with the channel's files, until done or *stop.
 void FeedPipe(const std::string& prefix, const std::vector<std::string>& files, int32_t epochs,
@@ -293,7 +294,7 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
         feeders.emplace_back(FeedPipe, abs_work + "/" + hosts[i] + "/input/data/" + c.name, c.files, epochs, &stop_feeders);
 
   Logf("launch: local cluster of %zu host(s) in %s\n", hosts.size(), abs_work.c_str());
-  int rc = 0, stopped_by = 0;
+  int rc = 0, stopped_by = 0, root_host = -1;
   std::vector<std::string> failures;
   {
     InterruptDeferral defer("stopping every host (their trainers checkpoint first)");
@@ -309,9 +310,10 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
       argv.push_back("--mpi-host-wait-s=0");
       // Several ranks on one machine (Open MPI refuses more ranks than cores otherwise).
       argv.push_back("--mpirun-arg=--oversubscribe");
+      if (base.insecure) argv.push_back("--insecure");  // (every host is on loopback: nothing to allow)
       for (const std::string& a : base.mpirun_args) argv.push_back("--mpirun-arg=" + a);
       if (StatusOr<int> s = sup.Start(hosts[i], argv); !s.ok()) {
-        failures.push_back(s.status().ToString());
+        failures.push_back("failed: " + s.status().ToString());
         rc = 1;
         break;
       }
@@ -327,6 +329,7 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
         }
         if (sup.status(i) != 0 && !stopping) {  // one host failed: SageMaker stops the job
           stopping = true;
+          root_host = i;  // the root cause; the hosts stopped after it fail as its consequence
           Logf("launch: %s exited with status %d: stopping the other hosts\n",
                        sup.name(i).c_str(), sup.status(i));
           sup.SignalAll(SIGTERM);
@@ -341,18 +344,20 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
       if (all) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    for (int i = 0; i < sup.size(); ++i)
-      if (sup.status(i) != 0) {
-        rc = 1;
-        StatusOr<std::string> why = io::ReadFileToString(abs_work + "/" + hosts[i] + "/output/failure");
-        std::string line = why.ok() ? *why : "(no output/failure) " + sup.last_line(i);
-        while (!line.empty() && line.back() == '\n') line.pop_back();
-        failures.push_back(hosts[i] + " (status " + std::to_string(sup.status(i)) + "): " + line);
-      }
+    for (int k = -1; k < sup.size(); ++k) {  // the root cause first
+      const int i = k < 0 ? root_host : k;
+      if (i < 0 || (k >= 0 && i == root_host) || sup.status(i) == 0) continue;
+      rc = 1;
+      StatusOr<std::string> why = io::ReadFileToString(abs_work + "/" + hosts[i] + "/output/failure");
+      std::string line = why.ok() ? *why : "(no output/failure) " + sup.last_line(i);
+      while (!line.empty() && line.back() == '\n') line.pop_back();
+      failures.push_back((root_host >= 0 && i != root_host ? "stopped after " + hosts[root_host] + " failed: " : "failed: ") +
+                         hosts[i] + " (status " + std::to_string(sup.status(i)) + "): " + line);
+    }
   }
   stop_feeders = true;
   for (auto& t : feeders) t.join();
-  for (const std::string& f : failures) Logf("launch: failed: %s\n", f.c_str());
+  for (const std::string& f : failures) Logf("launch: %s\n", f.c_str());
   if (rc == 0) Logf("launch: local cluster done: every host exited 0\n");
   if (stopped_by != 0) return 128 + stopped_by;
   return rc;

@@ -50,6 +50,10 @@ struct LocalClusterSpec {
   std::vector<LocalChannel> channels;
 };
 
+// `n` distinct free TCP ports of 127.0.0.1 (each bound to port 0, all held open until every
+// one is chosen, then closed). Errors: the socket or bind failure.
+StatusOr<std::vector<int>> FreePorts(int n);
+
 // Errors name the spec file and the key (InvalidArgument), or the missing input (NotFound).
 StatusOr<LocalClusterSpec> ParseLocalClusterSpec(const std::string& toml_text, const std::string& path);
 

@@ -170,9 +170,18 @@ StatusOr<std::vector<Channel>> ParseInputDataConfig(std::string_view text, const
     else if (mode == "FastFile") c.mode = InputMode::kFastFile;
     else return Bad(path, "channel \"" + c.name + "\": TrainingInputMode \"" + mode + "\" is not File, Pipe or FastFile");
     c.dir = data_dir + "/" + c.name;
+    if (it.value().contains("InstanceGroupNames")) {
+      CTRAIN_ASSIGN_OR_RETURN(c.instance_group_names, GetStrings(it.value(), "InstanceGroupNames", path,
+                                                                 "channel \"" + c.name + "\": "));
+    }
     out.push_back(std::move(c));
   }
   return out;
+}
+
+std::string ChannelDir(const std::string& root, const std::string& name, const EnvLookup& getenv) {
+  const char* d = getenv ? getenv(("SM_CHANNEL_" + Upper(name)).c_str()) : nullptr;
+  return d != nullptr && *d != '\0' ? std::string(d) : root + "/input/data/" + name;
 }
 
 StatusOr<Contract> LoadContract(const std::string& root, const EnvLookup& getenv) {
@@ -214,7 +223,7 @@ StatusOr<Contract> LoadContract(const std::string& root, const EnvLookup& getenv
     CTRAIN_ASSIGN_OR_RETURN(c.channels, ParseInputDataConfig(text, idc, root + "/input/data"));
   }
   for (Channel& ch : c.channels)
-    if (std::string d = env("SM_CHANNEL_" + Upper(ch.name)); !d.empty() && ch.mode != InputMode::kPipe) ch.dir = d;
+    if (ch.mode != InputMode::kPipe) ch.dir = ChannelDir(root, ch.name, getenv);
   c.model_dir = env("SM_MODEL_DIR").empty() ? root + "/model" : env("SM_MODEL_DIR");
   c.output_data_dir = env("SM_OUTPUT_DATA_DIR").empty() ? root + "/output/data" : env("SM_OUTPUT_DATA_DIR");
   c.failure_path = root + "/output/failure";

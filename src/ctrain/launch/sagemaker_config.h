@@ -64,6 +64,10 @@ struct Channel {
   std::string name;
   InputMode mode = InputMode::kFile;
   std::string dir;  // <root>/input/data/<name> (or SM_CHANNEL_<NAME>); Pipe: the FIFO prefix
+  // "InstanceGroupNames" where the channel config has it (a heterogeneous job's channel given
+  // to some instance groups only; the other groups' hosts do not see the channel at all);
+  // empty = every group.
+  std::vector<std::string> instance_group_names;
 };
 
 // Hyperparameters in file order (SageMaker writes a JSON object; its order is kept).
@@ -86,9 +90,16 @@ StatusOr<Hyperparameters> ParseHyperparameters(std::string_view json, const std:
 StatusOr<std::vector<Channel>> ParseInputDataConfig(std::string_view json, const std::string& path,
                                                     const std::string& data_dir);
 
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Where channel `name` is read on a host with this root: SM_CHANNEL_<NAME> (upper case,
+// '-' as '_') where set, else <root>/input/data/<name>. Also for a channel this host's
+// inputdataconfig.json does not list (a heterogeneous job's trainer host names the data
+// hosts' channel directory by it: the same path on every SageMaker host).
+std::string ChannelDir(const std::string& root, const std::string& name, const EnvLookup& getenv);
+
 // Reads the contract under `root`; `getenv` looks up SM_* variables (null = none set).
 // hyperparameters.json and inputdataconfig.json may be absent (none given).
-using EnvLookup = std::function<const char*(const char*)>;
 StatusOr<Contract> LoadContract(const std::string& root, const EnvLookup& getenv);
 
 }  // namespace ctrain::launch

@@ -45,6 +45,21 @@ void CopyLines(int fd, FILE* out, const std::string& prefix, F on_line) {
   ::close(fd);
 }
 
+// Open MPI's notice of a rank killed by a signal ("mpirun noticed that process rank 1 with
+// PID 42 on node vm exited on signal 9 (Killed)."), as "rank 1 killed by signal 9"; else "".
+std::string MpiRankSignal(const std::string& line) {
+  static const std::string kNotice = " noticed that process rank ";
+  const size_t p = line.find(kNotice);
+  if (p == std::string::npos) return "";
+  unsigned long rank = 0;
+  int sig = 0;
+  const std::string rest = line.substr(p + kNotice.size());
+  if (std::sscanf(rest.c_str(), "%lu", &rank) != 1) return "";
+  const size_t on = rest.find(" exited on signal ");
+  if (on == std::string::npos || std::sscanf(rest.c_str() + on + 18, "%d", &sig) != 1) return "";
+  return "rank " + std::to_string(rank) + " killed by signal " + std::to_string(sig);
+}
+
 }  // namespace
 
 std::string SelfExe() {
@@ -124,6 +139,11 @@ StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::
       if (line.rfind("ctrain: ", 0) == 0 || (line == kUsageFooter && !previous.empty())) {
         std::lock_guard<std::mutex> l(raw->mu);
         raw->last_line = line == kUsageFooter ? previous : line;
+        if (raw->first_rank_error.empty() && line.rfind("ctrain: error: rank ", 0) == 0) raw->first_rank_error = line;
+      }
+      if (std::string r = MpiRankSignal(line); !r.empty()) {
+        std::lock_guard<std::mutex> l(raw->mu);
+        if (raw->rank_signal.empty()) raw->rank_signal = r;
       }
       if (!line.empty()) previous = line;
     });
@@ -141,6 +161,8 @@ void Supervisor::Reap(Child& c, bool block) {
   if (r == c.pid) {
     c.reaped = true;
     c.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+    c.term_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    c.exit_order = ++exits_;
     for (auto& t : c.readers)
       if (t.joinable()) t.join();  // the pipes end with the process (its children hold no copy: CLOEXEC)
   }
@@ -156,6 +178,34 @@ int Supervisor::status(int i) {
   return children_[i]->reaped ? children_[i]->status : -1;
 }
 
+int Supervisor::term_signal(int i) {
+  Reap(*children_[i], false);
+  return children_[i]->term_signal;
+}
+
+int64_t Supervisor::exit_order(int i) {
+  Reap(*children_[i], false);
+  return children_[i]->exit_order;
+}
+
+std::string Supervisor::Cause(int i) {
+  const int st = status(i);
+  // A signal from outside is the cause; the stop this supervisor forwarded is not: the role's
+  // own last line says what it did with it ("interrupted by SIGTERM at step N: checkpoint saved").
+  if (const int sig = term_signal(i); sig != 0 && sig != children_[i]->sent_signal)
+    return "killed by signal " + std::to_string(sig);
+  std::string first_rank_error, rank_signal;
+  {
+    std::lock_guard<std::mutex> l(children_[i]->mu);
+    first_rank_error = children_[i]->first_rank_error;
+    rank_signal = children_[i]->rank_signal;
+  }
+  if (!rank_signal.empty()) return rank_signal;
+  std::string why = !first_rank_error.empty() ? first_rank_error : last_line(i);
+  if (why.rfind("ctrain: ", 0) == 0) why = why.substr(8);
+  return "exited with status " + std::to_string(st) + (why.empty() ? "" : ": " + why);
+}
+
 std::string Supervisor::last_line(int i) {
   std::lock_guard<std::mutex> l(children_[i]->mu);
   return children_[i]->last_line;
@@ -164,7 +214,7 @@ std::string Supervisor::last_line(int i) {
 void Supervisor::Signal(int i, int sig) {
   Child& c = *children_[i];
   Reap(c, false);
-  if (!c.reaped && c.pid > 0) ::kill(c.pid, sig);
+  if (!c.reaped && c.pid > 0 && ::kill(c.pid, sig) == 0 && c.sent_signal == 0) c.sent_signal = sig;
 }
 
 void Supervisor::SignalAll(int sig) {
@@ -190,9 +240,14 @@ StatusOr<std::string> Supervisor::WaitListening(int i, std::chrono::milliseconds
       c.cv.wait_for(l, std::chrono::milliseconds(20));
       if (!c.listening.empty()) return c.listening;
     }
-    if (Exited(i))
+    if (Exited(i)) {
+      {  // reaping joined the readers: a line read just before the exit is in now
+        std::lock_guard<std::mutex> l(c.mu);
+        if (!c.listening.empty()) return c.listening;
+      }
       return UnavailableError(c.name + " exited with status " + std::to_string(c.status) + " before listening" +
                               (last_line(i).empty() ? "" : ": " + last_line(i)));
+    }
     if (stop != nullptr && stop->load() != 0) return CancelledError(c.name + ": stopped while waiting for it to listen");
     if (deadline.expired())
       return DeadlineExceededError(c.name + " did not say where it listens within " +

@@ -12,6 +12,12 @@
 // for a flag it rejected (the line before "Run with --help for more
 // information.", e.g. "Could not convert: --learning-rate = abc"), and the address of a
 // "ctrain: <what> listening on ADDR" line on stdout (data-service servers).
+// For the root cause of a failure (Cause): the signal that killed the child, the
+// order children exited in, and under mpirun the first rank's own error line
+// ("ctrain: error: rank R ...") and mpirun's notice of a rank killed by a signal
+// ("mpirun noticed that process rank R with PID P on node N exited on signal S
+// (...)"), both kept as they first came, so that the other ranks' later lines
+// (their "interrupted by SIGTERM" as mpirun stops them) never replace them.
 //
 // Thread safety: one thread drives a Supervisor; the reader threads are internal.
 #pragma once
@@ -20,6 +26,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -51,7 +58,16 @@ class Supervisor {
   bool Exited(int i);
   // Exit status: the code, 128 + signal, -1 while running.
   int status(int i);
+  // The signal that killed child i (WIFSIGNALED), 0 when it exited or is running.
+  int term_signal(int i);
+  // 1, 2, ...: the order in which children were seen to exit (reaped); 0 while running.
+  int64_t exit_order(int i);
   std::string last_line(int i);
+  // Why child i failed, in words, without host or name: "killed by signal 9" (a signal
+  // this supervisor did not send; one it sent is the stop it forwarded: the status and line),
+  // "rank 1 killed by signal 9" (mpirun's notice), or "exited with status N" followed by
+  // ": " and the first rank error line, else the last error line (prefix "ctrain: " cut).
+  std::string Cause(int i);
   const std::string& name(int i) const { return children_[i]->name; }
   pid_t pid(int i) const { return children_[i]->pid; }
   int size() const { return static_cast<int>(children_.size()); }
@@ -66,14 +82,19 @@ class Supervisor {
     std::string name;
     pid_t pid = -1;
     int status = -1;
+    int term_signal = 0;
+    int sent_signal = 0;  // the first signal Signal() sent it (0: none)
+    int64_t exit_order = 0;
     bool reaped = false;
     std::mutex mu;
     std::condition_variable cv;
     std::string last_line, listening;
+    std::string first_rank_error, rank_signal;  // see the comment at the top
     std::vector<std::thread> readers;
   };
   void Reap(Child& c, bool block);
   std::vector<std::unique_ptr<Child>> children_;
+  int64_t exits_ = 0;
 };
 
 // The path of the running executable (/proc/self/exe resolved).

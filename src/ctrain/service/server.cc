@@ -1,10 +1,17 @@
 #include "ctrain/service/server.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <fstream>
 #include <sstream>
 
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+
+#include "ctrain/service/auth.h"
 
 namespace ctrain::service {
 
@@ -37,14 +44,56 @@ bool IsLoopbackHost(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
 }
 
+namespace {
+bool Authenticated(const ServerConfig& c) { return !c.token.empty() || (!c.tls_cert.empty() && !c.tls_ca.empty()); }
+}  // namespace
+
+Status CheckExposure(const ServerConfig& config) {
+  if (IsLoopbackHost(config.bind) || Authenticated(config) || config.insecure) return Status::OK();
+  return FailedPreconditionError(
+      "refusing to listen on " + config.bind + " beyond loopback without authentication: anyone who reaches the "
+      "port could use it; set a token (--token-file or " + std::string(kTokenEnv) + ", the same on every host), or "
+      "TLS with client certificates (--tls-cert, --tls-key, --tls-client-ca), or give --insecure on a network only "
+      "the job's hosts reach (docs/data-service.md#security)");
+}
+
 std::string ExposureWarning(const ServerConfig& config) {
-  if (IsLoopbackHost(config.bind) || !config.token.empty()) return "";
+  if (IsLoopbackHost(config.bind) || Authenticated(config)) return "";
   return "listening on " + config.bind +
-         " beyond loopback without a service token: anyone who reaches this port can use it; set --token-file "
-         "or " "CTRAIN_SERVICE_TOKEN (docs/data-service.md#security)";
+         " beyond loopback without authentication (--insecure): anyone who reaches this port can use it; set "
+         "--token-file or " + std::string(kTokenEnv) + " (docs/data-service.md#security)";
+}
+
+StatusOr<std::string> ResolveBindAddress(const std::string& host) {
+  std::string h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  in6_addr a6;
+  in_addr a4;
+  if (::inet_pton(AF_INET, h.c_str(), &a4) == 1 || ::inet_pton(AF_INET6, h.c_str(), &a6) == 1) return h;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (const int rc = ::getaddrinfo(h.c_str(), nullptr, &hints, &res); rc != 0 || res == nullptr)
+    return NotFoundError("cannot resolve host \"" + host + "\" to an address to listen on: " + ::gai_strerror(rc));
+  std::string v4, v6;
+  for (addrinfo* p = res; p != nullptr; p = p->ai_next) {
+    char buf[INET6_ADDRSTRLEN] = {0};
+    if (p->ai_family == AF_INET && v4.empty()) {
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(p->ai_addr)->sin_addr, buf, sizeof buf);
+      v4 = buf;
+    } else if (p->ai_family == AF_INET6 && v6.empty()) {
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(p->ai_addr)->sin6_addr, buf, sizeof buf);
+      v6 = buf;
+    }
+  }
+  ::freeaddrinfo(res);
+  if (v4.empty() && v6.empty()) return NotFoundError("host \"" + host + "\" resolves to no IPv4 or IPv6 address");
+  return !v4.empty() ? v4 : v6;
 }
 
 StatusOr<RunningServer> StartServer(const ServerConfig& config, const std::vector<grpc::Service*>& services) {
+  CTRAIN_RETURN_IF_ERROR(CheckExposure(config));
   if (config.port < 0 || config.port > 65535)
     return InvalidArgumentError("--port must be in [0, 65535], got " + std::to_string(config.port));
   if (config.tls_cert.empty() != config.tls_key.empty())

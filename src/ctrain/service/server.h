@@ -18,8 +18,11 @@ namespace ctrain::service {
 
 struct ServerConfig {
   // Address to listen on. 127.0.0.1 unless the user asks: binding beyond
-  // loopback without a token is warned about (docs/data-service.md#security).
+  // loopback without authentication (a token, or TLS requiring client
+  // certificates) is refused unless `insecure` (CheckExposure;
+  // docs/data-service.md#security).
   std::string bind = "127.0.0.1";
+  bool insecure = false;  // --insecure: serve beyond loopback without authentication (warned about)
   int port = 0;                       // 0: a free port, see RunningServer::port
   std::string token;                  // "" = no token (auth.h)
   // The training job this server serves ("" = any): a call from a client of
@@ -61,7 +64,21 @@ StatusOr<RunningServer> StartServer(const ServerConfig& config, const std::vecto
 // The content of a PEM file given by `flag`. Errors: NotFound, InvalidArgument (empty).
 StatusOr<std::string> ReadPem(const std::string& path, const char* flag);
 
-// A warning to print when `config` binds beyond loopback without a token, or "".
+// Binding beyond loopback (any address but 127.0.0.0/8, ::1, localhost; 0.0.0.0 included)
+// needs authentication: a token, or TLS that requires client certificates (tls_ca), or
+// `insecure`. Errors: FailedPrecondition naming the address and the ways out. StartServer
+// calls it first, so every service (data-service dispatcher and workers, parameter servers)
+// refuses the same way.
+Status CheckExposure(const ServerConfig& config);
+
+// A warning to print when `config` binds beyond loopback without authentication (which
+// CheckExposure allows only with `insecure`), or "".
 std::string ExposureWarning(const ServerConfig& config);
+
+// The numeric address a server of this host binds for `host` (a name such as SageMaker's
+// "algo-1", or an address): an address is returned as it is, a name is resolved
+// (getaddrinfo, the first IPv4 address, else the first IPv6 one). Errors: NotFound naming
+// the host when it does not resolve.
+StatusOr<std::string> ResolveBindAddress(const std::string& host);
 
 }  // namespace ctrain::service

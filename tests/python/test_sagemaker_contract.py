@@ -1,0 +1,323 @@
+"""The /opt/ml contract as the SageMaker platform's own code writes and reads it, against ctrain.
+
+Trees are written by the SageMaker Python SDK (2.257.7): hyperparameters by
+`EstimatorBase._json_encode_hyperparameters` (with `Framework._distribution_configuration` for a
+distribution, `HyperparameterTuner._prepare_static_hyperparameters` for a tuning job), and the
+config files by local mode's `_SageMakerContainer.write_config_files` (sagemaker/local/image.py,
+called without Docker: the object is made without its __init__, which only checks for
+docker-compose; write_config_files reads container_root, hosts and instance_type). Local mode
+writes no instance groups: heterogeneous trees follow the documented resourceconfig.json schema
+(current_group_name, instance_groups) with a channel given to one group (InstanceGroupNames).
+
+Every tree is read back by the SageMaker training toolkit (sagemaker-training 5.1.4:
+`sagemaker_training.environment.Environment()`, in a subprocess with SAGEMAKER_BASE_DIR at the
+host's tree, which the module reads when imported) and by `ctrain launch --print-environment`;
+the two views must agree: hosts, current host, groups, channels, hyperparameters, CPUs.
+Distributions ctrain does not run are refused by name. The 1-host and 3-host homogeneous trees
+are also launched (one `ctrain launch --sm-root` per host, a few seconds).
+
+Test-only dependencies: `sagemaker<3` and `sagemaker-training` (scripts/install-deps.sh).
+The CLI: $CTRAIN_CLI when set, else the installed package's."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+estimator = pytest.importorskip("sagemaker.estimator", reason="the SageMaker Python SDK is not installed")
+pytest.importorskip("sagemaker_training", reason="the SageMaker training toolkit is not installed")
+from sagemaker.local import image as local_image  # noqa: E402
+from sagemaker.tuner import CategoricalParameter, ContinuousParameter, HyperparameterTuner  # noqa: E402
+
+USER_HPS = {"epochs": 1, "batch_size": 64, "optimizer": "adam", "learning_rate": 0.001, "deep_layers": [16, 16],
+            "embedding_size": 4, "seed": 3, "intra_op_parallelism_threads": 1, "progress": "none"}
+TYPE = "ml.c5.xlarge"
+
+
+@pytest.fixture(scope="module")
+def ctrain_cli(request):
+    path = os.environ.get("CTRAIN_CLI")
+    if not path:
+        path = request.getfixturevalue("cli")
+    assert os.access(path, os.X_OK), f"no ctrain CLI at {path}"
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(ctrain_cli, tmp_path_factory):
+    d = tmp_path_factory.mktemp("data")
+    tr = d / "tr.libsvm"
+    subprocess.run([ctrain_cli, "synth", "--rows", "600", "--format", "libsvm", "-o", str(tr)], check=True,
+                   capture_output=True, timeout=60)
+    return tr
+
+
+class _Framework(estimator.Framework):
+    """A concrete Framework (its one abstract method defined) to call the SDK's own methods on."""
+
+    def create_model(self, **kwargs):
+        raise NotImplementedError
+
+
+def sdk_hyperparameters(user, distribution=None):
+    """What a framework estimator sends: the user's values and the distribution's keys, JSON-encoded."""
+    hps = dict(user)
+    if distribution:
+        framework = object.__new__(_Framework)  # made without __init__: only its LAUNCH_* / MPI_* names are read
+        hps.update(estimator.Framework._distribution_configuration(framework, distribution))
+    return estimator.EstimatorBase._json_encode_hyperparameters(hps)
+
+
+def local_mode_trees(root, hosts, hyperparameters, channels, train_file):
+    """Local mode's config files for every host (its own code), and each channel's data."""
+    container = object.__new__(local_image._SageMakerContainer)
+    container.container_root, container.hosts, container.instance_type = str(root), hosts, TYPE
+    for host in hosts:
+        local_image._create_config_file_directories(str(root), host)
+        container.write_config_files(host, hyperparameters, [{"ChannelName": c} for c in channels])
+        for c in channels:
+            (root / host / "input" / "data" / c).mkdir(parents=True)
+            os.link(train_file, root / host / "input" / "data" / c / train_file.name)
+    return {h: root / h for h in hosts}
+
+
+def toolkit_view(host_root):
+    script = (
+        "import json, sys\n"
+        "from sagemaker_training import environment\n"
+        "env = environment.Environment()\n"
+        "sys.stdout.write('\\nTOOLKIT ' + json.dumps({'hosts': env.hosts, 'current_host': env.current_host,"
+        " 'current_instance_group': env.current_instance_group, 'current_instance_type': env.current_instance_type,"
+        " 'instance_groups': env.instance_groups, 'current_instance_group_hosts': env.current_instance_group_hosts,"
+        " 'is_hetero': env.is_hetero, 'channel_input_dirs': env.channel_input_dirs,"
+        " 'hyperparameters': env.hyperparameters, 'all_hyperparameters': environment.read_hyperparameters(),"
+        " 'additional_framework_parameters': env.additional_framework_parameters, 'num_cpus': env.num_cpus}) + '\\n')\n"
+    )
+    env = dict(os.environ, SAGEMAKER_BASE_DIR=str(host_root), AWS_DEFAULT_REGION="us-east-1",
+               SAGEMAKER_SUPPRESS_V2_WARNING="1")
+    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads([line for line in p.stdout.splitlines() if line.startswith("TOOLKIT ")][-1][len("TOOLKIT "):])
+
+
+def ctrain_view(cli, host_root, *extra):
+    p = subprocess.run([cli, "launch", "--sm-root", str(host_root), "--print-environment", *extra],
+                       capture_output=True, text=True, timeout=60)
+    return p
+
+
+def assert_same_view(cli, host_root, *extra):
+    """ctrain's view of one host's tree equals the toolkit's; returns ctrain's."""
+    tk = toolkit_view(host_root)
+    p = ctrain_view(cli, host_root, *extra)
+    assert p.returncode == 0, p.stderr
+    ours = json.loads(p.stdout)
+    assert not (host_root / "output" / "failure").exists()  # --print-environment writes nothing
+    assert ours["hosts"] == tk["hosts"]
+    assert ours["current_host"] == tk["current_host"]
+    assert ours["current_group_name"] == tk["current_instance_group"]
+    assert ours["current_instance_type"] == tk["current_instance_type"]
+    assert ours["is_hetero"] == tk["is_hetero"]
+    groups = [g["instance_group_name"] for g in ours["instance_groups"]]
+    if tk["instance_groups"]:  # resourceconfig.json lists the groups
+        assert groups == tk["instance_groups"]
+        mine = [g for g in ours["instance_groups"] if g["instance_group_name"] == ours["current_group_name"]]
+        assert mine[0]["hosts"] == tk["current_instance_group_hosts"]
+    else:  # none listed: the toolkit has none, ctrain one group of every host under the toolkit's name
+        assert ours["instance_groups"] == [
+            {"instance_group_name": "homogeneousCluster", "instance_type": tk["current_instance_type"],
+             "hosts": tk["hosts"]}]
+    assert {name: c["dir"] for name, c in ours["channels"].items()} == tk["channel_input_dirs"]
+    assert ours["hyperparameters"] == tk["all_hyperparameters"]
+    assert ours["user_hyperparameters"] == tk["hyperparameters"]
+    assert set(ours["platform_hyperparameters"]) == set(tk["all_hyperparameters"]) - set(tk["hyperparameters"])
+    assert ours["num_cpus"] == tk["num_cpus"]
+    return ours, tk
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_homogeneous_local_mode_trees(ctrain_cli, data, tmp_path, count):
+    hosts = [f"algo-{i + 1}" for i in range(count)]
+    roots = local_mode_trees(tmp_path, hosts, sdk_hyperparameters(USER_HPS), ["train"], data)
+    for i, h in enumerate(hosts):
+        ours, tk = assert_same_view(ctrain_cli, roots[h])
+        assert ours["user_hyperparameters"] == USER_HPS  # the SDK's encoding round-trips
+        assert ours["role"] == ("trainer" if i == 0 else "mpi-peer")
+        assert ours["train_hosts"] == hosts
+        assert ours["trainer_inputs"] == (["--train", str(roots[h] / "input/data/train" / data.name)] if i == 0 else [])
+
+
+def test_mpi_distribution_one_rank_per_host_is_accepted_more_is_refused(ctrain_cli, data, tmp_path):
+    hosts = ["algo-1", "algo-2", "algo-3"]
+    hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True}})
+    assert hps["sagemaker_mpi_enabled"] == "true" and hps["sagemaker_mpi_custom_mpi_options"] == '""'
+    roots = local_mode_trees(tmp_path / "one", hosts, hps, ["train"], data)
+    ours, tk = assert_same_view(ctrain_cli, roots["algo-1"])
+    assert tk["additional_framework_parameters"]["sagemaker_mpi_enabled"] is True
+    assert sorted(ours["platform_hyperparameters"]) == ["sagemaker_mpi_custom_mpi_options", "sagemaker_mpi_enabled"]
+
+    hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True, "processes_per_host": 2}})
+    assert hps["sagemaker_mpi_num_of_processes_per_host"] == "2"
+    roots = local_mode_trees(tmp_path / "two", hosts, hps, ["train"], data)
+    assert toolkit_view(roots["algo-1"])["additional_framework_parameters"]["sagemaker_mpi_num_of_processes_per_host"] == 2
+    for h in hosts:  # every host refuses it, and so does the launch itself (output/failure)
+        p = ctrain_view(ctrain_cli, roots[h])
+        assert p.returncode == 1
+        assert ('hyperparameter "sagemaker_mpi_num_of_processes_per_host" (value 2): distribution mpi '
+                "processes_per_host is not supported: ctrain launch runs one rank per host") in p.stderr, p.stderr
+    p = subprocess.run([ctrain_cli, "launch", "--sm-root", str(roots["algo-1"])], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1
+    assert "sagemaker_mpi_num_of_processes_per_host" in (roots["algo-1"] / "output" / "failure").read_text()
+
+    hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True, "custom_mpi_options": "-x NCCL_DEBUG=INFO"}})
+    roots = local_mode_trees(tmp_path / "opts", hosts, hps, ["train"], data)
+    p = ctrain_view(ctrain_cli, roots["algo-1"])
+    assert p.returncode == 1 and ('"sagemaker_mpi_custom_mpi_options" (value "-x NCCL_DEBUG=INFO"): distribution mpi '
+                                  "custom_mpi_options are not passed to mpirun: give them to ctrain launch as "
+                                  "--mpirun-arg") in p.stderr, p.stderr
+
+
+def test_parameter_server_distribution_is_refused(ctrain_cli, data, tmp_path):
+    hps = sdk_hyperparameters(USER_HPS, {"parameter_server": {"enabled": True}})
+    assert hps["sagemaker_parameter_server_enabled"] == "true"
+    roots = local_mode_trees(tmp_path, ["algo-1", "algo-2"], hps, ["train"], data)
+    assert toolkit_view(roots["algo-1"])["additional_framework_parameters"] == {"sagemaker_parameter_server_enabled": True}
+    p = ctrain_view(ctrain_cli, roots["algo-1"])
+    assert p.returncode == 1
+    assert ('hyperparameter "sagemaker_parameter_server_enabled" (value true): this distribution is not supported by '
+            "ctrain launch (it starts no parameter servers)") in p.stderr, p.stderr
+    # Disabled, it asks for nothing: accepted.
+    roots = local_mode_trees(tmp_path / "off", ["algo-1"], sdk_hyperparameters(
+        USER_HPS, {"parameter_server": {"enabled": False}}), ["train"], data)
+    assert_same_view(ctrain_cli, roots["algo-1"])
+
+
+def test_tuning_job_hyperparameters(ctrain_cli, data, tmp_path):
+    """A tuning job's training job: the SDK's static hyperparameters (the estimator's, the tuned
+    ones left out, the estimator class added), the tuned values as the service sends them (text),
+    and _tuning_objective_metric."""
+
+    class Estimator:  # what _prepare_static_hyperparameters reads: hyperparameters()
+        def hyperparameters(self):
+            return sdk_hyperparameters(USER_HPS)
+
+    ranges = {"learning_rate": ContinuousParameter(0.0001, 0.01), "optimizer": CategoricalParameter(["adam", "adagrad"])}
+    static = HyperparameterTuner._prepare_static_hyperparameters(Estimator(), ranges, include_cls_metadata=True)
+    assert "learning_rate" not in static and static["sagemaker_estimator_class_name"] == '"Estimator"'
+    hps = dict(static, learning_rate="0.0023", optimizer="adagrad", _tuning_objective_metric="validation:auc")
+    roots = local_mode_trees(tmp_path, ["algo-1"], hps, ["train"], data)
+    ours, tk = assert_same_view(ctrain_cli, roots["algo-1"])
+    assert ours["training_options"]["learning_rate"] == 0.0023 and ours["training_options"]["optimizer"] == "adagrad"
+    assert sorted(ours["platform_hyperparameters"]) == [
+        "_tuning_objective_metric", "sagemaker_estimator_class_name", "sagemaker_estimator_module"]
+
+
+def hetero_trees(root, train_file, hps):
+    """2 data hosts + 2 trainer hosts, the documented resourceconfig.json; the train channel is
+    given to the data group only (trainer hosts do not see it), validation to the trainers."""
+    hosts = ["algo-1", "algo-2", "algo-3", "algo-4"]
+    groups = [{"instance_group_name": "data", "instance_type": "ml.c5.xlarge", "hosts": ["algo-1", "algo-2"]},
+              {"instance_group_name": "train", "instance_type": "ml.g5.xlarge", "hosts": ["algo-3", "algo-4"]}]
+    channel = {"TrainingInputMode": "File", "S3DistributionType": "FullyReplicated", "RecordWrapperType": "None"}
+    roots = {}
+    for h in hosts:
+        group = "data" if h in groups[0]["hosts"] else "train"
+        r = root / h
+        (r / "input" / "config").mkdir(parents=True)
+        (r / "input" / "config" / "resourceconfig.json").write_text(json.dumps({
+            "current_host": h, "current_instance_type": groups[0 if group == "data" else 1]["instance_type"],
+            "current_group_name": group, "hosts": hosts, "instance_groups": groups, "network_interface_name": "eth0"}))
+        (r / "input" / "config" / "hyperparameters.json").write_text(json.dumps(hps))
+        name = "train" if group == "data" else "validation"
+        (r / "input" / "config" / "inputdataconfig.json").write_text(
+            json.dumps({name: dict(channel, InstanceGroupNames=[group])}))
+        (r / "input" / "data" / name).mkdir(parents=True)
+        os.link(train_file, r / "input" / "data" / name / train_file.name)
+        roots[h] = r
+    return roots
+
+
+def test_heterogeneous_trees(ctrain_cli, data, tmp_path):
+    hps = sdk_hyperparameters(dict(USER_HPS, data_group="data"))
+    roots = hetero_trees(tmp_path, data, hps)
+    # The hosts' VPC addresses (SageMaker's DNS resolves algo-N; here they are given).
+    addresses = [f"--host-address=algo-{i}=10.0.0.{i}" for i in range(1, 5)]
+    roles = {}
+    for h, r in roots.items():
+        ours, tk = assert_same_view(ctrain_cli, r, *addresses)
+        assert tk["is_hetero"] is True
+        roles[h] = ours["role"]
+        assert ours["user_hyperparameters"]["data_group"] == "data"
+        assert ours["dispatcher"] == "10.0.0.1:5050"
+        assert ours["bind_address"] == (f"10.0.0.{h[-1]}" if ours["role"] == "data" else "")
+    assert roles == {"algo-1": "data", "algo-2": "data", "algo-3": "trainer", "algo-4": "mpi-peer"}
+    trainer = json.loads(ctrain_view(ctrain_cli, roots["algo-3"], *addresses).stdout)
+    # The train channel is the data hosts' (absent here): its path, for the dispatcher (case B51).
+    assert trainer["trainer_inputs"] == ["--train", str(roots["algo-3"] / "input/data/train"),
+                                         "--valid", str(roots["algo-3"] / "input/data/validation" / data.name)]
+    assert trainer["train_hosts"] == ["algo-3", "algo-4"]
+    assert json.loads(ctrain_view(ctrain_cli, roots["algo-1"], *addresses).stdout)["runs_dispatcher"] is True
+    # Without an address that resolves, a data host cannot say where to listen: named.
+    p = ctrain_view(ctrain_cli, roots["algo-2"])
+    assert p.returncode == 1 and 'cannot resolve host "algo-2" to an address to listen on' in p.stderr, p.stderr
+
+
+FAKE_SSH = """#!/bin/sh
+# ssh HOST COMMAND...: runs COMMAND on this machine (every "host" is a loopback address of it),
+# with the host's own TMPDIR as a separate machine has (Open MPI's session directories).
+host=$1
+shift
+mkdir -p "$(dirname "$0")/tmp-$host"
+exec env TMPDIR="$(dirname "$0")/tmp-$host" /bin/sh -c "$*"
+"""
+
+
+def launch_hosts(cli, roots, hosts, tmp_path):
+    """One `ctrain launch --sm-root` per host at once, host algo-N at 127.0.0.N. The first host's
+    mpirun starts the other hosts' Open MPI daemons through ssh, as on SageMaker; here its ssh is
+    a script that runs the command on this machine (--mca plm_rsh_agent), and the other hosts'
+    launchers wait for that daemon to come and go (--mpi-host-wait-s)."""
+    ssh = tmp_path / "fake_ssh"
+    ssh.write_text(FAKE_SSH)
+    ssh.chmod(0o755)
+    args = [f"--host-address={h}=127.0.0.{i + 1}" for i, h in enumerate(hosts)]
+    args += ["--mpirun-arg=--oversubscribe", "--mpirun-arg=--mca", "--mpirun-arg=plm_rsh_agent", f"--mpirun-arg={ssh}"]
+    procs = {h: subprocess.Popen([cli, "launch", "--sm-root", str(roots[h]), "--mpi-host-wait-s", "120",
+                                  "--monitor-interval-ms", "500", *args],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for h in hosts}
+    out = {}
+    for h, p in procs.items():
+        try:
+            out[h] = (p.communicate(timeout=300)[0], p.returncode)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    return out
+
+
+@pytest.mark.parametrize("count", [1, 3])  # a few seconds each: 600 rows
+def test_homogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path, count):
+    """The SDK's trees launched, one `ctrain launch` per host, each host its own 127.0.0.x."""
+    hosts = [f"algo-{i + 1}" for i in range(count)]
+    hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True}} if count > 1 else None)
+    roots = local_mode_trees(tmp_path, hosts, hps, ["train"], data)
+    out = launch_hosts(ctrain_cli, roots, hosts, tmp_path)
+    if count > 1 and "built without MPI" in out["algo-1"][0]:
+        pytest.skip("this ctrain has no MPI")
+    for h in hosts:
+        log, rc = out[h]
+        assert rc == 0, f"{h}:\n{log}"
+        assert not (roots[h] / "output" / "failure").exists()
+    assert (roots["algo-1"] / "model" / "checkpoint").is_file()
+    for h in hosts[1:]:
+        assert not any((roots[h] / "model").iterdir()), h  # the model is written on the first host only
+        assert f"{h}: mpirun's daemon is here; waiting for it to end" in out[h][0], out[h][0]
+    metrics = json.loads((roots["algo-1"] / "output" / "data" / "metrics.json").read_text())
+    assert metrics["examples"] == 600 and metrics["epochs"] == 1
+    if count > 1:
+        log = out["algo-1"][0]
+        assert f"mpirun: {count} rank(s)" in log, log
+        assert "--host 127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 " in log, log
