@@ -152,20 +152,40 @@ StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::
   return size() - 1;
 }
 
+void Supervisor::Record(Child& c, int st) {
+  c.reaped = true;
+  c.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
+  c.term_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  c.exit_order = ++exits_;
+  for (auto& t : c.readers)
+    if (t.joinable()) t.join();  // the pipes end with the process (its children hold no copy: CLOEXEC)
+}
+
+void Supervisor::ReapOrphans() {
+  if (::getpid() != 1) return;
+  for (;;) {
+    int st = 0;
+    const pid_t r = ::waitpid(-1, &st, WNOHANG);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return;
+    bool role = false;
+    for (auto& c : children_)
+      if (c->pid == r && !c->reaped) {
+        Record(*c, st);
+        role = true;
+      }
+    if (!role) ++orphans_reaped_;
+  }
+}
+
 void Supervisor::Reap(Child& c, bool block) {
+  if (!block) ReapOrphans();
   if (c.reaped || c.pid <= 0) return;
   int st = 0;
   pid_t r;
   do r = ::waitpid(c.pid, &st, block ? 0 : WNOHANG);
   while (r < 0 && errno == EINTR);
-  if (r == c.pid) {
-    c.reaped = true;
-    c.status = WIFEXITED(st) ? WEXITSTATUS(st) : WIFSIGNALED(st) ? 128 + WTERMSIG(st) : -1;
-    c.term_signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    c.exit_order = ++exits_;
-    for (auto& t : c.readers)
-      if (t.joinable()) t.join();  // the pipes end with the process (its children hold no copy: CLOEXEC)
-  }
+  if (r == c.pid) Record(c, st);
 }
 
 bool Supervisor::Exited(int i) {

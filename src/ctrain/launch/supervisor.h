@@ -93,8 +93,15 @@ class Supervisor {
     std::vector<std::thread> readers;
   };
   void Reap(Child& c, bool block);
+  // Records a reaped child's wait status and joins its log readers.
+  void Record(Child& c, int wait_status);
+  // As PID 1 (the container's init: scripts/train execs ctrain launch), processes orphaned below the roles
+  // (an mpirun's daemons, ssh sessions) are re-parented to the launcher: reaps every exited child, so none
+  // stays a zombie, recording those that are roles. Elsewhere a no-op (children are waited for by pid).
+  void ReapOrphans();
   std::vector<std::unique_ptr<Child>> children_;
   int64_t exits_ = 0;
+  int64_t orphans_reaped_ = 0;
 };
 
 // The path of the running executable (/proc/self/exe resolved).
