@@ -22,7 +22,7 @@
 #    GEMM FLOPs per example (docs/model.md's counts: forward + both backward GEMMs).
 # Prints both tables as Markdown and writes $JSON_OUT (default $OUT_DIR/zoo_bench.json).
 #
-# Environment: BUILD_DIR (build), MODELS (all 8), SEEDS ("1 2 3"), REPEAT (3), THREADS_LIST ("1 2"),
+# Environment: BUILD_DIR (build), ROOF (the roofline binary), MODELS (all 8), SEEDS ("1 2 3"), REPEAT (3), THREADS_LIST ("1 2"),
 #   ROWS (20000), EPOCHS (3, accuracy runs), SKIP_ACCURACY=1, SKIP_THROUGHPUT=1, OUT_DIR (mktemp), JSON_OUT,
 #   DATA (the real LibSVM file).
 set -euo pipefail
@@ -39,7 +39,7 @@ OUT_DIR=${OUT_DIR:-$(mktemp -d /tmp/zoo_bench.XXXXXX)}
 JSON_OUT=${JSON_OUT:-$OUT_DIR/zoo_bench.json}
 mkdir -p "$OUT_DIR"
 CTRAIN="$BUILD_DIR/ctrain"
-ROOF="$BUILD_DIR/bench/sgemm_roofline_bench"
+ROOF=${ROOF:-$BUILD_DIR/bench/sgemm_roofline_bench}
 PEERS=bench/peers
 [ -x "$CTRAIN" ] || { echo "missing $CTRAIN (build first: scripts/build.sh)" >&2; exit 1; }
 RUNS="$OUT_DIR/runs.jsonl"   # one JSON object per measured run; the report is computed from it
