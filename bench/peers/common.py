@@ -226,3 +226,66 @@ def emit(obj):
 
 now = time.perf_counter
 cpu_now = time.process_time  # CPU seconds of the whole process, all threads
+
+
+# ---- model zoo peers (zoo_torch.py, fuxictr_zoo.py) ----
+
+ZOO_KINDS = ("deepfm", "lr", "fm", "wide_deep", "dcn", "dcn_v2", "dlrm", "xdeepfm")
+
+
+def int_list(s):
+    return [int(x) for x in s.split(",") if x]
+
+
+def add_zoo_args(p):
+    """CLI shared by zoo_torch.py and fuxictr_zoo.py: the training flags of
+    add_train_args plus ctrain's zoo hyper-parameters (same names as `ctrain train`)."""
+    add_train_args(p)
+    p.add_argument("--model", required=True, choices=ZOO_KINDS)
+    p.add_argument("--cross-layers", type=int, default=3, help="dcn, dcn_v2")
+    p.add_argument("--cin-layer-units", default="16,16,16", help="xdeepfm")
+    p.add_argument("--num-dense-fields", type=int, default=13,
+                   help="the first N fields are numeric (one fixed id, value as stored); "
+                        "dlrm feeds their values to the bottom MLP")
+    p.add_argument("--bottom-mlp", default="64,64", help="dlrm: hidden widths (a layer to K follows)")
+    p.add_argument("--top-mlp", default="64,64", help="dlrm: hidden widths (a layer to 1 follows)")
+
+
+def logloss(labels, probs, eps=1e-7):
+    p = np.clip(np.asarray(probs, dtype=np.float64).ravel(), eps, 1 - eps)
+    y = np.asarray(labels, dtype=np.float64).ravel()
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def timed_loop(n, a, step_fn):
+    """The training loop every zoo peer shares: a.epochs passes over n examples in
+    batches of a.batch_size, a seeded permutation per epoch (epoch_order), the first
+    a.warmup_steps steps untimed. step_fn(idx) trains one batch (idx: int64 numpy
+    indices, the batch's gather is inside the timed region, as it is for a user) and
+    returns its loss (a 0-d tensor or a float). Returns the timing and loss dict."""
+    step = timed_steps = timed_examples = 0
+    t0 = c0 = None
+    losses = []
+    for epoch in range(a.epochs):
+        order = epoch_order(n, epoch, a.seed, not a.no_shuffle)
+        if order is None:
+            order = np.arange(n)
+        for start in range(0, n, a.batch_size):
+            if step == a.warmup_steps:
+                t0, c0 = now(), cpu_now()
+            idx = order[start:start + a.batch_size]
+            losses.append(step_fn(idx))
+            step += 1
+            if step > a.warmup_steps:
+                timed_steps += 1
+                timed_examples += idx.shape[0]
+            if a.max_steps and step >= a.max_steps:
+                break
+        if a.max_steps and step >= a.max_steps:
+            break
+    seconds = now() - t0 if t0 is not None else 0.0
+    tail = [float(x) for x in losses[-50:]]
+    return {"examples_per_sec": timed_examples / seconds if seconds > 0 else 0.0,
+            "steps": step, "timed_steps": timed_steps, "seconds": seconds,
+            "cpu_seconds": cpu_now() - c0 if t0 is not None else 0.0,
+            "final_loss": float(np.mean(tail)) if tail else float("nan")}
