@@ -7,11 +7,12 @@
 // present. Elsewhere (local mode, tests, a BYO runner without it)
 // "launch-<16 hex digits>": io::Hash64 of what every host of one job shares
 // and two jobs do not: the hyperparameters (file order), the hosts and the
-// instance groups, the channels (name, input mode) and, for File/FastFile
-// channels, every regular file under the channel's directory (path relative
-// to it, size in bytes), sorted. The current host is left out, so every host
-// of a job computes the same name. Files that cannot be listed count as
-// absent (the trainer reports them).
+// instance groups, and the directory the hosts' trees live in (the parent of
+// --sm-root, absolute: a simulated cluster lays out <job>/algo-N per host, and
+// two jobs on one machine differ there, as in B54). The channels are left out:
+// a heterogeneous job gives a channel to one instance group only (B51), so
+// hosts of one job see different channels. The current host is left out, so
+// every host of a job computes the same name.
 #pragma once
 
 #include <string>
