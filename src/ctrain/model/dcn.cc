@@ -22,16 +22,7 @@ DCN::DCN(ModelConfig config) : EmbeddingModel(std::move(config), "output/biases"
   cs.gemm_dtype = config_.gemm_dtype;
   cross_ = CrossNet(std::move(cs), &dense_);
   if (deep_) {
-    MlpSpec spec;
-    spec.in = D;
-    spec.hidden = config_.deep_layers;
-    spec.out = 0;
-    spec.batch_norm = config_.batch_norm;
-    spec.batch_norm_momentum = config_.batch_norm_momentum;
-    spec.batch_norm_epsilon = config_.batch_norm_epsilon;
-    spec.dropout = config_.dropout;
-    spec.gemm_dtype = config_.gemm_dtype;
-    mlp_ = Mlp(std::move(spec), &dense_, &state_);
+    mlp_ = Mlp(MlpSpecOf(config_, D, config_.deep_layers, 0), &dense_, &state_);
   }
   // h's blocks: parallel [x_L, MLP(x0)]; stacked [MLP(x_L)]; without an MLP [x_L].
   if (!stacked_ || !deep_) block_width_.push_back(D);

@@ -15,16 +15,9 @@ DeepFM::DeepFM(DeepFMConfig config)
     return;
   }
   if (terms_.deep) {
-    MlpSpec spec;
-    spec.in = static_cast<int64_t>(config_.field_size) * config_.embedding_size;
-    spec.hidden = config_.deep_layers;
-    spec.out = 1;
-    spec.batch_norm = config_.batch_norm;
-    spec.batch_norm_momentum = config_.batch_norm_momentum;
-    spec.batch_norm_epsilon = config_.batch_norm_epsilon;
-    spec.dropout = config_.dropout;
-    spec.gemm_dtype = config_.gemm_dtype;
-    mlp_ = Mlp(std::move(spec), &dense_, &state_);
+    mlp_ = Mlp(MlpSpecOf(config_, static_cast<int64_t>(config_.field_size) * config_.embedding_size,
+                         config_.deep_layers, 1),
+               &dense_, &state_);
   }
   InitDense(config_.seed);
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ctrain/model/layers/dot_interaction.h"
 
@@ -19,35 +20,21 @@ Dlrm::Dlrm(ModelConfig config) : EmbeddingModel(std::move(config), "bias", /*use
   const int32_t categorical = config_.field_size - num_dense_;
   num_vectors_ = categorical + (num_dense_ > 0 ? 1 : 0);
   top_in_ = (num_dense_ > 0 ? K : 0) + DotInteractionPairs(num_vectors_);
-  auto common = [&](MlpSpec* s) {
-    s->batch_norm = config_.batch_norm;
-    s->batch_norm_momentum = config_.batch_norm_momentum;
-    s->batch_norm_epsilon = config_.batch_norm_epsilon;
-    s->dropout = config_.dropout;
-    s->gemm_dtype = config_.gemm_dtype;
-  };
   int32_t next_dropout_layer = 0;
   if (num_dense_ > 0) {
-    MlpSpec b;
-    b.in = num_dense_;
-    b.hidden = config_.bottom_mlp;
-    b.hidden.push_back(K);  // the last bottom layer maps to K, with ReLU like the others (the reference)
-    b.out = 0;
+    std::vector<int32_t> hidden = config_.bottom_mlp;
+    hidden.push_back(K);  // the last bottom layer maps to K, with ReLU like the others (the reference)
+    MlpSpec b = MlpSpecOf(config_, num_dense_, std::move(hidden), 0);
     b.hidden_scope = "bot_mlp";
     b.bn_scope = "bot_bn_";
-    common(&b);
     b.dropout_layer0 = 0;
     next_dropout_layer = static_cast<int32_t>(b.hidden.size());
     bottom_ = Mlp(std::move(b), &dense_, &state_);
   }
-  MlpSpec t;
-  t.in = top_in_;
-  t.hidden = config_.top_mlp;
-  t.out = 1;
+  MlpSpec t = MlpSpecOf(config_, top_in_, config_.top_mlp, 1);
   t.hidden_scope = "top_mlp";
   t.bn_scope = "top_bn_";
   t.out_scope = "top_out";
-  common(&t);
   t.dropout_layer0 = next_dropout_layer;
   top_ = Mlp(std::move(t), &dense_, &state_);
   InitDense(config_.seed);

@@ -18,18 +18,11 @@ XDeepFM::XDeepFM(ModelConfig config) : EmbeddingModel(std::move(config), "bias",
   cin_ = Cin(std::move(cin), &dense_);
   has_dnn_ = !config_.deep_layers.empty();
   if (has_dnn_) {
-    MlpSpec spec;
-    spec.in = static_cast<int64_t>(config_.field_size) * config_.embedding_size;
-    spec.hidden = config_.deep_layers;
-    spec.out = 1;
+    MlpSpec spec =
+        MlpSpecOf(config_, static_cast<int64_t>(config_.field_size) * config_.embedding_size, config_.deep_layers, 1);
     spec.hidden_scope = "dnn";
     spec.bn_scope = "dnn_bn_";
     spec.out_scope = "dnn_out";
-    spec.batch_norm = config_.batch_norm;
-    spec.batch_norm_momentum = config_.batch_norm_momentum;
-    spec.batch_norm_epsilon = config_.batch_norm_epsilon;
-    spec.dropout = config_.dropout;
-    spec.gemm_dtype = config_.gemm_dtype;
     dnn_ = Mlp(std::move(spec), &dense_, &state_);
   }
   InitDense(config_.seed);

@@ -10,6 +10,19 @@
 
 namespace ctrain::model {
 
+MlpSpec MlpSpecOf(const ModelConfig& config, int64_t in, std::vector<int32_t> hidden, int32_t out) {
+  MlpSpec s;
+  s.in = in;
+  s.hidden = std::move(hidden);
+  s.out = out;
+  s.batch_norm = config.batch_norm;
+  s.batch_norm_momentum = config.batch_norm_momentum;
+  s.batch_norm_epsilon = config.batch_norm_epsilon;
+  s.dropout = config.dropout;
+  s.gemm_dtype = config.gemm_dtype;
+  return s;
+}
+
 Mlp::Mlp(MlpSpec spec, std::vector<DenseParam>* dense, std::vector<DenseParam>* state)
     : spec_(std::move(spec)), dense_(dense), state_(state) {
   widths_.push_back(spec_.in);

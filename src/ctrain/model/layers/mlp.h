@@ -47,6 +47,10 @@ struct MlpSpec {
   DataType gemm_dtype = DataType::kF32;
 };
 
+// A spec with `config`'s MLP settings (batch_norm, its momentum and epsilon, dropout, gemm_dtype) over
+// `in` with `hidden` widths and an output layer of width `out` (0 = none); scopes as MlpSpec's defaults.
+MlpSpec MlpSpecOf(const ModelConfig& config, int64_t in, std::vector<int32_t> hidden, int32_t out);
+
 class Mlp {
  public:
   Mlp() = default;
