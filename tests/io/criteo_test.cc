@@ -139,7 +139,8 @@ TEST(CriteoLine, PadMissingTrailingReadsStrippedCellsAsEmpty) {
   EXPECT_EQ(row.categorical[25], "");
   // The padded row featurizes exactly as the row with its empty cells written out.
   CriteoRow written;
-  ASSERT_TRUE(ParseCriteoLine(Line("1", {"3", "4"}, {"aa", "bb"}), '\t', &written).ok());
+  const std::string written_line = Line("1", {"3", "4"}, {"aa", "bb"});  // the row's views point into it
+  ASSERT_TRUE(ParseCriteoLine(written_line, '\t', &written).ok());
   EXPECT_EQ(written.padded_cells, 0);
   int64_t a[39], b[39];
   float va[39], vb[39];
