@@ -11,6 +11,7 @@
 
 #include "ctrain/base/log.h"
 #include "ctrain/model/deepfm.h"
+#include "ctrain/ps/checkpoint_remap.h"
 #include "ctrain/ps/dense_placement.h"
 #include "ctrain/train/checkpoint.h"
 #include "ctrain/train/sharded_checkpoint.h"
@@ -549,10 +550,13 @@ Status ParameterShard::Save(const proto::SaveRequest& req, proto::SaveResponse* 
 }
 
 Status ParameterShard::Restore() {
-  const std::string dir = options_.model_dir + "/" + train::ShardDirName(options_.shard, options_.num_shards);
-  StatusOr<std::string> latest = train::LatestCheckpointPath(dir);
-  if (!latest.ok()) return latest.status().code() == StatusCode::kNotFound ? Status::OK() : latest.status();
-  CTRAIN_ASSIGN_OR_RETURN(train::Checkpoint ck, train::LoadLatestCheckpoint(dir));
+  // The manifest's file for this shard, its rows remapped from another layout, or the own directory's newest.
+  CTRAIN_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> found,
+                          LoadStartCheckpoint(options_.model_dir,
+                                              {options_.shard, options_.num_shards, options_.partitioner},
+                                              [this](const std::string& line) { Log(line); }));
+  if (!found.has_value()) return Status::OK();  // nothing saved: Init starts fresh
+  train::Checkpoint& ck = *found;
   const nlohmann::json& m = ck.meta;
   if (m.value("format", "") != train::kShardFormat || m.value("shard", -1) != options_.shard ||
       m.value("num_shards", -1) != options_.num_shards || m.value("partitioner", "") != options_.partitioner)

@@ -20,7 +20,8 @@
 // Checkpoints (Save, and Create's restore): train/sharded_checkpoint.h; the
 // shard writes <model_dir>/ps-shard-<I>-of-<S>/ (train/checkpoint.h files,
 // atomic and CRC-checked). A shard restarted on the same --model-dir reloads
-// its last checkpoint and is ready before any trainer calls Init.
+// its checkpoint (ps/checkpoint_remap.h: remapped by id when the manifest's
+// layout is another) and is ready before any trainer calls Init.
 //
 // Thread safety: every method may be called from many threads (gRPC handler
 // threads). Pulls share a reader lock; an update takes the writer lock.
@@ -58,10 +59,14 @@ struct ShardOptions {
 
 class ParameterShard {
  public:
-  // Restores the shard's latest checkpoint from options.model_dir when there is one.
+  // Restores from options.model_dir what ps/checkpoint_remap.h LoadStartCheckpoint
+  // finds: the manifest's file for this shard, the rows remapped by id from a
+  // checkpoint of another shard count or partitioner, or (no manifest) the
+  // shard directory's newest checkpoint.
   // Errors: InvalidArgument for shard/num_shards/partitioner out of range;
-  // FailedPrecondition when the checkpoint is another shard's, or was written
-  // with another partitioner or shard count; the checkpoint's DataLoss errors.
+  // FailedPrecondition when the checkpoint is another shard's (no manifest), a
+  // shard file the manifest names is missing, or no remap is possible (both
+  // layouts named); the checkpoint's DataLoss errors.
   static StatusOr<std::unique_ptr<ParameterShard>> Create(const ShardOptions& options);
   ~ParameterShard();
 

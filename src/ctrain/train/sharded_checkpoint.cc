@@ -32,19 +32,15 @@ Status WriteShardedManifest(const std::string& model_dir, const nlohmann::json& 
   return io::WriteStringToFileAtomic(model_dir + "/" + kShardedManifestName, manifest.dump(2) + "\n");
 }
 
-namespace {
-
-bool IsTableTensor(const std::string& name) {
+bool IsShardTableTensor(const std::string& name) {
   return name == "embeddings/w" || name == "embeddings/V" || name.rfind("embeddings/w/", 0) == 0 ||
          name.rfind("embeddings/V/", 0) == 0;
 }
 
-}  // namespace
-
-StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::string& model_dir) {
+StatusOr<std::optional<ShardedManifest>> ReadShardedManifest(const std::string& model_dir) {
   const std::string mpath = model_dir + "/" + kShardedManifestName;
   struct stat st;
-  if (::stat(mpath.c_str(), &st) != 0) return std::optional<LoadedCheckpoint>();
+  if (::stat(mpath.c_str(), &st) != 0) return std::optional<ShardedManifest>();
   CTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString(mpath));
   nlohmann::json m = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   auto bad = [&](const std::string& what) { return DataLossError(mpath + ": " + what); };
@@ -54,22 +50,19 @@ StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::strin
       !m.contains("num_shards") || !m["num_shards"].is_number_integer() || !m.contains("feature_size") ||
       !m["feature_size"].is_number_integer() || !m.contains("partitioner") || !m["partitioner"].is_string())
     return bad("missing or mistyped key (shards, meta, num_shards, feature_size, partitioner)");
-  const int32_t S = m["num_shards"].get<int32_t>();
-  const int64_t rows = m["feature_size"].get<int64_t>();
-  if (static_cast<int64_t>(m["shards"].size()) != S)
-    return bad("lists " + std::to_string(m["shards"].size()) + " shard files for num_shards " + std::to_string(S));
-  StatusOr<Partitioner> part = Partitioner::Create(m["partitioner"].get<std::string>(), rows, S);
-  if (!part.ok()) return bad(std::string(part.status().message()));
-
-  LoadedCheckpoint out;
+  ShardedManifest out;
   out.path = mpath;
+  out.num_shards = m["num_shards"].get<int32_t>();
+  out.feature_size = m["feature_size"].get<int64_t>();
+  out.partitioner = m["partitioner"].get<std::string>();
   out.step = m.value("step", int64_t{0});
   out.meta = m["meta"];
-  out.ckpt.path = mpath;
-  out.ckpt.step = out.step;
-  out.ckpt.meta = out.meta;
-  std::map<std::string, size_t> table_at;  // assembled table tensor -> index in out.ckpt.tensors
-  for (int32_t s = 0; s < S; ++s) {
+  if (static_cast<int64_t>(m["shards"].size()) != out.num_shards)
+    return bad("lists " + std::to_string(m["shards"].size()) + " shard files for num_shards " +
+               std::to_string(out.num_shards));
+  StatusOr<Partitioner> part = Partitioner::Create(out.partitioner, out.feature_size, out.num_shards);
+  if (!part.ok()) return bad(std::string(part.status().message()));
+  for (int32_t s = 0; s < out.num_shards; ++s) {
     if (!m["shards"][s].is_string()) return bad("shards[" + std::to_string(s) + "] is not a path");
     std::string path = m["shards"][s].get<std::string>();
     if (!path.empty() && path[0] != '/') {
@@ -79,6 +72,30 @@ StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::strin
       // hold "/ps-shard-.../ckpt-N.bin": the relative path with a stray leading slash.
       path = model_dir + path;
     }
+    out.shard_files.push_back(std::move(path));
+  }
+  return std::optional<ShardedManifest>(std::move(out));
+}
+
+StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::string& model_dir) {
+  CTRAIN_ASSIGN_OR_RETURN(std::optional<ShardedManifest> man, ReadShardedManifest(model_dir));
+  if (!man.has_value()) return std::optional<LoadedCheckpoint>();
+  const std::string& mpath = man->path;
+  const int32_t S = man->num_shards;
+  const int64_t rows = man->feature_size;
+  CTRAIN_ASSIGN_OR_RETURN(Partitioner part_value, Partitioner::Create(man->partitioner, rows, S));
+  const Partitioner* part = &part_value;
+
+  LoadedCheckpoint out;
+  out.path = mpath;
+  out.step = man->step;
+  out.meta = man->meta;
+  out.ckpt.path = mpath;
+  out.ckpt.step = out.step;
+  out.ckpt.meta = out.meta;
+  std::map<std::string, size_t> table_at;  // assembled table tensor -> index in out.ckpt.tensors
+  for (int32_t s = 0; s < S; ++s) {
+    const std::string& path = man->shard_files[s];
     CTRAIN_ASSIGN_OR_RETURN(Checkpoint ck, LoadCheckpoint(path));
     if (ck.meta.value("format", "") != kShardFormat || ck.meta.value("shard", -1) != s ||
         ck.meta.value("num_shards", -1) != S || ck.meta.value("partitioner", "") != part->name() ||
@@ -88,7 +105,7 @@ StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::strin
                            ") as the manifest " + mpath + " says");
     const int64_t n = part->ShardRows(s);
     for (NamedTensor& t : ck.tensors) {
-      if (!IsTableTensor(t.name)) {  // dense parameters and slots (spread over the shards), BN state
+      if (!IsShardTableTensor(t.name)) {  // dense parameters and slots (spread over the shards), BN state
         if (out.ckpt.Find(t.name) != nullptr)
           return DataLossError(path + ": tensor '" + t.name + "' is in another shard too");
         out.ckpt.tensors.push_back(std::move(t));

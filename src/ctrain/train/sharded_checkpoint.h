@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -44,8 +45,30 @@ std::string ShardDirName(int32_t shard, int32_t num_shards);
 // "./run//" and an absolute model_dir give the same entry.
 std::string ShardManifestEntry(const std::string& model_dir, const std::string& shard_file);
 
+// Whether a shard file's tensor is rows of the id-keyed tables (embeddings/w,
+// embeddings/V and their slots "embeddings/w/<slot>", split by the
+// partitioner); the others (dense parameters, their slots, BN state) are whole.
+bool IsShardTableTensor(const std::string& name);
+
 // Writes model_dir/ps_checkpoint.json atomically. Errors: the file's (path named).
 Status WriteShardedManifest(const std::string& model_dir, const nlohmann::json& manifest);
+
+// A manifest as read, its shard entries resolved to paths a process can open.
+struct ShardedManifest {
+  std::string path;              // model_dir/ps_checkpoint.json
+  int64_t step = 0;
+  std::string partitioner;       // "fixed_size" | "mod" (checked)
+  int32_t num_shards = 0;        // >= 1, == shard_files.size()
+  int64_t feature_size = 0;
+  std::vector<std::string> shard_files;  // shard s's file: model_dir/<entry> for a relative entry
+  nlohmann::json meta;           // the trainer meta (an object)
+};
+
+// model_dir's manifest; nullopt when there is none. Errors: DataLoss naming the
+// manifest for unreadable JSON, another format, a missing or mistyped key, a
+// shard count that is not the number of files, an unknown partitioner; the
+// file's read errors. Does not open the shard files.
+StatusOr<std::optional<ShardedManifest>> ReadShardedManifest(const std::string& model_dir);
 
 // The assembled checkpoint of model_dir's manifest; nullopt when there is no manifest.
 // Errors: DataLoss for a malformed manifest or a shard file whose meta names
