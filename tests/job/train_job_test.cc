@@ -145,8 +145,11 @@ TEST(TrainOptionSchema, TheOptionsEveryRankMustAgreeOnAreInTheTable) {
 // A finished run records the settings that decide its model (job/finished_run.h): every option every rank
 // agrees on, and the per-rank ones that still change the result; never paths of outputs or thread counts.
 TEST(TrainOptionSchema, TheSettingsARunRecordsDecideItsModel) {
-  for (const OptionSpec& s : TrainOptionSchema())
-    if (s.same_on_every_rank) EXPECT_TRUE(s.defines_result) << s.name;
+  for (const OptionSpec& s : TrainOptionSchema()) {
+    if (s.same_on_every_rank) {
+      EXPECT_TRUE(s.defines_result) << s.name;
+    }
+  }
   for (const char* result : {"seed", "shuffle", "warm_start_from", "early_stopping_metric", "learning_rate"})
     EXPECT_TRUE(FindTrainOption(result)->defines_result) << result;
   for (const char* not_result : {"train", "model_dir", "metrics_json", "intra_op_parallelism_threads", "force",
