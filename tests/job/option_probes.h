@@ -196,6 +196,8 @@ inline const std::map<std::string, Probe>& Probes() {
        {1.0, Expect::kChanges, {{"lr_decay", "plateau"}, {"eval_every_steps", 2}, {"lr_plateau_patience", 0}}}},
       {"warm_start_from", {"@/../warm", Expect::kChanges}},
       {"warm_start_optimizer", {true, Expect::kChanges, {{"warm_start_from", "@/../warm"}}}},
+      // A first run in its model dir trains as without it (the rerun it forces: tests/cli/daily_loop_cli_test.cc).
+      {"force", {true, Expect::kSame, {{"model_dir", "@/model"}}}},
       {"early_stopping_metric",
        {"logloss", Expect::kChanges, {{"eval_every_steps", 2}}, {}, {},
         {{"early_stopping_patience", 1}, {"early_stopping_min_delta", 1.0}}}},

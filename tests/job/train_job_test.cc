@@ -127,18 +127,46 @@ TEST(ExplicitOptions, FlagNames) {
 }
 
 }  // namespace
-// The options every mpirun rank must agree on (docs/distributed.md#failure-behaviour): all 30
+// The options every mpirun rank must agree on (docs/distributed.md#failure-behaviour): all 39
 // names of the list in train_option_schema.cc are options of the table (a misspelt one would
 // silently not be compared), and no per-rank option is among them.
 TEST(TrainOptionSchema, TheOptionsEveryRankMustAgreeOnAreInTheTable) {
   int n = 0;
   for (const OptionSpec& s : TrainOptionSchema()) n += s.same_on_every_rank ? 1 : 0;
-  EXPECT_EQ(n, 30);
+  EXPECT_EQ(n, 39);
   for (const char* per_rank : {"train", "valid", "model_dir", "metrics_json", "monitor_dir", "shard_index",
                                "num_shards", "consumer_index", "seed", "intra_op_parallelism_threads", "cache"})
     EXPECT_FALSE(FindTrainOption(per_rank)->same_on_every_rank) << per_rank;
   EXPECT_TRUE(FindTrainOption("feature_size")->same_on_every_rank);
   EXPECT_TRUE(FindTrainOption("learning_rate")->same_on_every_rank);
+  EXPECT_TRUE(FindTrainOption("model")->same_on_every_rank);
+}
+
+// A finished run records the settings that decide its model (job/finished_run.h): every option every rank
+// agrees on, and the per-rank ones that still change the result; never paths of outputs or thread counts.
+TEST(TrainOptionSchema, TheSettingsARunRecordsDecideItsModel) {
+  for (const OptionSpec& s : TrainOptionSchema()) {
+    if (s.same_on_every_rank) {
+      EXPECT_TRUE(s.defines_result) << s.name;
+    }
+  }
+  for (const char* result : {"seed", "shuffle", "warm_start_from", "early_stopping_metric", "learning_rate"})
+    EXPECT_TRUE(FindTrainOption(result)->defines_result) << result;
+  for (const char* not_result : {"train", "model_dir", "metrics_json", "intra_op_parallelism_threads", "force",
+                                 "progress", "monitor_dir"})
+    EXPECT_FALSE(FindTrainOption(not_result)->defines_result) << not_result;
+  TrainJobOptions a, b;
+  b.learning_rate = 0.01f;
+  EXPECT_NE(ResultTrainOptions(a), ResultTrainOptions(b));
+  b = a;
+  b.train_options.seed = 7;
+  EXPECT_NE(ResultTrainOptions(a), ResultTrainOptions(b));
+  EXPECT_EQ(AgreedTrainOptions(a), AgreedTrainOptions(b));  // the seed is per rank
+  b = a;
+  b.progress = "none";
+  b.train_options.model_dir = "elsewhere";
+  EXPECT_EQ(ResultTrainOptions(a), ResultTrainOptions(b));
+  EXPECT_EQ(ResultTrainOptions(a)["learning_rate"], 0.0005);
 }
 
 }  // namespace ctrain::job

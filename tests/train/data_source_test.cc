@@ -121,6 +121,63 @@ TEST(DataSource, VocabularyFingerprintFollowsTheMapContent) {
   EXPECT_EQ(VocabularyFingerprint(*a).size(), 16u);
   EXPECT_EQ(VocabularyFingerprint(*a), VocabularyFingerprint(*a));
   EXPECT_NE(VocabularyFingerprint(*a), VocabularyFingerprint(*b));
+  // The prefix fingerprint: b's first 39 entries are a's whole map (b extends a append-only).
+  EXPECT_EQ(VocabularyFingerprint(*b, 39), VocabularyFingerprint(*a));
+  EXPECT_EQ(VocabularyFingerprint(*b, 40), VocabularyFingerprint(*b));
+  EXPECT_EQ(VocabularyFingerprint(*b, 1000), VocabularyFingerprint(*b));
+  EXPECT_NE(VocabularyFingerprint(*b, 38), VocabularyFingerprint(*a));
+}
+
+// Warm start on ids made through a map (shared/cases/trial3/02): the new map must extend the model's.
+TEST(DataSource, AWarmStartMapMustExtendTheModelsMap) {
+  std::string base;
+  for (int i = 0; i < 13; ++i) base += "I" + std::to_string(i + 1) + " " + std::to_string(i) + "\n";
+  for (int j = 0; j < 26; ++j) base += "C" + std::to_string(j + 1) + "|<unk> " + std::to_string(13 + j) + "\n";
+  auto old_map = io::CriteoVocabulary::ParseFeatureMap(base + "C1|a 39\nC1|b 40\n", "old");
+  auto extended = io::CriteoVocabulary::ParseFeatureMap(base + "C1|a 39\nC1|b 40\nC2|z 41\n", "ext");
+  auto scrambled = io::CriteoVocabulary::ParseFeatureMap(base + "C1|b 39\nC1|a 40\nC2|z 41\n", "scr");
+  ASSERT_TRUE(old_map.ok() && extended.ok() && scrambled.ok());
+  DataSourceOptions model;
+  model.from_files = true;
+  model.format = "libsvm";
+  model.feature_map = "/d/day0.libsvm.feature_map.txt";
+  model.vocab_fingerprint = VocabularyFingerprint(*old_map);
+  model.vocab_entries = 41;
+  DataSourceOptions run = model;
+  run.feature_map = "/d/day1.libsvm.feature_map.txt";
+  std::vector<std::string> notes;
+  EXPECT_TRUE(CheckFeatureMapExtends(model, "runs/day0", run, &*old_map, &notes).ok());
+  EXPECT_TRUE(CheckFeatureMapExtends(model, "runs/day0", run, &*extended, &notes).ok());
+  Status s = CheckFeatureMapExtends(model, "runs/day0", run, &*scrambled, &notes);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("the feature map /d/day1.libsvm.feature_map.txt (42 entries) does not extend the map "
+                             "the model in runs/day0 was trained with, /d/day0.libsvm.feature_map.txt (41 entries)"),
+            std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("ctrain convert --feature-map /d/day0.libsvm.feature_map.txt"), std::string::npos);
+  // No map in this run: refused, naming the model's map.
+  run.feature_map.clear();
+  s = CheckFeatureMapExtends(model, "runs/day0", run, nullptr, &notes);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("this run's --train has no feature map"), std::string::npos) << s.message();
+  EXPECT_TRUE(notes.empty());
+  // A model without a map: nothing to check. An old checkpoint without the entry count: a note.
+  DataSourceOptions hashed = model;
+  hashed.feature_map.clear();
+  EXPECT_TRUE(CheckFeatureMapExtends(hashed, "runs/day0", run, nullptr, &notes).ok());
+  model.vocab_entries = 0;
+  run.feature_map = "/d/x.txt";
+  EXPECT_TRUE(CheckFeatureMapExtends(model, "runs/day0", run, &*scrambled, &notes).ok());
+  EXPECT_EQ(notes.size(), 1u);
+  // The entry count survives the checkpoint's JSON, for id files and Criteo vocabularies.
+  model.vocab_entries = 41;
+  for (const char* format : {"libsvm", "criteo-tsv"}) {
+    model.format = format;
+    auto back = DataSourceFromJson(DataSourceToJson(model, 39));
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->vocab_entries, 41) << format;
+    EXPECT_EQ(back->vocab_fingerprint, model.vocab_fingerprint) << format;
+    EXPECT_EQ(back->feature_map, model.feature_map) << format;
+  }
 }
 
 // ---- predict output ----

@@ -10,6 +10,7 @@
 #include "ctrain/data/spec_columns.h"
 #include "ctrain/data/spec_reader.h"
 #include "ctrain/export/npz_writer.h"
+#include "ctrain/io/criteo_vocab_extend.h"
 #include "ctrain/io/file.h"
 
 namespace ctrain::cli {
@@ -50,7 +51,10 @@ Status CheckConvertFlags(const ConvertFlags& fl) {
   return Status::OK();
 }
 
-Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io::CriteoVocabulary* vocab) {
+// The vocabulary of --vocab-min-count: built from the inputs, or with --feature-map OLD, OLD extended by
+// them (*added: the new ids).
+Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io::CriteoVocabulary* vocab,
+                       int64_t* added) {
   for (const auto& path : fl.inputs) {
     if (path == "-" || data::IsStreamPath(path))
       return InvalidArgumentError("--vocab-min-count reads the input twice; it cannot read " +
@@ -72,11 +76,26 @@ Status BuildVocabulary(const ConvertFlags& fl, data::ExampleReaderOptions ro, io
       vocab->Count(row);
     }
   }
-  return vocab->Build(fl.vocab_min_count);
+  CTRAIN_RETURN_IF_ERROR(vocab->Build(fl.vocab_min_count));
+  if (ro.vocabulary == nullptr) return Status::OK();
+  // --feature-map OLD: OLD extended append-only, its ids unchanged (io/criteo_vocab_extend.h).
+  CTRAIN_ASSIGN_OR_RETURN(*vocab, io::ExtendVocabulary(*ro.vocabulary, *vocab, fl.data.feature_map + " extended",
+                                                       added));
+  return Status::OK();
 }
 
 Status Convert(ConvertFlags& fl) {
   CTRAIN_RETURN_IF_ERROR(CheckConvertFlags(fl));
+  // A vocabulary is built (--vocab-min-count) or extended (--feature-map OLD with --vocab-min-count or
+  // --feature-map-out): --feature-map alone reads with OLD as is (new categories -> <unk>).
+  const bool extend = !fl.data.feature_map.empty() && (fl.vocab_min_count > 0 || !fl.feature_map_out.empty());
+  if (!fl.feature_map_out.empty() && fl.vocab_min_count == 0 && !extend)
+    return InvalidArgumentError("--feature-map-out " + fl.feature_map_out +
+                                ": no vocabulary to write; give --vocab-min-count N (build one) or --feature-map "
+                                "OLD (extend OLD, append-only)");
+  if (extend && fl.vocab_min_count == 0) fl.vocab_min_count = 1;  // every new category gets an id
+  if (extend && fl.hash_buckets > 0)
+    return InvalidArgumentError("--hash-buckets and --feature-map are mutually exclusive (hashed ids or vocabulary ids)");
   // -i takes globs and directories exactly as train's --train (data/file_list.h).
   CTRAIN_ASSIGN_OR_RETURN(fl.inputs, data::ExpandFileList(fl.inputs));
   if (fl.vocab_min_count > 0 && fl.output == "-" && fl.feature_map_out.empty())
@@ -131,6 +150,7 @@ Status Convert(ConvertFlags& fl) {
     return InvalidArgumentError("--hash-buckets and --vocab-min-count are mutually exclusive");
   if (fl.hash_buckets > 0) ro.feature_size = fl.hash_buckets;
   io::CriteoVocabulary vocab;
+  int64_t added = 0;  // --feature-map OLD extended: its new ids
   std::unique_ptr<io::WritableFile> map_file;  // the vocabulary's feature map, published with the data
   if (fl.vocab_min_count > 0) {
     if (ro.format == data::RecordFormat::kAuto && !fl.inputs.empty() && fl.inputs[0] != "-") {
@@ -139,7 +159,7 @@ Status Convert(ConvertFlags& fl) {
     }
     if (ro.format != data::RecordFormat::kCriteoTsv && ro.format != data::RecordFormat::kCriteoCsv)
       return InvalidArgumentError("--vocab-min-count needs --input-format criteo-tsv or criteo-csv");
-    CTRAIN_RETURN_IF_ERROR(BuildVocabulary(fl, ro, &vocab));
+    CTRAIN_RETURN_IF_ERROR(BuildVocabulary(fl, ro, &vocab, &added));  // ro.vocabulary: --feature-map, extended
     // The map and the data are published together: the map goes to a
     // temporary now and is renamed only after the data is complete, so an
     // interruption never pairs a new map with old data or leaves a map without data.
@@ -189,7 +209,14 @@ Status Convert(ConvertFlags& fl) {
   }
   std::fprintf(stderr, "ctrain convert: wrote %llu records to %s\n",
                static_cast<unsigned long long>(writer->records()), fl.output.c_str());
-  if (map_file != nullptr)
+  if (map_file != nullptr && extend)
+    std::fprintf(stderr,
+                 "ctrain convert: vocabulary of %lld ids (%s's %lld unchanged, %lld new with min count %lld) written "
+                 "to %s\n",
+                 static_cast<long long>(vocab.size()), fl.data.feature_map.c_str(),
+                 static_cast<long long>(vocab.size() - added), static_cast<long long>(added),
+                 static_cast<long long>(fl.vocab_min_count), map_path.c_str());
+  else if (map_file != nullptr)
     std::fprintf(stderr, "ctrain convert: vocabulary of %lld ids (min count %lld) written to %s\n",
                  static_cast<long long>(vocab.size()), static_cast<long long>(fl.vocab_min_count), map_path.c_str());
   if (PendingInterrupt() != 0) ExitForSignal(PendingInterrupt());  // both files are complete
@@ -218,7 +245,8 @@ Command AddConvertCommand(CLI::App& app) {
       "--vocab-min-count,--vocab_min_count", fl->vocab_min_count,
       "Criteo: build a vocabulary; categories seen fewer times map to the field's <unk> id (>= 1)");
   sub->add_option("--feature-map-out,--feature_map_out", fl->feature_map_out,
-                  "Where to write the vocabulary's feature map (default OUTPUT.feature_map.txt)");
+                  "Where to write the vocabulary's feature map (default OUTPUT.feature_map.txt); with --feature-map "
+                  "OLD: OLD extended append-only (OLD's ids unchanged, new categories after its largest id)");
   sub->add_option("--feature-spec,--feature_spec", fl->feature_spec,
                   "Read the inputs through this feature spec (JSON or TOML; see docs/feature-spec.md) and write the "
                   "seed layout (one id per field; multi-hot specs are refused), or with --output-format npz one "

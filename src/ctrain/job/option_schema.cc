@@ -273,6 +273,20 @@ nlohmann::ordered_json EffectiveTrainOptions(const TrainJobOptions& options, boo
   return out;
 }
 
+nlohmann::ordered_json AgreedTrainOptions(const TrainJobOptions& options) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const OptionSpec& s : TrainOptionSchema())
+    if (s.same_on_every_rank) out[s.flag()] = s.get(options);
+  return out;
+}
+
+nlohmann::ordered_json ResultTrainOptions(const TrainJobOptions& options) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const OptionSpec& s : TrainOptionSchema())
+    if (s.defines_result) out[s.name] = s.get(options);
+  return out;
+}
+
 ModeSet RunModes(const TrainJobOptions& o, bool stream, bool mpirun) {
   ModeSet m = static_cast<ModeSet>(stream ? TrainMode::kLocalStream : TrainMode::kLocalMemory);
   if (o.parallel.towers > 1) m = m | TrainMode::kTowers;

@@ -94,6 +94,12 @@ struct OptionSpec {
   // step plan): compared before step 1 (job/rank_mpi.cc). Per-rank options
   // (paths, threads, shard_index, consumer_index) are not.
   bool same_on_every_rank = false;
+  // The value decides the trained model (with the inputs' content): every
+  // same_on_every_rank option and the per-rank ones that still change the
+  // result (seed, shuffle, warm start, early stopping, the plateau schedule).
+  // A finished run records them (job/finished_run.h): a rerun with equal
+  // values on equal inputs has nothing to do.
+  bool defines_result = false;
   // Typed access to the job's options; `set` takes a value of the option's
   // type (CoerceOptionValue) and fails with InvalidArgument naming the flag
   // for a number outside the field's range.
@@ -141,6 +147,13 @@ Status ApplyTrainOptions(const nlohmann::json& values, const std::string& source
 // The same run gives the same JSON from the CLI, a config file, Python or
 // SageMaker hyperparameters.
 nlohmann::ordered_json EffectiveTrainOptions(const TrainJobOptions& options, bool all = false);
+
+// {flag: value} of every same_on_every_rank option, in schema order: what every
+// mpirun rank compares before step 1 (job/rank_mpi.cc).
+nlohmann::ordered_json AgreedTrainOptions(const TrainJobOptions& options);
+// {name: value} of every defines_result option, in schema order: the settings
+// a finished run records (job/finished_run.h).
+nlohmann::ordered_json ResultTrainOptions(const TrainJobOptions& options);
 
 // The modes of a run whose options are `options` (`stream`: the input mode as
 // resolved), under mpirun with more than one rank when `mpirun`.

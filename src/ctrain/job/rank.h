@@ -40,6 +40,10 @@ class DistributedRun {
   // progress and sets *report = false. Without MPI: refuses mpirun's ranks.
   Status SetUpRank(TrainJobOptions& job, bool* per_rank_inputs, bool* report);
 
+  // Rank 0's `mine` on every rank (one collective under mpirun; `mine` itself
+  // alone): a decision only rank 0 can take (it alone has the model dir).
+  StatusOr<bool> RankZeroSays(bool mine, const char* what);
+
   // With more than one rank: keeps this rank's share of `rows` (dist::ShardRows);
   // `log` prints how many.
   void ShardRows(train::Dataset* rows, bool log) const;

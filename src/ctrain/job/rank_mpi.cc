@@ -49,13 +49,7 @@ Status DistributedRun::SetUpRank(TrainJobOptions& job, bool* per_rank_inputs, bo
   dist::MpiExchange* mpi = impl_->mpi.get();
   if (mpi == nullptr) return Status::OK();
   // Before anything else runs over MPI: the options every rank must agree on (shared/cases/B42).
-  {
-    const nlohmann::ordered_json all = EffectiveTrainOptions(job, /*all=*/true);
-    nlohmann::ordered_json agreed = nlohmann::ordered_json::object();
-    for (const OptionSpec& s : TrainOptionSchema())
-      if (s.same_on_every_rank && all.contains(s.name)) agreed[s.flag()] = all[s.name];
-    CTRAIN_RETURN_IF_ERROR(train::CheckSameOnEveryRank(*mpi, agreed, "the training options"));
-  }
+  CTRAIN_RETURN_IF_ERROR(train::CheckSameOnEveryRank(*mpi, AgreedTrainOptions(job), "the training options"));
   // One rank of `mpirun -np N ctrain train` (dist/job_setup.h).
   train::TrainOptions& o = job.train_options;
   dist::RankSettings rs;
@@ -87,6 +81,14 @@ Status DistributedRun::SetUpRank(TrainJobOptions& job, bool* per_rank_inputs, bo
     *report = false;
   }
   return Status::OK();
+}
+
+StatusOr<bool> DistributedRun::RankZeroSays(bool mine, const char* what) {
+  dist::MpiExchange* mpi = impl_->mpi.get();
+  if (mpi == nullptr || mpi->size() <= 1) return mine;
+  float v = mpi->is_chief() && mine ? 1.0f : 0.0f;  // the sum is rank 0's
+  CTRAIN_RETURN_IF_ERROR(mpi->AllreduceSum(std::span<float>(&v, 1), what));
+  return v > 0.5f;
 }
 
 void DistributedRun::ShardRows(train::Dataset* rows, bool log) const {
@@ -179,6 +181,8 @@ Status DistributedRun::SetUpRank(TrainJobOptions&, bool*, bool*) {
                                    "libopenmpi-dev): the ranks would train separate models");
   return Status::OK();
 }
+
+StatusOr<bool> DistributedRun::RankZeroSays(bool mine, const char*) { return mine; }
 
 void DistributedRun::ShardRows(train::Dataset*, bool) const {}
 

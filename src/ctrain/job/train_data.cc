@@ -9,6 +9,7 @@
 
 #include "ctrain/base/log.h"
 #include "ctrain/data/feature_spec.h"
+#include "ctrain/data/file_list.h"
 #include "ctrain/data/pipeline.h"
 #include "ctrain/data/shard.h"
 #include "ctrain/dataservice/client.h"
@@ -107,6 +108,28 @@ Status OpenData(TrainRun& run) {
   CTRAIN_RETURN_IF_ERROR(LoadRows(run, run.job.train, &run.tr, "train", &run.tr_stats));
   if (!run.per_rank_inputs) run.dist.ShardRows(&run.tr, /*log=*/true);  // memory mode shards its rows too
   return LoadValid(run);
+}
+
+Status FindFeatureMap(TrainRun& run) {
+  TrainJobOptions& job = run.job;
+  if (!job.data.feature_map.empty() || run.spec || job.train.empty()) return Status::OK();
+  const std::string& first = job.train[0];
+  if (first == "-" || first.rfind("pipe:", 0) == 0) return Status::OK();
+  data::FileListSkipped skipped;  // logged when the files are read
+  CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, data::ExpandFileList({first}, &skipped));
+  if (files.empty() || data::IsStreamPath(files[0])) return Status::OK();
+  const std::string beside = files[0] + ".feature_map.txt";  // where `ctrain convert` writes it
+  if (data::RegularFileSize(beside) < 0) return Status::OK();
+  data::ExampleReaderOptions ro;
+  CTRAIN_ASSIGN_OR_RETURN(ro.format, data::ParseRecordFormat(job.data.format));
+  CTRAIN_ASSIGN_OR_RETURN(ro.compression, io::ParseCompression(job.data.compression));
+  CTRAIN_ASSIGN_OR_RETURN(std::vector<train::InputFormat> formats, train::DetectInputFormats({files[0]}, ro));
+  if (formats.empty() || (formats[0].format != "libsvm" && formats[0].format != "tfrecord"))
+    return Status::OK();  // Criteo rows: --feature-map decides hashing or vocabulary, never a file nearby
+  job.data.feature_map = beside;
+  if (run.report) Logf("the ids of %s come from the feature map beside it, %s (recorded in checkpoints)\n",
+                       files[0].c_str(), beside.c_str());
+  return Status::OK();
 }
 
 Status DescribeData(TrainRun& run) {

@@ -11,6 +11,7 @@
 
 #include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
+#include "ctrain/job/finished_run.h"
 #include "ctrain/job/option_schema.h"
 #include "ctrain/job/rank.h"
 #include "ctrain/job/train_steps.h"
@@ -18,6 +19,7 @@
 #include "ctrain/monitor/train_monitor.h"
 #include "ctrain/train/autotune.h"
 #include "ctrain/train/threads.h"
+#include "ctrain/train/trainer_state.h"
 
 namespace ctrain::job {
 namespace {
@@ -69,6 +71,24 @@ Status CreateTrainer(TrainRun& run) {
   return Status::OK();
 }
 
+// A rerun with nothing to do (job/finished_run.h): this run's record of its inputs and settings goes into
+// its checkpoints; when --model-dir's latest checkpoint is a finished run with the same record (and no
+// --force), nothing trains. Under mpirun rank 0 alone has the model dir: its decision holds on every rank.
+Status CheckFinishedRun(TrainRun& run, bool* nothing_to_do) {
+  std::string message;
+  if (!run.o.model_dir.empty() && !run.job.ps.enabled()) {  // --ps: the servers keep the checkpoint
+    CTRAIN_ASSIGN_OR_RETURN(run.o.run_record, RunRecord(run.job));
+    if (!run.job.force && !run.o.run_record.is_null()) {
+      CTRAIN_ASSIGN_OR_RETURN(std::optional<train::LoadedCheckpoint> ck,
+                              train::ReadTrainerCheckpoint(run.o.model_dir));
+      if (ck.has_value()) message = NothingToDoMessage(run.o.model_dir, ck->meta, run.o.run_record);
+    }
+  }
+  CTRAIN_ASSIGN_OR_RETURN(*nothing_to_do, run.dist.RankZeroSays(!message.empty(), "rank 0's finished-run check"));
+  if (!message.empty()) Logf("%s\n", message.c_str());
+  return Status::OK();
+}
+
 // The stop flag, --monitor-dir, the validation formats and the data service's batches.
 Status SetUpTrainer(TrainRun& run) {
   const TrainJobOptions& job = run.job;
@@ -103,7 +123,11 @@ Status RunTrainJob(TrainJobOptions& job, DistributedRun& dist, train::TrainResul
   CTRAIN_RETURN_IF_ERROR(dist.SetUpRank(job, &run.per_rank_inputs, &run.report));  // rank_mpi.cc
   CTRAIN_RETURN_IF_ERROR(ResolveRunOptions(run));                                  // train_resolve.cc
   CTRAIN_RETURN_IF_ERROR(CheckCombinations(run));                                  // train_checks.cc
+  CTRAIN_RETURN_IF_ERROR(FindFeatureMap(run));                                     // train_data.cc
   CTRAIN_RETURN_IF_ERROR(PrepareOutputs(run));                                     // train_outputs.cc
+  bool nothing_to_do = false;
+  CTRAIN_RETURN_IF_ERROR(CheckFinishedRun(run, &nothing_to_do));
+  if (nothing_to_do) return Status::OK();
   CTRAIN_RETURN_IF_ERROR(OpenData(run));                                           // train_data.cc
   CTRAIN_RETURN_IF_ERROR(DescribeData(run));                                       // train_data.cc
   CTRAIN_RETURN_IF_ERROR(CheckValidation(run));                                    // train_checks.cc

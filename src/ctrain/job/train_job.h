@@ -56,6 +56,9 @@ struct TrainJobOptions {
   std::string metrics_json;                 // "" = none
   std::string config;                       // the config file the options came from (an input: never overwritten)
   std::string progress = "auto";            // auto|bar|log|none
+  // Train even when model_dir holds a finished run on the same inputs and
+  // settings (job/finished_run.h); false: such a rerun has nothing to do.
+  bool force = false;
   // Monitoring (monitor/monitor.h, docs/launch.md#monitoring): "" = none; else this process's
   // CPU/RSS/GPU samples every monitor_interval_ms and every step's figures go to event files
   // and metrics.jsonl here (under mpirun: monitor_dir/rank<R>).

@@ -498,6 +498,12 @@ std::vector<OptionSpec> Build() {
           .why(ps_why)
           .switch_()
           .bind(FIELD(train_options.warm_start_optimizer)));
+  add(Entry("force", {}, "", "Train even when --model-dir already holds a finished run on the same inputs and "
+                           "settings (without it such a rerun prints \"nothing to do\" and exits 0)", kNotPs)
+          .why("the parameter servers keep the checkpoint; a worker cannot tell a finished job from a new one "
+               "(restart the servers from the checkpoint instead)")
+          .switch_()
+          .bind(FIELD(force)));
   // Early stopping: every rank must stop at the same step, and under mpirun rank 0 alone validates.
   const ModeSet stopping = AllModesBut(static_cast<ModeSet>(M::kMpirun));
   const std::string stopping_why = "rank 0 alone validates, so the other ranks could not stop at its step (--keep-best works)";
@@ -529,9 +535,18 @@ std::vector<OptionSpec> Build() {
         "l2_reg", "mixed_precision", "batch_size", "epochs", "max_steps", "learning_rate", "optimizer", "input_mode",
         "drop_remainder", "data_service", "processing_mode", "job_name", "num_splits", "lr_scaling",
         "check_replicas_every", "lr_warmup_steps", "lr_decay", "lr_decay_steps", "lr_decay_rate",
-        "lr_decay_staircase", "lr_decay_alpha", "negative_downsampling"}) {
+        "lr_decay_staircase", "lr_decay_alpha", "negative_downsampling", "model", "cross_layers", "low_rank",
+        "num_experts", "model_structure", "cin_layer_units", "num_dense_fields", "bottom_mlp", "top_mlp"}) {
     auto it = std::find_if(t.begin(), t.end(), [&](const OptionSpec& s) { return s.name == name; });
-    if (it != t.end()) it->same_on_every_rank = true;  // all 30 are in the table (tests/job/train_job_test.cc)
+    if (it != t.end()) it->same_on_every_rank = it->defines_result = true;  // all 39 are in the table
+  }                                                                          // (tests/job/train_job_test.cc)
+  // And the per-rank options that still decide the trained model (OptionSpec::defines_result).
+  for (const char* name :
+       {"seed", "dropout_seed", "shuffle", "warm_start_from", "warm_start_optimizer", "early_stopping_metric",
+        "early_stopping_patience", "early_stopping_min_delta", "lr_plateau_metric", "lr_plateau_factor",
+        "lr_plateau_patience", "lr_plateau_cooldown", "lr_plateau_min_lr", "lr_plateau_min_delta", "gauc_field"}) {
+    auto it = std::find_if(t.begin(), t.end(), [&](const OptionSpec& s) { return s.name == name; });
+    if (it != t.end()) it->defines_result = true;
   }
   return t;
 }

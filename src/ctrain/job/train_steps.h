@@ -83,6 +83,10 @@ Status PrepareOutputs(TrainRun& run);
 // train_data.cc: opens the training data (stream input, the data service, memory
 // rows or the synthetic data) and --valid; records the data description (train/data_source.h);
 // in stream mode with --autotune reads the in-memory sample autotune measures on.
+// FindFeatureMap (before the outputs and the finished-run check): without --feature-map, LibSVM/TFRecord
+// training files with a feature map beside the first one (<file>.feature_map.txt, as `ctrain convert
+// --vocab-min-count` writes it) take it as the map their ids came from (docs/training.md#daily-retraining).
+Status FindFeatureMap(TrainRun& run);
 Status OpenData(TrainRun& run);
 Status DescribeData(TrainRun& run);
 Status SampleForAutotune(TrainRun& run);

@@ -4,6 +4,7 @@
 
 #include "ctrain/data/file_list.h"
 #include "ctrain/data/pipe_mode.h"
+#include "ctrain/io/criteo_vocab_extend.h"
 #include "ctrain/io/feature_hash.h"
 
 namespace ctrain::train {
@@ -73,10 +74,51 @@ StatusOr<std::optional<data::FeatureSpec>> ResolveInferenceSpec(const DataSource
 }
 
 std::string VocabularyFingerprint(const io::CriteoVocabulary& vocabulary) {
+  return VocabularyFingerprint(vocabulary, -1);
+}
+
+std::string VocabularyFingerprint(const io::CriteoVocabulary& vocabulary, int64_t entries) {
+  const std::string text = vocabulary.FeatureMapText(0);
+  size_t end = 0;
+  for (int64_t n = 0; entries >= 0 && n < entries && end < text.size(); ++n) {
+    const size_t nl = text.find('\n', end);
+    end = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  const std::string_view prefix = entries < 0 ? std::string_view(text) : std::string_view(text).substr(0, end);
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx",
-                static_cast<unsigned long long>(io::Hash64(vocabulary.FeatureMapText(0), 0)));
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(io::Hash64(prefix, 0)));
   return buf;
+}
+
+Status CheckFeatureMapExtends(const DataSourceOptions& model, const std::string& model_dir,
+                              const DataSourceOptions& run, const io::CriteoVocabulary* run_vocab,
+                              std::vector<std::string>* notes) {
+  if (model.feature_map.empty()) return Status::OK();
+  const std::string old_map = model.feature_map + " (" + std::to_string(model.vocab_entries) + " entries)";
+  if (run.feature_map.empty() || run_vocab == nullptr)
+    return FailedPreconditionError(
+        "the model in " + model_dir + " was trained on ids from the feature map " + old_map +
+        "; this run's --train has no feature map, so nothing says its ids mean the same categories: give the map "
+        "its ids came from with --feature-map (ctrain convert writes it beside its output as "
+        "<output>.feature_map.txt), extended from the old one with `ctrain convert --feature-map " +
+        model.feature_map + "`");
+  if (model.vocab_fingerprint.empty() || model.vocab_entries <= 0) {
+    notes->push_back("the checkpoint in " + model_dir + " records no entry count of its feature map " +
+                     model.feature_map + " (older ctrain): cannot check that " + run.feature_map + " extends it");
+    return Status::OK();
+  }
+  const int64_t have = io::VocabularyEntries(*run_vocab);
+  if (have >= model.vocab_entries && VocabularyFingerprint(*run_vocab, model.vocab_entries) == model.vocab_fingerprint)
+    return Status::OK();
+  return FailedPreconditionError(
+      "the feature map " + run.feature_map + " (" + std::to_string(have) + " entries) does not extend the map the "
+      "model in " + model_dir + " was trained with, " + old_map + ": " +
+      (have < model.vocab_entries ? std::string("it has fewer entries")
+                                  : "its first " + std::to_string(model.vocab_entries) +
+                                        " entries in id order differ (a rebuilt vocabulary renumbers categories)") +
+      ", so the model's rows would belong to other categories; extend the old map append-only with `ctrain convert "
+      "--feature-map " + model.feature_map + " --feature-map-out NEW ...` (old ids unchanged, new categories after "
+      "them) and convert the new data with it");
 }
 
 StatusOr<std::vector<InputFormat>> DetectInputFormats(const std::vector<std::string>& paths,
@@ -115,6 +157,7 @@ DataSourceOptions MakeDataSource(const std::string& format, const std::string& c
   if (reader.vocabulary != nullptr) {
     d.feature_map = feature_map;
     d.vocab_fingerprint = VocabularyFingerprint(*reader.vocabulary);
+    d.vocab_entries = io::VocabularyEntries(*reader.vocabulary);
   } else {
     d.hash_buckets = reader.feature_size;
     d.hash_seed = 0;  // the Criteo featurizer's fixed seed (data/example_reader.cc)

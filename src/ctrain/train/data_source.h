@@ -45,6 +45,24 @@ StatusOr<std::optional<data::FeatureSpec>> ResolveInferenceSpec(const DataSource
 // 16 hex digits of io::Hash64 over the vocabulary's feature map text (lines in
 // id order): equal for equal vocabularies wherever the file lives.
 std::string VocabularyFingerprint(const io::CriteoVocabulary& vocabulary);
+// The same over the map's first `entries` lines in id order: equal to the
+// VocabularyFingerprint of a map of `entries` entries that `vocabulary`
+// extends append-only (io/criteo_vocab_extend.h). All lines when `entries`
+// exceeds them.
+std::string VocabularyFingerprint(const io::CriteoVocabulary& vocabulary, int64_t entries);
+
+// A warm start on ids made through a feature map (docs/training.md#daily-retraining):
+// `model` (the checkpoint's, of the model in `model_dir`) recorded the map its
+// ids came from; this run's map (`run`, its feature_map and vocabulary) must be
+// that map or an append-only extension of it (its first model.vocab_entries
+// entries in id order hash to model.vocab_fingerprint), else every row of the
+// model would belong to another category. FailedPrecondition naming both maps
+// and the convert command that extends the old one; FailedPrecondition when
+// this run has no map. OK when the model recorded no map or no entry count
+// (an older checkpoint: noted in *notes). `run_vocab` = this run's map, loaded.
+Status CheckFeatureMapExtends(const DataSourceOptions& model, const std::string& model_dir,
+                              const DataSourceOptions& run, const io::CriteoVocabulary* run_vocab,
+                              std::vector<std::string>* notes);
 
 // The format each input would be read as, in ExpandFileList order: the
 // reader's format when given, else sniffed from the first bytes of a regular

@@ -236,9 +236,15 @@ nlohmann::json DataSourceToJson(const DataSourceOptions& d, int32_t field_size) 
                    {"feature_map", d.feature_map}};
   if (!d.feature_spec.empty()) j["feature_spec"] = nlohmann::json::parse(d.feature_spec, nullptr, false);
   // How Criteo rows became ids (written unless the format is known to carry ids).
-  if (d.format == "libsvm" || d.format == "tfrecord" || d.format == "libffm" || !d.feature_spec.empty()) return j;
+  if (d.format == "libsvm" || d.format == "tfrecord" || d.format == "libffm" || !d.feature_spec.empty()) {
+    if (!d.feature_map.empty())  // the map the files' ids came from (ctrain convert --vocab-min-count)
+      j["id_map"] = {{"feature_map", d.feature_map}, {"fingerprint", d.vocab_fingerprint},
+                     {"entries", d.vocab_entries}};
+    return j;
+  }
   if (!d.feature_map.empty())
-    j["criteo"] = {{"encoding", "vocabulary"}, {"feature_map", d.feature_map}, {"fingerprint", d.vocab_fingerprint}};
+    j["criteo"] = {{"encoding", "vocabulary"}, {"feature_map", d.feature_map}, {"fingerprint", d.vocab_fingerprint},
+                   {"entries", d.vocab_entries}};
   else
     j["criteo"] = {{"encoding", "hash"}, {"hash_buckets", d.hash_buckets}, {"hash_seed", d.hash_seed}};
   return j;
@@ -266,8 +272,15 @@ StatusOr<DataSourceOptions> DataSourceFromJson(const nlohmann::json& j) {
     const nlohmann::json& c = j["criteo"];
     if (!c.is_object()) return InvalidArgumentError("data options: key 'criteo': expected a JSON object");
     CTRAIN_RETURN_IF_ERROR(optional(c, "fingerprint", &d.vocab_fingerprint));
+    CTRAIN_RETURN_IF_ERROR(optional(c, "entries", &d.vocab_entries));
     CTRAIN_RETURN_IF_ERROR(optional(c, "hash_buckets", &d.hash_buckets));
     CTRAIN_RETURN_IF_ERROR(optional(c, "hash_seed", &d.hash_seed));
+  }
+  if (j.contains("id_map")) {
+    const nlohmann::json& c = j["id_map"];
+    if (!c.is_object()) return InvalidArgumentError("data options: key 'id_map': expected a JSON object");
+    CTRAIN_RETURN_IF_ERROR(optional(c, "fingerprint", &d.vocab_fingerprint));
+    CTRAIN_RETURN_IF_ERROR(optional(c, "entries", &d.vocab_entries));
   }
   return d;
 }

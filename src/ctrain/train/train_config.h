@@ -72,6 +72,11 @@ struct DataSourceOptions {
   // or by hashing (hash_buckets buckets with hash_seed).
   std::string feature_map;        // vocabulary file (absolute path), "" = hashing
   std::string vocab_fingerprint;  // VocabularyFingerprint of that map, "" = not recorded
+  // Its entries ("name id" lines; 0 = not recorded): a later map extends it when
+  // the fingerprint of its first vocab_entries entries in id order is vocab_fingerprint.
+  // LibSVM/TFRecord files made by `ctrain convert --vocab-min-count` record the
+  // map their ids came from here too (docs/training.md#daily-retraining).
+  int64_t vocab_entries = 0;
   int64_t hash_buckets = 0;       // hashing: buckets (= feature_size); 0 = not recorded
   uint64_t hash_seed = 0;
   // The feature spec the files were read through (data/feature_spec.h), as
@@ -184,6 +189,11 @@ struct TrainOptions {
   // instead. "" = off.
   std::string warm_start_from;
   bool warm_start_optimizer = false;
+  // What this run consumes (its inputs' content and the settings that decide
+  // the model: job/finished_run.h), saved as is in every checkpoint's meta
+  // "run_record"; null = none recorded. With meta "finished", a rerun on equal
+  // inputs and settings knows it has nothing to do. Does not change training.
+  nlohmann::json run_record;
 
   // InvalidArgument naming the field (also validates model, optimizer, parallel).
   Status Validate() const;

@@ -89,6 +89,7 @@ nlohmann::json Trainer::Impl::Meta() const {
   if (options.negative_downsampling_rate != 1.0) m["negative_downsampling_rate"] = options.negative_downsampling_rate;
   if (!warm_start_meta.is_null()) m["warm_start"] = warm_start_meta;
   m["finished"] = finished;
+  if (!options.run_record.is_null()) m["run_record"] = options.run_record;
   if (tracking_best())
     m["early_stopping"] = {{"metric", options.best_metric()},
                            {"best", std::isnan(best_value) ? nlohmann::json(nullptr) : nlohmann::json(best_value)},
@@ -175,6 +176,22 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
                                      std::to_string(rows) + ") moves every hashed id (keep --feature-size " +
                                      std::to_string(old_rows) + ", or use a --feature-map vocabulary)");
     d.feature_size = rows;  // the rows grew (checked above); the ids keep their meaning
+    if (!d.feature_map.empty()) {  // ids from a vocabulary: this run's must be it or extend it append-only
+      std::optional<io::CriteoVocabulary> vocab;
+      if (!m.options.data.feature_map.empty()) {
+        CTRAIN_ASSIGN_OR_RETURN(io::CriteoVocabulary v, io::CriteoVocabulary::LoadFeatureMap(m.options.data.feature_map));
+        vocab = std::move(v);
+      }
+      std::vector<std::string> map_notes;
+      CTRAIN_RETURN_IF_ERROR(CheckFeatureMapExtends(d, from_dir, m.options.data, vocab ? &*vocab : nullptr, &map_notes)
+                                 .WithContext(ck->path + ": warm start"));
+      for (const std::string& n : map_notes) m.Log("ctrain: note: " + n);
+      if (map_notes.empty()) {  // checked: the extended map's ids keep their meaning
+        d.feature_map = m.options.data.feature_map;
+        d.vocab_fingerprint = m.options.data.vocab_fingerprint;
+        d.vocab_entries = m.options.data.vocab_entries;
+      }
+    }
     std::vector<std::string> notes;
     CTRAIN_RETURN_IF_ERROR(CheckInputMatchesModel(d, from_dir, m.options.data, "this run's --train", &notes)
                                .WithContext(ck->path + ": warm start"));
