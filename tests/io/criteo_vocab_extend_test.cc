@@ -63,7 +63,9 @@ TEST(CriteoVocabExtend, OldIdsKeepTheirCategoriesNewOnesFollowInOrder) {
   // A rebuild from day 0 + day 1 renumbers day 0's categories (what the extension avoids).
   const CriteoVocabulary rebuilt = Built({{"a", "x"}, {"a", ""}, {"b", ""}, {"c", "y"}, {"c", "y"}, {"c", "x"},
                                           {"b", ""}, {"b", ""}, {"d", ""}, {"a", ""}}, 1);
-  EXPECT_NE(rebuilt.Lookup(0, "a"), day0.Lookup(0, "a"));
+  // C1 gains c and d, so every id after C1's moves: C2's x is renumbered and day 0's map is no prefix.
+  EXPECT_NE(rebuilt.Lookup(1, "x"), day0.Lookup(1, "x"));
+  EXPECT_NE(rebuilt.FeatureMapText(0).substr(0, old_text.size()), old_text);
 }
 
 TEST(CriteoVocabExtend, TheMinCountOfTheNewInputDecidesWhichNewCategoriesGetAnId) {

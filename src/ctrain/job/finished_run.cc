@@ -34,6 +34,7 @@ StatusOr<nlohmann::json> RunRecord(const TrainJobOptions& job) {
   if (job.train.empty()) return nlohmann::json();  // the synthetic data: nothing to fingerprint
   nlohmann::json inputs = nlohmann::json::array();
   auto add = [&](const std::vector<std::string>& patterns, const std::string& role) -> StatusOr<bool> {
+    if (patterns.empty()) return true;  // no --valid: nothing of that role was read
     for (const std::string& p : patterns)
       if (p == "-" || p.rfind(data::kPipeChannelPrefix, 0) == 0) return false;
     data::FileListSkipped skipped;  // ExpandFileList logs the skipped names when the job reads the files
