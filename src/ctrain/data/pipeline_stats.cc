@@ -5,7 +5,7 @@
 namespace ctrain::data {
 namespace {
 
-std::string Num(double x) {
+std::string StatNum(double x) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.6g", x);
   return buf;
@@ -31,8 +31,8 @@ void InputWaitMeter::Fill(PipelineStats* s, int32_t num_parallel_calls, int32_t 
 }
 
 std::string PipelineStats::ToJson() const {
-  std::string j = "{\"elapsed_seconds\":" + Num(elapsed_seconds) + ",\"records\":" + std::to_string(records) +
-                  ",\"batches\":" + std::to_string(batches) + ",\"records_per_second\":" + Num(records_per_second) +
+  std::string j = "{\"elapsed_seconds\":" + StatNum(elapsed_seconds) + ",\"records\":" + std::to_string(records) +
+                  ",\"batches\":" + std::to_string(batches) + ",\"records_per_second\":" + StatNum(records_per_second) +
                   ",\"records_read\":" + std::to_string(records_read) + ",\"bytes_read\":" +
                   std::to_string(bytes_read) + ",\"records_sharded_out\":" + std::to_string(records_sharded_out) +
                   ",\"input_bytes_read\":" + std::to_string(input_bytes_read) +
@@ -49,11 +49,11 @@ std::string PipelineStats::ToJson() const {
   for (size_t i = 0; i < queues.size(); ++i) {
     const QueueStats& q = queues[i];
     j += std::string(i ? "," : "") + "{\"name\":\"" + q.name + "\",\"capacity\":" + std::to_string(q.capacity) +
-         ",\"average_fill\":" + Num(q.average_fill) + ",\"max_items\":" + std::to_string(q.max_items) +
+         ",\"average_fill\":" + StatNum(q.average_fill) + ",\"max_items\":" + std::to_string(q.max_items) +
          ",\"max_bytes\":" + std::to_string(q.max_bytes) + ",\"pushes\":" + std::to_string(q.pushes) + "}";
   }
-  j += "],\"steps\":" + std::to_string(steps) + ",\"wait_seconds\":" + Num(wait_seconds) +
-       ",\"compute_seconds\":" + Num(compute_seconds) + ",\"input_wait_fraction\":" + Num(input_wait_fraction) +
+  j += "],\"steps\":" + std::to_string(steps) + ",\"wait_seconds\":" + StatNum(wait_seconds) +
+       ",\"compute_seconds\":" + StatNum(compute_seconds) + ",\"input_wait_fraction\":" + StatNum(input_wait_fraction) +
        ",\"suggestion\":\"" + suggestion + "\"}";
   return j;
 }

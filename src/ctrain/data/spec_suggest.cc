@@ -22,7 +22,7 @@ namespace ctrain::data {
 
 namespace {
 
-using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;  // keys kept in insertion order
 
 // "C2" < "C10": digit runs compare as numbers.
 bool NaturalLess(const std::string& a, const std::string& b) {
@@ -219,16 +219,16 @@ StatusOr<SuggestedSpec> SuggestExample(const std::vector<std::string>& paths, co
     return Status::OK();
   }));
 
-  json spec;
+  ordered_json spec;
   spec["input"] = "example";
   spec["label"] = label;
   spec["label_dtype"] = lf.float_records ? "float" : "int64";
-  json fields = json::array();
+  ordered_json fields = ordered_json::array();
   std::vector<std::string> int_keys;
   for (const Use& u : uses) {
     const io::FeatureSummary& f = *u.f;
     const bool always = f.present == out.records && f.empty == 0;
-    json e;
+    ordered_json e;
     e["key"] = f.key;
     if (u.kind == io::FeatureKind::kFloat) {
       e["type"] = "numeric";
@@ -299,10 +299,10 @@ StatusOr<SuggestedSpec> SuggestLibFfm(const std::vector<std::string>& paths, con
     }
   }
   if (fields.empty()) return InvalidArgumentError("no field:feature:value triples in the input");
-  json spec;
+  ordered_json spec;
   spec["input"] = "libffm";
   spec["feature_size"] = max_feature + 1;
-  json fs = json::array();
+  ordered_json fs = ordered_json::array();
   for (int64_t f : fields) fs.push_back({{"name", "field" + std::to_string(f)}, {"ffm_field", f}, {"pooling", "sum"}});
   spec["fields"] = std::move(fs);
   out.notes.push_back("feature_size " + std::to_string(max_feature + 1) +

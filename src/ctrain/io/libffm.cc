@@ -5,7 +5,7 @@
 namespace ctrain::io {
 namespace {
 
-inline bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+inline bool IsFfmSpace(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
 }  // namespace
 
@@ -16,22 +16,22 @@ Status ParseLibFfmLine(std::string_view line, float* label, std::vector<FfmTripl
   const char* p = begin;
   const char* const end = begin + line.size();
   auto col = [&](const char* q) { return static_cast<size_t>(q - begin) + 1; };
-  while (p < end && IsSpace(*p)) ++p;
+  while (p < end && IsFfmSpace(*p)) ++p;
   if (p == end || *p == '#') {
     *is_data = false;
     return Status::OK();
   }
   *is_data = true;
   const char* t = p;
-  while (t < end && !IsSpace(*t)) ++t;
+  while (t < end && !IsFfmSpace(*t)) ++t;
   if (!ParseBinaryLabel(p, t, label))
     return TextError(where, col(p), "bad label " + QuoteToken(std::string_view(p, t - p)) + ": expected 0, 1 or -1");
   p = t;
   for (;;) {
-    while (p < end && IsSpace(*p)) ++p;
+    while (p < end && IsFfmSpace(*p)) ++p;
     if (p == end) break;
     t = p;
-    while (t < end && !IsSpace(*t)) ++t;
+    while (t < end && !IsFfmSpace(*t)) ++t;
     const std::string_view tok(p, t - p);
     const size_t c1 = tok.find(':');
     const size_t c2 = c1 == std::string_view::npos ? c1 : tok.find(':', c1 + 1);

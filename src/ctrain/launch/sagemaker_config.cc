@@ -22,24 +22,24 @@ StatusOr<ordered_json> ParseJson(std::string_view text, const std::string& path)
   }
 }
 
-Status Bad(const std::string& path, const std::string& what) { return InvalidArgumentError(path + ": " + what); }
+Status BadConfig(const std::string& path, const std::string& what) { return InvalidArgumentError(path + ": " + what); }
 
 StatusOr<std::string> GetString(const ordered_json& o, const char* key, const std::string& path, const std::string& where) {
   auto it = o.find(key);
-  if (it == o.end()) return Bad(path, where + "\"" + key + "\" is missing");
-  if (!it->is_string()) return Bad(path, where + "\"" + key + "\" must be a string, got " + it->dump());
+  if (it == o.end()) return BadConfig(path, where + "\"" + key + "\" is missing");
+  if (!it->is_string()) return BadConfig(path, where + "\"" + key + "\" must be a string, got " + it->dump());
   return it->get<std::string>();
 }
 
 StatusOr<std::vector<std::string>> GetStrings(const ordered_json& o, const char* key, const std::string& path,
                                               const std::string& where) {
   auto it = o.find(key);
-  if (it == o.end()) return Bad(path, where + "\"" + key + "\" is missing");
-  if (!it->is_array()) return Bad(path, where + "\"" + key + "\" must be a list of strings, got " + it->dump());
+  if (it == o.end()) return BadConfig(path, where + "\"" + key + "\" is missing");
+  if (!it->is_array()) return BadConfig(path, where + "\"" + key + "\" must be a list of strings, got " + it->dump());
   std::vector<std::string> out;
   for (size_t i = 0; i < it->size(); ++i) {
     if (!(*it)[i].is_string())
-      return Bad(path, where + "\"" + key + "\"[" + std::to_string(i) + "] must be a string, got " + (*it)[i].dump());
+      return BadConfig(path, where + "\"" + key + "\"[" + std::to_string(i) + "] must be a string, got " + (*it)[i].dump());
     out.push_back((*it)[i].get<std::string>());
   }
   return out;
@@ -80,13 +80,13 @@ const char* InputModeName(InputMode m) {
 
 StatusOr<ResourceConfig> ParseResourceConfig(std::string_view text, const std::string& path) {
   CTRAIN_ASSIGN_OR_RETURN(ordered_json j, ParseJson(text, path));
-  if (!j.is_object()) return Bad(path, "must be a JSON object");
+  if (!j.is_object()) return BadConfig(path, "must be a JSON object");
   ResourceConfig rc;
   CTRAIN_ASSIGN_OR_RETURN(rc.current_host, GetString(j, "current_host", path, ""));
   CTRAIN_ASSIGN_OR_RETURN(rc.hosts, GetStrings(j, "hosts", path, ""));
-  if (rc.hosts.empty()) return Bad(path, "\"hosts\" is empty");
+  if (rc.hosts.empty()) return BadConfig(path, "\"hosts\" is empty");
   if (std::find(rc.hosts.begin(), rc.hosts.end(), rc.current_host) == rc.hosts.end())
-    return Bad(path, "current_host \"" + rc.current_host + "\" is not in \"hosts\"");
+    return BadConfig(path, "current_host \"" + rc.current_host + "\" is not in \"hosts\"");
   const bool has_name = j.contains("current_group_name"), has_local = j.contains("current_instance_group");
   if (has_name) {
     CTRAIN_ASSIGN_OR_RETURN(rc.current_group, GetString(j, "current_group_name", path, ""));
@@ -94,7 +94,7 @@ StatusOr<ResourceConfig> ParseResourceConfig(std::string_view text, const std::s
   if (has_local) {
     CTRAIN_ASSIGN_OR_RETURN(std::string local, GetString(j, "current_instance_group", path, ""));
     if (has_name && local != rc.current_group)
-      return Bad(path, "current_group_name \"" + rc.current_group + "\" and current_instance_group \"" + local +
+      return BadConfig(path, "current_group_name \"" + rc.current_group + "\" and current_instance_group \"" + local +
                            "\" disagree");
     rc.current_group = local;
   }
@@ -102,21 +102,21 @@ StatusOr<ResourceConfig> ParseResourceConfig(std::string_view text, const std::s
     CTRAIN_ASSIGN_OR_RETURN(rc.current_instance_type, GetString(j, "current_instance_type", path, ""));
   }
   if (auto it = j.find("instance_groups"); it != j.end()) {
-    if (!it->is_array()) return Bad(path, "\"instance_groups\" must be a list, got " + it->dump());
+    if (!it->is_array()) return BadConfig(path, "\"instance_groups\" must be a list, got " + it->dump());
     for (size_t i = 0; i < it->size(); ++i) {
       const ordered_json& g = (*it)[i];
       const std::string where = "instance_groups[" + std::to_string(i) + "].";
-      if (!g.is_object()) return Bad(path, where.substr(0, where.size() - 1) + " must be an object");
+      if (!g.is_object()) return BadConfig(path, where.substr(0, where.size() - 1) + " must be an object");
       InstanceGroup ig;
       CTRAIN_ASSIGN_OR_RETURN(ig.name, GetString(g, "instance_group_name", path, where));
       CTRAIN_ASSIGN_OR_RETURN(ig.instance_type, GetString(g, "instance_type", path, where));
       CTRAIN_ASSIGN_OR_RETURN(ig.hosts, GetStrings(g, "hosts", path, where));
-      if (rc.FindGroup(ig.name) != nullptr) return Bad(path, "instance group \"" + ig.name + "\" appears twice");
+      if (rc.FindGroup(ig.name) != nullptr) return BadConfig(path, "instance group \"" + ig.name + "\" appears twice");
       for (const std::string& h : ig.hosts) {
         if (std::find(rc.hosts.begin(), rc.hosts.end(), h) == rc.hosts.end())
-          return Bad(path, where + "hosts: \"" + h + "\" is not in \"hosts\"");
+          return BadConfig(path, where + "hosts: \"" + h + "\" is not in \"hosts\"");
         if (const InstanceGroup* other = rc.GroupOf(h))
-          return Bad(path, "host \"" + h + "\" is in two instance groups (\"" + other->name + "\", \"" + ig.name + "\")");
+          return BadConfig(path, "host \"" + h + "\" is in two instance groups (\"" + other->name + "\", \"" + ig.name + "\")");
       }
       rc.groups.push_back(std::move(ig));
     }
@@ -129,24 +129,24 @@ StatusOr<ResourceConfig> ParseResourceConfig(std::string_view text, const std::s
     rc.groups.push_back(std::move(g));
   }
   const InstanceGroup* mine = rc.GroupOf(rc.current_host);
-  if (mine == nullptr) return Bad(path, "current_host \"" + rc.current_host + "\" is in no instance group");
+  if (mine == nullptr) return BadConfig(path, "current_host \"" + rc.current_host + "\" is in no instance group");
   if (rc.current_group.empty()) rc.current_group = mine->name;
   if (rc.current_group != mine->name)
-    return Bad(path, "current host \"" + rc.current_host + "\" is in instance group \"" + mine->name +
+    return BadConfig(path, "current host \"" + rc.current_host + "\" is in instance group \"" + mine->name +
                          "\", not in the current group \"" + rc.current_group + "\"");
   if (rc.current_instance_type.empty()) rc.current_instance_type = mine->instance_type;
   for (const auto& h : rc.hosts)
-    if (rc.GroupOf(h) == nullptr && rc.groups.size() > 1) return Bad(path, "host \"" + h + "\" is in no instance group");
+    if (rc.GroupOf(h) == nullptr && rc.groups.size() > 1) return BadConfig(path, "host \"" + h + "\" is in no instance group");
   return rc;
 }
 
 StatusOr<Hyperparameters> ParseHyperparameters(std::string_view text, const std::string& path) {
   CTRAIN_ASSIGN_OR_RETURN(ordered_json j, ParseJson(text, path));
-  if (!j.is_object()) return Bad(path, "must be a JSON object of strings");
+  if (!j.is_object()) return BadConfig(path, "must be a JSON object of strings");
   Hyperparameters out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (!it.value().is_string())
-      return Bad(path, "hyperparameter \"" + it.key() + "\" must be a JSON string (SageMaker passes every value as one), got " +
+      return BadConfig(path, "hyperparameter \"" + it.key() + "\" must be a JSON string (SageMaker passes every value as one), got " +
                            it.value().dump());
     out.emplace_back(it.key(), it.value().get<std::string>());
   }
@@ -156,19 +156,19 @@ StatusOr<Hyperparameters> ParseHyperparameters(std::string_view text, const std:
 StatusOr<std::vector<Channel>> ParseInputDataConfig(std::string_view text, const std::string& path,
                                                     const std::string& data_dir) {
   CTRAIN_ASSIGN_OR_RETURN(ordered_json j, ParseJson(text, path));
-  if (!j.is_object()) return Bad(path, "must be a JSON object of channels");
+  if (!j.is_object()) return BadConfig(path, "must be a JSON object of channels");
   std::vector<Channel> out;
   for (auto it = j.begin(); it != j.end(); ++it) {
     Channel c;
     c.name = it.key();
     if (c.name.empty() || c.name.find('/') != std::string::npos || c.name[0] == '.')
-      return Bad(path, "channel name \"" + c.name + "\" is not a plain name");
-    if (!it.value().is_object()) return Bad(path, "channel \"" + c.name + "\" must be an object");
+      return BadConfig(path, "channel name \"" + c.name + "\" is not a plain name");
+    if (!it.value().is_object()) return BadConfig(path, "channel \"" + c.name + "\" must be an object");
     CTRAIN_ASSIGN_OR_RETURN(std::string mode, GetString(it.value(), "TrainingInputMode", path, "channel \"" + c.name + "\": "));
     if (mode == "File") c.mode = InputMode::kFile;
     else if (mode == "Pipe") c.mode = InputMode::kPipe;
     else if (mode == "FastFile") c.mode = InputMode::kFastFile;
-    else return Bad(path, "channel \"" + c.name + "\": TrainingInputMode \"" + mode + "\" is not File, Pipe or FastFile");
+    else return BadConfig(path, "channel \"" + c.name + "\": TrainingInputMode \"" + mode + "\" is not File, Pipe or FastFile");
     c.dir = data_dir + "/" + c.name;
     if (it.value().contains("InstanceGroupNames")) {
       CTRAIN_ASSIGN_OR_RETURN(c.instance_group_names, GetStrings(it.value(), "InstanceGroupNames", path,

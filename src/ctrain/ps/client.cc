@@ -34,7 +34,7 @@ double ProtobufSeconds(const Req& req, const Resp& resp) {
 }
 constexpr int64_t kProtobufSampleEvery = 16;
 
-void PutFloats(const float* p, int64_t n, std::string* out) {
+void PutGradFloats(const float* p, int64_t n, std::string* out) {
   out->assign(reinterpret_cast<const char*>(p), static_cast<size_t>(n) * sizeof(float));
 }
 
@@ -322,7 +322,7 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
       return InvalidArgumentError("Push: " + std::to_string(dense->size()) + " dense gradients for " +
                                   std::to_string(m.dense_sizes.size()) + " dense parameters");
     for (int32_t s = 0; s < S; ++s)
-      for (int32_t i : m.dense_of[s]) PutFloats((*dense)[i], m.dense_sizes[i], m.push_req[s].add_dense_grad());
+      for (int32_t i : m.dense_of[s]) PutGradFloats((*dense)[i], m.dense_sizes[i], m.push_req[s].add_dense_grad());
   }
   for (int32_t s = 0; s < S; ++s) m.stats.bytes_sent += static_cast<int64_t>(m.push_req[s].ByteSizeLong());
   m.stats.encode_seconds += SecondsSince(t0);

@@ -10,9 +10,9 @@
 namespace ctrain::train {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kMetricNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string Num(double v) {
+std::string MetricNum(double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.9g", v);
   return buf;
@@ -28,7 +28,7 @@ Status CheckAucInputs(std::span<const float> probs, std::span<const float> label
   CTRAIN_RETURN_IF_ERROR(CheckSizes("auc", probs.size(), labels.size()));
   for (size_t i = 0; i < probs.size(); ++i) {
     if (labels[i] != 0.0f && labels[i] != 1.0f)
-      return InvalidArgumentError("auc: label " + Num(labels[i]) + " at index " + std::to_string(i) +
+      return InvalidArgumentError("auc: label " + MetricNum(labels[i]) + " at index " + std::to_string(i) +
                                   " is not 0 or 1");
     if (std::isnan(probs[i]))
       return InvalidArgumentError("auc: prediction at index " + std::to_string(i) + " is NaN");
@@ -38,10 +38,10 @@ Status CheckAucInputs(std::span<const float> probs, std::span<const float> label
 
 Status CheckLogLossInputs(std::span<const float> probs, std::span<const float> labels, double eps) {
   CTRAIN_RETURN_IF_ERROR(CheckSizes("logloss", probs.size(), labels.size()));
-  if (!(eps > 0.0 && eps < 0.5)) return InvalidArgumentError("logloss: eps " + Num(eps) + " not in (0, 0.5)");
+  if (!(eps > 0.0 && eps < 0.5)) return InvalidArgumentError("logloss: eps " + MetricNum(eps) + " not in (0, 0.5)");
   for (size_t i = 0; i < probs.size(); ++i) {
     if (!(labels[i] >= 0.0f && labels[i] <= 1.0f))
-      return InvalidArgumentError("logloss: label " + Num(labels[i]) + " at index " + std::to_string(i) +
+      return InvalidArgumentError("logloss: label " + MetricNum(labels[i]) + " at index " + std::to_string(i) +
                                   " is not in [0, 1]");
     if (std::isnan(probs[i]))
       return InvalidArgumentError("logloss: prediction at index " + std::to_string(i) + " is NaN");
@@ -69,7 +69,7 @@ double AucUnchecked(std::span<const float> probs, std::span<const float> labels)
     keys[i] = (static_cast<uint64_t>(OrderedBits(probs[i])) << 32) | y;
   }
   const int64_t negatives = static_cast<int64_t>(n) - positives;
-  if (positives == 0 || negatives == 0) return kNaN;
+  if (positives == 0 || negatives == 0) return kMetricNaN;
   std::sort(keys.begin(), keys.end());
   // 2 * U = sum over tie groups of pos_g * (2 * neg_below + neg_g), exact in 128 bits.
   unsigned __int128 twice_u = 0;
@@ -102,7 +102,7 @@ StatusOr<double> Auc(std::span<const float> probs, std::span<const float> labels
 
 StatusOr<double> LogLoss(std::span<const float> probs, std::span<const float> labels, double eps) {
   CTRAIN_RETURN_IF_ERROR(CheckLogLossInputs(probs, labels, eps));
-  if (probs.empty()) return kNaN;
+  if (probs.empty()) return kMetricNaN;
   double sum = 0.0;
   for (size_t i = 0; i < probs.size(); ++i) sum += ExampleLogLoss(probs[i], labels[i], eps);
   return sum / static_cast<double>(probs.size());
@@ -124,15 +124,15 @@ Status MetricAccumulator::Add(std::span<const float> probs, std::span<const floa
 double MetricAccumulator::auc() const { return AucUnchecked(probs_, labels_); }
 
 double MetricAccumulator::logloss() const {
-  return probs_.empty() ? kNaN : logloss_sum_ / static_cast<double>(probs_.size());
+  return probs_.empty() ? kMetricNaN : logloss_sum_ / static_cast<double>(probs_.size());
 }
 
 double MetricAccumulator::label_mean() const {
-  return probs_.empty() ? kNaN : label_sum_ / static_cast<double>(probs_.size());
+  return probs_.empty() ? kMetricNaN : label_sum_ / static_cast<double>(probs_.size());
 }
 
 double MetricAccumulator::prediction_mean() const {
-  return probs_.empty() ? kNaN : prob_sum_ / static_cast<double>(probs_.size());
+  return probs_.empty() ? kMetricNaN : prob_sum_ / static_cast<double>(probs_.size());
 }
 
 void MetricAccumulator::Reset() {
