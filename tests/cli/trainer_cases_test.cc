@@ -281,10 +281,10 @@ TEST_F(Trial03Test, VocabularyTfrecordModelRefusesRawTsvAndHashedModelRefusesAno
   ASSERT_EQ(Run("train --train tsv.tfrecord --feature-size 268 --batch-size 50 --model-dir v" + kTiny).exit_code, 0);
   RunResult r = Run("eval --model-dir v --input " + tsv_);
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("is criteo-tsv (hashed ids, 268 buckets, seed 0); the model in v was trained on tfrecord (ids "
-                       "as stored)"),
-            std::string::npos)
-      << r.out;
+  // The model recorded the map beside its TFRecord (job/train_data.cc FindFeatureMap), so eval reads the TSV
+  // through that map: still refused, naming both encodings.
+  EXPECT_NE(r.out.find("is criteo-tsv (vocabulary ids from feature map "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; the model in v was trained on tfrecord (ids as stored)"), std::string::npos) << r.out;
   // A model trained on the TSV itself (hashing) evaluates the TSV, from a file or stdin.
   ASSERT_EQ(Run("train --train " + tsv_ + " --feature-size 5000 --batch-size 50 --model-dir h" + kTiny).exit_code, 0);
   EXPECT_NE(Slurp(dir_ / "h" / "ckpt-2.bin").find(R"("criteo":{"encoding":"hash","hash_buckets":5000,"hash_seed":0})"),
@@ -308,8 +308,9 @@ TEST_F(Trial03Test, VocabularyModelRecordsTheMapFingerprintAndRefusesAnEditedMap
                 "--batch-size 50 --model-dir fm" + kTiny)
                 .exit_code,
             0);
-  EXPECT_NE(Slurp(dir_ / "fm" / "ckpt-2.bin").find(R"("criteo":{"encoding":"vocabulary","feature_map":")"),
+  EXPECT_NE(Slurp(dir_ / "fm" / "ckpt-2.bin").find(R"("criteo":{"encoding":"vocabulary","entries":)"),
             std::string::npos);
+  EXPECT_NE(Slurp(dir_ / "fm" / "ckpt-2.bin").find(R"(,"feature_map":")"), std::string::npos);
   RunResult r = Run("eval --model-dir fm --input " + tsv_);  // the checkpoint's map, unchanged
   EXPECT_EQ(r.exit_code, 0) << r.out;
   // The same ids under other names: same size, different content.
@@ -358,9 +359,8 @@ TEST_F(Trial03Test, TrainRefusesAValidEncodedDifferentlyFromTrainNamingBothSides
   ASSERT_EQ(Run("convert -i " + tsv_ + " -o v.tfrecord --vocab-min-count 2").exit_code, 0);
   RunResult r = Sh("cat " + tsv_ + " | " + kCtrain + " train --train v.tfrecord --valid - --feature-size 268" + kTiny);
   EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("--valid - is criteo-tsv (hashed ids, 268 buckets, seed 0); this run trains on --train "
-                       "v.tfrecord, which is tfrecord (ids as stored)"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("--valid - is criteo-tsv (vocabulary ids from feature map "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("this run trains on --train v.tfrecord, which is tfrecord (ids as stored)"), std::string::npos)
       << r.out;
   // Training from stdin with --format auto: checked once the stream's format is known, before a step.
   r = Sh("cat " + tsv_ + " | " + kCtrain + " train --train - --valid va.libsvm --id-base 1 --feature-size 1000 "

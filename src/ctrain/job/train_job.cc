@@ -74,28 +74,18 @@ Status CreateTrainer(TrainRun& run) {
 // A rerun with nothing to do (job/finished_run.h): this run's record of its inputs and settings goes into
 // its checkpoints; when --model-dir's latest checkpoint is a finished run with the same record (and no
 // --force), nothing trains. Under mpirun rank 0 alone has the model dir: its decision holds on every rank.
-// Then `result` says what the model dir holds: restored, at its global step, no step this run.
-Status CheckFinishedRun(TrainRun& run, bool* nothing_to_do, train::TrainResult* result) {
+Status CheckFinishedRun(TrainRun& run, bool* nothing_to_do) {
   std::string message;
-  int64_t finished_step = 0;
   if (!run.o.model_dir.empty() && !run.job.ps.enabled()) {  // --ps: the servers keep the checkpoint
     CTRAIN_ASSIGN_OR_RETURN(run.o.run_record, RunRecord(run.job));
     if (!run.job.force && !run.o.run_record.is_null()) {
       CTRAIN_ASSIGN_OR_RETURN(std::optional<train::LoadedCheckpoint> ck,
                               train::ReadTrainerCheckpoint(run.o.model_dir));
-      if (ck.has_value()) {
-        message = NothingToDoMessage(run.o.model_dir, ck->meta, run.o.run_record);
-        finished_step = ck->meta.value("global_step", int64_t{0});
-      }
+      if (ck.has_value()) message = NothingToDoMessage(run.o.model_dir, ck->meta, run.o.run_record);
     }
   }
   CTRAIN_ASSIGN_OR_RETURN(*nothing_to_do, run.dist.RankZeroSays(!message.empty(), "rank 0's finished-run check"));
   if (!message.empty()) Logf("%s\n", message.c_str());
-  if (*nothing_to_do && result != nullptr) {
-    result->restored = true;
-    result->steps = finished_step;
-    result->steps_this_run = 0;
-  }
   return Status::OK();
 }
 
@@ -136,8 +126,10 @@ Status RunTrainJob(TrainJobOptions& job, DistributedRun& dist, train::TrainResul
   CTRAIN_RETURN_IF_ERROR(FindFeatureMap(run));                                     // train_data.cc
   CTRAIN_RETURN_IF_ERROR(PrepareOutputs(run));                                     // train_outputs.cc
   bool nothing_to_do = false;
-  CTRAIN_RETURN_IF_ERROR(CheckFinishedRun(run, &nothing_to_do, result));
-  if (nothing_to_do) return Status::OK();
+  CTRAIN_RETURN_IF_ERROR(CheckFinishedRun(run, &nothing_to_do));
+  // Nothing to do: the finished checkpoint is resumed as it is (no warm start over it), which trains no step and
+  // writes the run's outputs (--metrics-json, the report) from it, as any resumed finished run does.
+  if (nothing_to_do) run.o.warm_start_from.clear();
   CTRAIN_RETURN_IF_ERROR(OpenData(run));                                           // train_data.cc
   CTRAIN_RETURN_IF_ERROR(DescribeData(run));                                       // train_data.cc
   CTRAIN_RETURN_IF_ERROR(CheckValidation(run));                                    // train_checks.cc
