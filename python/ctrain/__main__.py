@@ -2,7 +2,7 @@
 
 The CLI is a separate binary rather than its main linked into the extension module: it
 installs its own signal handlers (an interrupted run removes its temporary files and exits
-with the signal's status) and re-executes itself for passive OpenMP waiting, neither of
+with the signal's status) and re-executes itself with the OpenMP wait policy it chose, neither of
 which belongs inside a Python interpreter. exec replaces this process, so exit status,
 signals and stdin/stdout behave exactly as with build/ctrain."""
 

@@ -7,7 +7,7 @@
 #include "ctrain/base/log.h"
 #include "ctrain/base/signals.h"
 #include "ctrain/cli/arg_parsing.h"
-#include "ctrain/train/threads.h"
+#include "ctrain/train/openmp_wait.h"
 
 namespace ctrain::cli {
 
@@ -34,12 +34,13 @@ std::vector<Command> BuildApp(CLI::App& app) {
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  // The commands whose kernels run OpenMP teams (ours and oneDNN's) start with
-  // passive waiting; UsePassiveOpenMPWait returns only when no re-exec was
-  // needed (or it failed: then say so and go on). The others skip the exec.
+  // The commands whose kernels run OpenMP teams (ours and oneDNN's) choose how
+  // idle threads wait (spin on idle CPUs, sleep on shared ones) and re-execute;
+  // ChooseOpenMPWaitAndReexec returns only when no re-exec was needed (or it
+  // failed: then say so and go on). The others skip the sample and the exec.
   const std::string command = SubcommandName(args);
   if (command == "train" || command == "eval" || command == "predict")
-    if (Status s = train::UsePassiveOpenMPWait(argv); !s.ok()) Logf("%s\n", s.ToString().c_str());
+    if (Status s = train::ChooseOpenMPWaitAndReexec(argv); !s.ok()) Logf("%s\n", s.ToString().c_str());
   InstallInterruptHandlers();  // interrupts remove in-progress temporary files (base/signals.h)
   CLI::App app{"ctrain: fast click-through-rate model training (DeepFM, DCN-V2, DLRM, xDeepFM, ...) and CTR data tools"};
   std::vector<Command> commands = BuildApp(app);

@@ -10,8 +10,9 @@
 namespace ctrain::cli {
 // Returns the process exit status: 0 on success, 1 on a data/runtime error
 // (the message is printed to stderr), 2 on a usage error (unknown command or
-// flag, bad flag value). First re-executes itself with passive OpenMP waiting
-// (train::UsePassiveOpenMPWait) unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
+// flag, bad flag value). train, eval and predict first re-execute themselves with
+// the OpenMP wait policy chosen for this machine (train::ChooseOpenMPWaitAndReexec)
+// unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set.
 int Main(int argc, char** argv);
 
 // Sets up `app` as Main does: every subcommand (in --help order), --version,

@@ -9,6 +9,7 @@
 #include "ctrain/job/metrics_json.h"
 #include "ctrain/job/train_steps.h"
 #include "ctrain/ps/ps_training.h"
+#include "ctrain/train/openmp_wait.h"
 #include "ctrain/train/train_config.h"
 
 namespace ctrain::job {
@@ -48,11 +49,12 @@ void PrintRunLine(const TrainRun& run) {
   const train::TrainOptions& o = run.o;
   std::fprintf(stderr,
                "ctrain: %s F=%d K=%d%s l2=%g gemm=%s | %s lr=%g batch=%lld epochs=%d | "
-               "threads: intra_op=%d towers=%d hogwild=%d%s\n",
+               "threads: intra_op=%d towers=%d hogwild=%d%s %s\n",
                o.model.kind.c_str(), o.model.field_size, o.model.embedding_size, ModelSummary(o.model).c_str(),
                o.model.l2_reg, model::DataTypeName(o.model.gemm_dtype), o.optimizer.name.c_str(),
                o.optimizer.learning_rate, static_cast<long long>(o.batch_size), o.epochs, run.intra,
-               o.parallel.towers, o.parallel.hogwild, o.parallel.affinity ? " affinity" : "");
+               o.parallel.towers, o.parallel.hogwild, o.parallel.affinity ? " affinity" : "",
+               train::OpenMPWaitSummary().c_str());
 }
 
 void ReportDone(const TrainRun& run) {

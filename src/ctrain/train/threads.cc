@@ -1,10 +1,8 @@
 #include "ctrain/train/threads.h"
 
 #include <sched.h>
-#include <stdlib.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -141,17 +139,6 @@ int32_t AvailableCpus(const CgroupFiles& files) {
     if (c < n) n = static_cast<int32_t>(c);
   }
   return n < 1 ? 1 : n;
-}
-
-Status UsePassiveOpenMPWait(char** argv) {
-  if (::getenv("OMP_WAIT_POLICY") != nullptr || ::getenv("GOMP_SPINCOUNT") != nullptr) return Status::OK();
-  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-  ::execv("/proc/self/exe", argv);
-  const int err = errno;
-  return ErrnoError("/proc/self/exe",
-                    "could not re-execute with OMP_WAIT_POLICY=PASSIVE; idle OpenMP threads will spin "
-                    "(set OMP_WAIT_POLICY=passive yourself)",
-                    err);
 }
 
 }  // namespace ctrain::train

@@ -1,22 +1,16 @@
-// How many CPUs this process may use, and how its OpenMP threads wait.
+// How many CPUs this process may use.
 //
 // Thread defaults (intra-op threads, autotune candidates) follow the CPUs the
 // process may really run on: the affinity mask AND the cgroup CPU bandwidth
 // quota, so a container limited to 2 CPUs on a 64-core host starts 2 threads.
 //
-// OpenMP waiting: libgomp's default lets idle team threads spin for ~300000
-// iterations at every barrier and region start. With another process on one
-// of our cores, the spinners take the core from the thread holding the work,
-// and the default thread count ran 5x (100x during a compile) slower than one
-// thread. UsePassiveOpenMPWait() makes them sleep instead; see
-// docs/performance.md#contention.
+// How the OpenMP threads wait (spin or sleep) is chosen in train/openmp_wait.h.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "ctrain/base/status.h"
 
 namespace ctrain::train {
 
@@ -42,16 +36,5 @@ int32_t AffinityCpus();
 // The CPUs this process may use: min(AffinityCpus(), ceil(CgroupCpuLimit())),
 // at least 1. The default for thread counts.
 int32_t AvailableCpus(const CgroupFiles& files = {});
-
-// Makes the OpenMP threads of this process (ours and oneDNN's) sleep when idle
-// instead of spinning: when neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set,
-// sets OMP_WAIT_POLICY=PASSIVE and re-executes /proc/self/exe with `argv`
-// (libgomp reads its environment once, when it is loaded, so setting it later
-// in the same process has no effect). Call first thing in main(), before any
-// thread starts. Returns OK without re-executing when either variable is set
-// (the user's choice wins, and the re-executed process sees its own setting);
-// an error (Unavailable) if the exec failed, in which case the process goes on
-// with spinning threads.
-Status UsePassiveOpenMPWait(char** argv);
 
 }  // namespace ctrain::train

@@ -1,0 +1,159 @@
+#include "ctrain/train/openmp_wait.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "ctrain/io/file.h"
+#include "ctrain/train/threads.h"
+
+namespace ctrain::train {
+
+namespace {
+
+constexpr const char* kMarker = "CTRAIN_OMP_WAIT";
+
+// The whitespace-separated words of one line.
+std::vector<std::string_view> Words(std::string_view line) {
+  std::vector<std::string_view> w;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    const size_t b = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > b) w.push_back(line.substr(b, i - b));
+  }
+  return w;
+}
+
+bool ParseU64(std::string_view s, uint64_t* v) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+}
+
+std::vector<int32_t> AffinityCpuIds() {
+  std::vector<int32_t> ids;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return ids;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) ids.push_back(c);
+  return ids;
+}
+
+StatusOr<std::vector<CpuTicks>> SampleProcStat() {
+  CTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString("/proc/stat"));
+  return ParseProcStatCpus(text, "/proc/stat");
+}
+
+}  // namespace
+
+StatusOr<std::vector<CpuTicks>> ParseProcStatCpus(std::string_view text, std::string_view source) {
+  std::vector<CpuTicks> out;
+  int64_t line_no = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    ++line_no;
+    if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || line[3] < '0' || line[3] > '9') continue;
+    const std::vector<std::string_view> w = Words(line);
+    const auto bad = [&](const std::string& why) {
+      return InvalidArgumentError(std::string(source) + ":" + std::to_string(line_no) + ": " + why + " in '" +
+                                  std::string(line) + "'");
+    };
+    uint64_t id = 0;
+    if (!ParseU64(w[0].substr(3), &id) || id > 1u << 20) return bad("bad CPU name '" + std::string(w[0]) + "'");
+    if (w.size() < 9) return bad("expected 8 or more tick counts after the CPU name, got " + std::to_string(w.size() - 1));
+    uint64_t v[8];
+    for (int i = 0; i < 8; ++i)
+      if (!ParseU64(w[i + 1], &v[i])) return bad("tick count " + std::to_string(i + 1) + " '" + std::string(w[i + 1]) + "' is not a number");
+    CpuTicks t;
+    t.cpu = static_cast<int32_t>(id);
+    for (uint64_t x : v) t.total += x;
+    t.idle = v[3] + v[4];
+    out.push_back(t);
+  }
+  return out;
+}
+
+double BusyCpus(const std::vector<CpuTicks>& before, const std::vector<CpuTicks>& after,
+                const std::vector<int32_t>& cpus) {
+  const auto find = [](const std::vector<CpuTicks>& s, int32_t cpu) -> const CpuTicks* {
+    for (const CpuTicks& t : s)
+      if (t.cpu == cpu) return &t;
+    return nullptr;
+  };
+  double busy = 0;
+  for (int32_t c : cpus) {
+    const CpuTicks* a = find(before, c);
+    const CpuTicks* b = find(after, c);
+    if (a == nullptr || b == nullptr || b->total <= a->total || b->idle < a->idle) continue;
+    const double total = static_cast<double>(b->total - a->total);
+    const double idle = static_cast<double>(b->idle - a->idle);
+    busy += idle >= total ? 0.0 : (total - idle) / total;
+  }
+  return busy;
+}
+
+OpenMPWaitChoice ChooseOpenMPWait(int32_t affinity_cpus, std::optional<double> cgroup_quota_cpus,
+                                  std::optional<double> busy_cpus) {
+  char buf[160];
+  if (affinity_cpus <= 1) return {"PASSIVE", "1 CPU"};
+  if (cgroup_quota_cpus && *cgroup_quota_cpus < affinity_cpus - 1e-9) {
+    std::snprintf(buf, sizeof buf, "cgroup CPU quota %.2f of %d CPUs", *cgroup_quota_cpus, affinity_cpus);
+    return {"PASSIVE", buf};
+  }
+  if (!busy_cpus) return {"PASSIVE", "CPU use unknown (/proc/stat unreadable)"};
+  if (*busy_cpus >= kBusyCpusForPassive) {
+    std::snprintf(buf, sizeof buf, "other processes used %.2f of our %d CPUs at start", *busy_cpus, affinity_cpus);
+    return {"PASSIVE", buf};
+  }
+  std::snprintf(buf, sizeof buf, "%d CPUs idle at start (others %.2f)", affinity_cpus, *busy_cpus);
+  return {"ACTIVE", buf};
+}
+
+Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms) {
+  if (::getenv("OMP_WAIT_POLICY") != nullptr || ::getenv("GOMP_SPINCOUNT") != nullptr) return Status::OK();
+  const std::vector<int32_t> cpus = AffinityCpuIds();
+  const int32_t n = static_cast<int32_t>(cpus.size());
+  std::optional<double> busy;
+  if (n > 1) {  // one CPU needs no sample
+    StatusOr<std::vector<CpuTicks>> a = SampleProcStat();
+    std::this_thread::sleep_for(std::chrono::milliseconds(sample_ms));
+    StatusOr<std::vector<CpuTicks>> b = SampleProcStat();
+    if (a.ok() && b.ok()) busy = BusyCpus(*a, *b, cpus);
+  }
+  const OpenMPWaitChoice c = ChooseOpenMPWait(n, CgroupCpuLimit(), busy);
+  ::setenv("OMP_WAIT_POLICY", c.policy.c_str(), 1);
+  ::setenv(kMarker, (c.policy + ": " + c.reason).c_str(), 1);
+  ::execv("/proc/self/exe", argv);
+  const int err = errno;
+  ::unsetenv("OMP_WAIT_POLICY");
+  ::unsetenv(kMarker);
+  return ErrnoError("/proc/self/exe",
+                    "could not re-execute with OMP_WAIT_POLICY=" + c.policy +
+                        "; OpenMP threads wait with libgomp's default spin (set OMP_WAIT_POLICY yourself)",
+                    err);
+}
+
+std::string OpenMPWaitSummary() {
+  const char* policy = ::getenv("OMP_WAIT_POLICY");
+  const char* marker = ::getenv(kMarker);
+  if (policy != nullptr && marker != nullptr) {
+    const std::string_view m(marker), p(policy);
+    if (m.size() > p.size() + 2 && m.substr(0, p.size()) == p && m.substr(p.size(), 2) == ": ")
+      return "wait=" + std::string(p) + " (auto: " + std::string(m.substr(p.size() + 2)) + ")";
+  }
+  if (policy != nullptr) return "wait=" + std::string(policy) + " (OMP_WAIT_POLICY)";
+  if (const char* spin = ::getenv("GOMP_SPINCOUNT")) return "wait=spin " + std::string(spin) + " (GOMP_SPINCOUNT)";
+  return "wait=libgomp default";
+}
+
+}  // namespace ctrain::train
