@@ -3,7 +3,10 @@
 #include "ctrain/train/openmp_wait.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include <optional>
 #include <string>
@@ -127,11 +130,20 @@ TEST(OpenMPWaitSummaryTest, SaysWhoChoseThePolicy) {
   }
 }
 
-TEST(OpenMPWaitTest, TheUsersSettingMeansNoReexec) {
-  ScopedEnv p("OMP_WAIT_POLICY", "passive");
+// With the user's own policy there is no exec, but the run still holds the lock shared, so the next ctrain
+// run on the machine sees it: an exclusive lock fails, a shared one does not.
+TEST(OpenMPWaitTest, TheUsersSettingMeansNoReexecButTheLockIsHeld) {
+  const std::string lock = ::testing::TempDir() + "openmp_wait_lock_" + std::to_string(::getpid());
+  ScopedEnv p("OMP_WAIT_POLICY", "passive"), f("CTRAIN_OMP_WAIT_LOCK_FD", nullptr);
   char arg0[] = "/nonexistent/ctrain";
   char* argv[] = {arg0, nullptr};
-  EXPECT_TRUE(ChooseOpenMPWaitAndReexec(argv, 1).ok());  // returned: no exec happened
+  ASSERT_TRUE(ChooseOpenMPWaitAndReexec(argv, 1, lock).ok());  // returned: no exec happened
+  const int other = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(other, 0);
+  EXPECT_NE(::flock(other, LOCK_EX | LOCK_NB), 0);
+  EXPECT_EQ(::flock(other, LOCK_SH | LOCK_NB), 0);
+  ::close(other);
+  ::unlink(lock.c_str());
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "ctrain/train/openmp_wait.h"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "ctrain/io/file.h"
@@ -18,6 +21,7 @@ namespace ctrain::train {
 namespace {
 
 constexpr const char* kMarker = "CTRAIN_OMP_WAIT";
+constexpr const char* kLockFdVar = "CTRAIN_OMP_WAIT_LOCK_FD";
 
 // The whitespace-separated words of one line.
 std::vector<std::string_view> Words(std::string_view line) {
@@ -50,6 +54,16 @@ std::vector<int32_t> AffinityCpuIds() {
 StatusOr<std::vector<CpuTicks>> SampleProcStat() {
   CTRAIN_ASSIGN_OR_RETURN(std::string text, io::ReadFileToString("/proc/stat"));
   return ParseProcStatCpus(text, "/proc/stat");
+}
+
+// Every train/eval/predict run holds the lock shared while it lives, so the next one sees it. One that holds
+// it exclusive now (its 100 ms look) lets go soon: up to 1 s for the shared lock, then on without it.
+void HoldShared(int fd) {
+  bool held = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+  for (int i = 0; !held && i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    held = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
+  }
 }
 
 }  // namespace
@@ -119,24 +133,50 @@ OpenMPWaitChoice ChooseOpenMPWait(int32_t affinity_cpus, std::optional<double> c
   return {"ACTIVE", buf};
 }
 
-Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms) {
-  if (::getenv("OMP_WAIT_POLICY") != nullptr || ::getenv("GOMP_SPINCOUNT") != nullptr) return Status::OK();
+Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms, const std::string& lock_path) {
+  if (const char* fd = ::getenv(kLockFdVar)) {  // the re-executed process: keep the lock, not its children
+    int v = -1;
+    std::from_chars(fd, fd + std::strlen(fd), v);
+    if (v >= 0) ::fcntl(v, F_SETFD, FD_CLOEXEC);
+    ::unsetenv(kLockFdVar);
+    return Status::OK();
+  }
+  // Not O_CLOEXEC: the lock lives as long as the re-executed process.
+  const int lock = ::open(lock_path.c_str(), O_RDONLY | O_CREAT, 0644);
+  if (::getenv("OMP_WAIT_POLICY") != nullptr || ::getenv("GOMP_SPINCOUNT") != nullptr) {
+    if (lock >= 0) {  // the user's choice, no exec; still seen by the next ctrain run
+      HoldShared(lock);
+      ::fcntl(lock, F_SETFD, FD_CLOEXEC);
+    }
+    return Status::OK();
+  }
   const std::vector<int32_t> cpus = AffinityCpuIds();
   const int32_t n = static_cast<int32_t>(cpus.size());
+  std::optional<bool> alone;
+  if (lock >= 0) alone = ::flock(lock, LOCK_EX | LOCK_NB) == 0;
   std::optional<double> busy;
-  if (n > 1) {  // one CPU needs no sample
+  if (n > 1 && alone.value_or(false)) {  // one CPU, or another ctrain running: no sample needed
     StatusOr<std::vector<CpuTicks>> a = SampleProcStat();
     std::this_thread::sleep_for(std::chrono::milliseconds(sample_ms));
     StatusOr<std::vector<CpuTicks>> b = SampleProcStat();
     if (a.ok() && b.ok()) busy = BusyCpus(*a, *b, cpus);
   }
-  const OpenMPWaitChoice c = ChooseOpenMPWait(n, CgroupCpuLimit(), busy);
+  OpenMPWaitChoice c = ChooseOpenMPWait(n, CgroupCpuLimit(), busy);
+  if (n > 1 && !alone.value_or(false))
+    c = {"PASSIVE", alone.has_value() ? "another ctrain process holds " + lock_path
+                                      : "could not open " + lock_path + " to see other ctrain processes"};
+  if (lock >= 0) {
+    HoldShared(lock);
+    ::setenv(kLockFdVar, std::to_string(lock).c_str(), 1);
+  }
   ::setenv("OMP_WAIT_POLICY", c.policy.c_str(), 1);
   ::setenv(kMarker, (c.policy + ": " + c.reason).c_str(), 1);
   ::execv("/proc/self/exe", argv);
   const int err = errno;
   ::unsetenv("OMP_WAIT_POLICY");
   ::unsetenv(kMarker);
+  ::unsetenv(kLockFdVar);
+  if (lock >= 0) ::fcntl(lock, F_SETFD, FD_CLOEXEC);  // still held: this process goes on
   return ErrnoError("/proc/self/exe",
                     "could not re-execute with OMP_WAIT_POLICY=" + c.policy +
                         "; OpenMP threads wait with libgomp's default spin (set OMP_WAIT_POLICY yourself)",

@@ -7,7 +7,8 @@
 // drops to 0.4-0.7x the 1-thread speed (0.01-0.3x with libgomp's default spin), where sleeping threads keep
 // 0.97x. No single spin count is good at both (GOMP_SPINCOUNT 1000-100000 measured), so the process looks
 // before it starts: ChooseOpenMPWaitAndReexec samples the CPUs it may run on for 100 ms (/proc/stat) and
-// spins only where nobody else uses them and no cgroup CPU quota would be spent on spinning.
+// spins only where nobody else uses them, no other ctrain run is alive on the machine, and no cgroup CPU quota
+// would be spent on spinning.
 //
 // libgomp reads OMP_WAIT_POLICY once, when it is loaded, so the choice takes a re-exec of /proc/self/exe
 // (about 10-30 ms). The user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT always wins (no sample, no re-exec).
@@ -63,13 +64,22 @@ inline constexpr double kBusyCpusForPassive = 0.5;
 OpenMPWaitChoice ChooseOpenMPWait(int32_t affinity_cpus, std::optional<double> cgroup_quota_cpus,
                                   std::optional<double> busy_cpus);
 
+// The lock file by which ctrain processes on one machine see each other (flock(2); see below).
+inline constexpr const char* kOpenMPWaitLockPath = "/tmp/ctrain-openmp-wait.lock";
+
 // For the commands whose kernels run OpenMP teams (ours and oneDNN's, on the same libgomp). Call first thing
-// in main(), before any thread starts. When neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set: samples this
-// process's CPUs for `sample_ms`, sets OMP_WAIT_POLICY to ChooseOpenMPWait's policy and CTRAIN_OMP_WAIT to
-// "POLICY: reason" (read by OpenMPWaitSummary), and re-executes /proc/self/exe with `argv`; so it returns
-// only without re-executing (OK: the user's setting, or the re-executed process itself) or when the exec
-// failed (Unavailable, naming /proc/self/exe; the process goes on with libgomp's default spin).
-Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms = 100);
+// in main(), before any thread starts. When neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set:
+//  - other ctrain processes: every run holds `lock_path` locked shared for its life (the descriptor survives
+//    the exec, then is closed on any later exec). A run that cannot lock it exclusively for its look is not
+//    alone (ranks of one job on one host, tests in parallel, two jobs) and sleeps: two spinning runs on the
+//    same cores train at 0.4x each (docs/performance.md#4). No lock file (unwritable /tmp) also means PASSIVE.
+//  - otherwise samples this process's CPUs for `sample_ms` and applies ChooseOpenMPWait;
+// then sets OMP_WAIT_POLICY to the policy and CTRAIN_OMP_WAIT to "POLICY: reason" (read by
+// OpenMPWaitSummary), and re-executes /proc/self/exe with `argv`. So it returns only without re-executing
+// (OK: the user's setting, or the re-executed process itself) or when the exec failed (Unavailable, naming
+// /proc/self/exe; the process goes on with libgomp's default spin).
+Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms = 100,
+                                 const std::string& lock_path = kOpenMPWaitLockPath);
 
 // How this process's OpenMP threads wait, for the run line: "wait=ACTIVE (auto: 2 CPUs idle at start)",
 // "wait=passive (OMP_WAIT_POLICY)", "wait=spin 10000 (GOMP_SPINCOUNT)" or "wait=libgomp default".
