@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -240,6 +242,23 @@ TEST_F(CliArgsTest, TrainingChoosesItsOpenMPWait) {
   EXPECT_NE(active, passive) << r.out;
   EXPECT_NE(r.out.find(active ? "OMP_WAIT_POLICY = 'ACTIVE'" : "OMP_WAIT_POLICY = 'PASSIVE'"), std::string::npos)
       << r.out;
+  // Two runs started together (like the ranks of one job on a host) never both spin: alone, each would.
+  {
+    const std::string one = "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u CTRAIN_OMP_WAIT " +
+                            std::string(CTRAIN_BINARY) + " train --max-steps 1 --train " + data_ +
+                            " --feature-size 1000 --deep-layers 8 --batch-size 32 --progress none";
+    RunResult both = Shell(one + " > " + (dir_ / "a.log").string() + " 2>&1 & " + one + " > " +
+                           (dir_ / "b.log").string() + " 2>&1; s=$?; wait $! && exit $s");
+    ASSERT_EQ(both.exit_code, 0) << both.out;
+    int spinning = 0;
+    for (const char* f : {"a.log", "b.log"}) {
+      std::ifstream in(dir_ / f);
+      const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      ASSERT_NE(log.find(" wait="), std::string::npos) << log;
+      spinning += log.find(" wait=ACTIVE (auto: ") != std::string::npos;
+    }
+    EXPECT_LE(spinning, 1);
+  }
   // The user's setting wins: no re-exec.
   r = RunWithEnv("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=1234 OMP_DISPLAY_ENV=verbose @ train --help");
   ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -64,6 +65,12 @@ void HoldShared(int fd) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     held = ::flock(fd, LOCK_SH | LOCK_NB) == 0;
   }
+}
+
+std::optional<timespec> ModificationTime(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return std::nullopt;
+  return st.st_mtim;
 }
 
 }  // namespace
@@ -141,8 +148,10 @@ Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms, const std::stri
     ::unsetenv(kLockFdVar);
     return Status::OK();
   }
-  // Not O_CLOEXEC: the lock lives as long as the re-executed process.
-  const int lock = ::open(lock_path.c_str(), O_RDONLY | O_CREAT, 0644);
+  // Not O_CLOEXEC: the lock lives as long as the re-executed process. Writable where it can be (a run that
+  // finds another one looking touches the file, see below); read-only is enough for the lock itself.
+  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0644);
+  if (lock < 0) lock = ::open(lock_path.c_str(), O_RDONLY);
   if (::getenv("OMP_WAIT_POLICY") != nullptr || ::getenv("GOMP_SPINCOUNT") != nullptr) {
     if (lock >= 0) {  // the user's choice, no exec; still seen by the next ctrain run
       HoldShared(lock);
@@ -154,17 +163,26 @@ Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms, const std::stri
   const int32_t n = static_cast<int32_t>(cpus.size());
   std::optional<bool> alone;
   if (lock >= 0) alone = ::flock(lock, LOCK_EX | LOCK_NB) == 0;
+  // Runs started together (the ranks of one job on a host): the one that won the exclusive lock is looking;
+  // the others touch the file, and it sees the new modification time when its look ends.
+  if (alone.has_value() && !*alone) ::futimens(lock, nullptr);
   std::optional<double> busy;
+  bool joined = false;
   if (n > 1 && alone.value_or(false)) {  // one CPU, or another ctrain running: no sample needed
+    const std::optional<timespec> m0 = ModificationTime(lock);
     StatusOr<std::vector<CpuTicks>> a = SampleProcStat();
     std::this_thread::sleep_for(std::chrono::milliseconds(sample_ms));
     StatusOr<std::vector<CpuTicks>> b = SampleProcStat();
     if (a.ok() && b.ok()) busy = BusyCpus(*a, *b, cpus);
+    const std::optional<timespec> m1 = ModificationTime(lock);
+    joined = m0 && m1 && (m0->tv_sec != m1->tv_sec || m0->tv_nsec != m1->tv_nsec);
   }
   OpenMPWaitChoice c = ChooseOpenMPWait(n, CgroupCpuLimit(), busy);
   if (n > 1 && !alone.value_or(false))
     c = {"PASSIVE", alone.has_value() ? "another ctrain process holds " + lock_path
                                       : "could not open " + lock_path + " to see other ctrain processes"};
+  else if (n > 1 && joined)
+    c = {"PASSIVE", "another ctrain process started at the same time (" + lock_path + ")"};
   if (lock >= 0) {
     HoldShared(lock);
     ::setenv(kLockFdVar, std::to_string(lock).c_str(), 1);

@@ -72,7 +72,8 @@ inline constexpr const char* kOpenMPWaitLockPath = "/tmp/ctrain-openmp-wait.lock
 //  - other ctrain processes: every run holds `lock_path` locked shared for its life (the descriptor survives
 //    the exec, then is closed on any later exec). A run that cannot lock it exclusively for its look is not
 //    alone (ranks of one job on one host, tests in parallel, two jobs) and sleeps: two spinning runs on the
-//    same cores train at 0.4x each (docs/performance.md#4). No lock file (unwritable /tmp) also means PASSIVE.
+//    same cores train at 0.4x each (docs/performance.md#4). Runs that start while one is looking touch the
+//    file, and the looking one sleeps too. No lock file (unwritable /tmp) also means PASSIVE.
 //  - otherwise samples this process's CPUs for `sample_ms` and applies ChooseOpenMPWait;
 // then sets OMP_WAIT_POLICY to the policy and CTRAIN_OMP_WAIT to "POLICY: reason" (read by
 // OpenMPWaitSummary), and re-executes /proc/self/exe with `argv`. So it returns only without re-executing
