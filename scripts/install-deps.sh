@@ -66,6 +66,7 @@ if [ "${INSTALL_DEPS_NO_PIP:-0}" != 1 ]; then
   pip_install nanobind scikit-build-core  # build the package: pip install . (pyproject.toml)
   pip_install numpy pytest                # tests/python
   pip_install torch                       # tests/python: .as_torch() and the PyTorch DeepFM peer
+  pip_install tensorflow-cpu              # tests/python: .as_tf() (ragged multi-hot entries) with TensorFlow itself
   pip_install onnxruntime                 # tests/export: runs the exported ONNX graph
   pip_install tensorboard                 # tests/monitor, tests/launch: EventAccumulator reads the event files
   # tests/python/test_sagemaker_hyperparameters.py: hyperparameters.json as the SageMaker Python SDK (v2)

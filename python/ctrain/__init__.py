@@ -234,24 +234,37 @@ class Pipeline:
         its threads until the next iter(), its close(), or the Pipeline's deletion.)"""
         return self._last.stats() if self._last is not None else {}
 
-    def as_torch(self):
+    def as_torch(self, pin_memory: bool = False, prefetch: int = 0):
         """A torch.utils.data.IterableDataset over this pipeline's batches (imports torch now).
 
         Each item is a whole batch of torch tensors sharing the numpy memory
-        (torch.from_numpy): (labels float32[B], ids int64[B, F], values float32[B, F]).
+        (torch.from_numpy): (labels float32[B], ids int64[B, F], values float32[B, F]), or
+        with feature_spec= a dict of them (multi-hot as EmbeddingBag (ids, offsets[, weights])).
         Use it with ``DataLoader(ds, batch_size=None)`` (num_workers=0: the pipeline
         has its own threads). With num_workers > 0, worker i of n reads shard i of n
-        (num_shards/shard_index are multiplied out)."""
+        (num_shards/shard_index are multiplied out).
+
+        For an accelerator: ``pin_memory=True`` gives page-locked tensors, which the loop
+        moves with ``.to(device, non_blocking=True)`` (ValueError when no accelerator is
+        available), and ``prefetch=N`` prepares N batches ahead on a background thread."""
         from ._torch import make_iterable_dataset
 
-        return make_iterable_dataset(self)
+        return make_iterable_dataset(self, pin_memory=pin_memory, prefetch=prefetch)
 
     def as_tf(self):
-        """A tf.data.Dataset of (labels float32[None], ids int64[None, F], values float32[None, F])
-        with that output_signature (imports tensorflow now). Each element is a batch."""
+        """A tf.data.Dataset whose elements are this pipeline's batches (imports tensorflow now).
+
+        Without feature_spec: (labels float32[None], ids int64[None, F], values float32[None, F]).
+        With feature_spec=: a dict with one entry per spec entry, as the numpy batches: dense
+        and single-id entries as tensors of their dtype with the batch dimension None;
+        multi-hot entries as tf.RaggedTensor ids [None, None] (int64), or (ids, weights) ragged
+        alike when the entry has weights (the EmbeddingBag offsets become the row splits). The
+        signature is read from the first batch (one batch read ahead, in a separate iteration);
+        a pipeline with no batch is a ValueError."""
         if self.feature_spec is not None:
-            raise NotImplementedError("Pipeline(feature_spec=...).as_tf(): not supported yet (the output signature "
-                                      "varies with the spec); iterate the Pipeline (dicts of numpy arrays)")
+            from ._tf import make_spec_dataset
+
+            return make_spec_dataset(self)
         from ._tf import make_dataset
 
         return make_dataset(self)
@@ -495,11 +508,13 @@ class DataServicePipeline:
         """The client's figures (input wait, failovers, duplicates dropped, bytes)."""
         return json.loads(self._it.metrics_json()) if self._it is not None else {}
 
-    def as_torch(self):
-        """A torch IterableDataset over these batches (as :meth:`Pipeline.as_torch`, single worker)."""
+    def as_torch(self, pin_memory: bool = False, prefetch: int = 0):
+        """A torch IterableDataset over these batches (as :meth:`Pipeline.as_torch`, single worker).
+        Its state_dict()/load_state_dict() are this pipeline's cursor as of the last batch it
+        handed out (batches prefetched but not yet taken are delivered again after a resume)."""
         from ._torch import make_iterable_dataset
 
-        return make_iterable_dataset(self)
+        return make_iterable_dataset(self, pin_memory=pin_memory, prefetch=prefetch)
 
 
 def __getattr__(name: str):

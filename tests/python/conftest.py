@@ -3,10 +3,14 @@
 They test the installed package (`pip install .`). Shared data: ../shared/data relative to
 the repository root; tests that need it skip with a message when it is absent."""
 
+import importlib.util
+import json
 import os
 import pathlib
 import shutil
 import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -46,3 +50,17 @@ def va10k_split(shared_data, tmp_path_factory):
 
 # criteo_deepfm_va10k.libsvm: 39 fields, ids 1-based in 1..921 (tests/train/acceptance_test.cc).
 VA10K = dict(format="libsvm", field_size=39, id_base=1, feature_size=921)
+
+
+def run_with_tensorflow(code: str, **values):
+    """Runs `code` (asserts) in a fresh Python process that imports TensorFlow; skips when it is not
+    installed. TensorFlow and PyTorch loaded into one process crash (a segfault in torch's first
+    call after tensorflow's import), and the suite's other tests use torch. `values` (JSON) are the
+    child's global `values`; the child fails the test with its stderr."""
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("TensorFlow is not installed (scripts/install-deps.sh installs tensorflow-cpu)")
+    prelude = "import json, sys\nimport numpy as np\nimport tensorflow as tf\nimport ctrain\nvalues = json.loads(sys.argv[1])\n"
+    p = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code), json.dumps(values)],
+                       capture_output=True, text=True, timeout=600, cwd=str(REPO / "tests" / "python"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout

@@ -12,6 +12,8 @@ import pytest
 
 import ctrain
 
+from conftest import run_with_tensorflow
+
 # ---- a tf.train.Example TFRecord writer (wire format by hand) ------------------------------------
 
 
@@ -259,7 +261,53 @@ def test_feature_spec_refuses_settings_it_cannot_honour(tmp_path):
         ctrain.Pipeline(data, feature_spec=spec, shuffle_buffer=10)
     with pytest.raises(ValueError, match=r"read\(id_base=1\) does not apply with feature_spec="):
         ctrain.read(data, feature_spec=spec, id_base=1)
-    with pytest.raises(NotImplementedError):
-        ctrain.Pipeline(data, feature_spec=spec).as_tf()
     b = ctrain.read(data, feature_spec=spec)
     assert b["field0"][0].tolist() == [1] and b["field0"][1].tolist() == [0] and b["field0"][2].tolist() == [1.0]
+
+
+def test_as_tf_gives_one_tensor_per_spec_entry_and_multi_hot_ragged(cli, tmp_path):
+    """Pipeline(feature_spec=).as_tf(): the element spec follows the spec (multi-hot entries as
+    tf.RaggedTensor, with their weights ragged alike), and the batches joined equal read()."""
+    deepctr = tmp_path / "deepctr.tfrecord"
+    write_tfrecord(deepctr, [example(r) for r in deepctr_rows()])
+    suggest_spec(cli, deepctr, tmp_path / "spec.json", tmp_path)
+    ffm = tmp_path / "mh.libffm"
+    ffm.write_text("".join(f"{y} " + " ".join(f"{f}:{j}:{v}" for f, j, v in t) + "\n" for y, t in libffm_lines()))
+    suggest_spec(cli, ffm, tmp_path / "ffm.json", tmp_path)
+    empty = tmp_path / "empty.libffm"
+    empty.write_text("")
+    run_with_tensorflow("""
+        rows = values["rows"]
+        for data, spec in values["pairs"]:
+            got = ctrain.read(data, feature_spec=spec)
+            ds = ctrain.Pipeline(data, batch_size=5, feature_spec=spec).as_tf()
+            es = ds.element_spec
+            assert list(es) == list(got), (list(es), list(got))
+            batches = list(ds)
+            assert sum(int(b["label"].shape[0]) for b in batches) == rows
+            for k, v in got.items():
+                if not isinstance(v, tuple):
+                    assert isinstance(es[k], tf.TensorSpec) and es[k].dtype == tf.as_dtype(v.dtype), k
+                    assert es[k].shape.as_list() == [None] + list(v.shape[1:]), k
+                    np.testing.assert_array_equal(np.concatenate([b[k].numpy() for b in batches]), v, err_msg=k)
+                    continue
+                arrays = (v[0],) + tuple(v[2:])  # ids (+ weights); the offsets became the row splits
+                parts = es[k] if isinstance(es[k], tuple) else (es[k],)
+                assert len(parts) == len(arrays), k
+                lengths = np.diff(np.append(v[1], len(v[0])))
+                for j, (spec_part, arr) in enumerate(zip(parts, arrays)):
+                    assert isinstance(spec_part, tf.RaggedTensorSpec), k
+                    assert spec_part.dtype == tf.as_dtype(arr.dtype) and spec_part.shape.as_list() == [None, None], k
+                    rag = [b[k][j] if isinstance(b[k], tuple) else b[k] for b in batches]
+                    assert all(isinstance(r, tf.RaggedTensor) for r in rag), k
+                    np.testing.assert_array_equal(np.concatenate([r.flat_values.numpy() for r in rag]), arr, err_msg=k)
+                    np.testing.assert_array_equal(np.concatenate([r.row_lengths().numpy() for r in rag]), lengths,
+                                                  err_msg=k)
+        # No batch to read the signature from: an error naming the files.
+        try:
+            ctrain.Pipeline(values["empty"], feature_spec=values["pairs"][1][1]).as_tf()
+            raise AssertionError("no error for an empty pipeline")
+        except ValueError as e:
+            assert "gave no batch" in str(e) and "empty.libffm" in str(e), e
+    """, rows=ROWS, pairs=[[str(deepctr), str(tmp_path / "spec.json")], [str(ffm), str(tmp_path / "ffm.json")]],
+        empty=str(empty))

@@ -20,7 +20,10 @@ def free_port():
 def run_and_interrupt(script, tmp_path, after=1.5, limit=20):
     f = tmp_path / "s.py"
     f.write_text(textwrap.dedent(script))
-    p = subprocess.Popen([sys.executable, str(f)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT back to its default in the child: a shell starts background jobs (`cmd &`, nohup) with SIGINT
+    # ignored, Python then installs no KeyboardInterrupt handler, and the test would see an ignored Ctrl-C.
+    p = subprocess.Popen([sys.executable, str(f)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert p.stdout.readline().strip() == "started"
         time.sleep(after)

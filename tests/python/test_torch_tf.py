@@ -3,13 +3,14 @@ AUC as the peer's own loader; .as_tf() gives a tf.data.Dataset with the batches'
 
 import importlib.util
 import sys
+import threading
 
 import numpy as np
 import pytest
 
 import ctrain
 
-from conftest import REPO, VA10K
+from conftest import REPO, VA10K, run_with_tensorflow
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/install-deps.sh installs it)")
 
@@ -79,13 +80,88 @@ def test_as_torch_shards_over_dataloader_workers(va10k_split):
     assert sorted(map(tuple, ids.tolist())) == sorted(map(tuple, want.tolist()))
 
 
-def test_as_tf_has_the_batch_signature(va10k_split):
-    tf = pytest.importorskip("tensorflow", reason="TensorFlow is not installed")
+def _same_batches(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        for s, t in zip(x, y):
+            assert s.dtype == t.dtype and s.shape == t.shape
+            assert torch.equal(s, t)
+
+
+def test_as_torch_prefetch_gives_the_same_batches_in_order(va10k_split):
     tr, _ = va10k_split
-    ds = ctrain.Pipeline(str(tr), batch_size=1000, **VA10K).as_tf()
-    spec = ds.element_spec
-    assert spec[0].dtype == tf.float32 and spec[0].shape.as_list() == [None]
-    assert spec[1].dtype == tf.int64 and spec[1].shape.as_list() == [None, 39]
-    assert spec[2].dtype == tf.float32 and spec[2].shape.as_list() == [None, 39]
-    ids = np.concatenate([b[1].numpy() for b in ds])
-    np.testing.assert_array_equal(ids, ctrain.read(tr, **VA10K).ids)
+    plain = list(ctrain.Pipeline(str(tr), batch_size=256, **VA10K).as_torch())
+    for depth in (1, 3):
+        ahead = list(ctrain.Pipeline(str(tr), batch_size=256, **VA10K).as_torch(prefetch=depth))
+        _same_batches(plain, ahead)
+    assert len(plain) == 32
+    # Through a DataLoader (batch_size=None) as a training loop uses it.
+    loader = torch.utils.data.DataLoader(ctrain.Pipeline(str(tr), batch_size=256, **VA10K).as_torch(prefetch=2),
+                                         batch_size=None)
+    _same_batches(plain, list(loader))
+
+
+def _prefetch_threads():
+    return [t for t in threading.enumerate() if t.name == "ctrain-prefetch"]
+
+
+def test_as_torch_prefetch_thread_ends_when_the_loop_breaks(va10k_split):
+    tr, _ = va10k_split
+    ds = ctrain.Pipeline(str(tr), batch_size=100, **VA10K).as_torch(prefetch=4)
+    for i, _ in enumerate(ds):
+        if i == 2:
+            assert len(_prefetch_threads()) == 1
+            break
+    assert _prefetch_threads() == []  # stopped and joined when the iteration closed
+    assert sum(1 for _ in ds) == 80  # and the dataset iterates again from the start
+
+
+def test_as_torch_prefetch_raises_the_sources_error_in_the_loop(tmp_path):
+    bad = tmp_path / "bad.libsvm"
+    good = "1 1:1 5:1\n"
+    bad.write_text(good * 300 + "1 1:1 oops:1\n" + good * 10)
+    opts = dict(format="libsvm", field_size=2, feature_size=10)
+    with pytest.raises(ValueError, match=r"bad\.libsvm.*301") as plain:
+        list(ctrain.Pipeline(str(bad), batch_size=50, **opts).as_torch())
+    got = []
+    with pytest.raises(ValueError, match=r"bad\.libsvm.*301") as ahead:
+        for b in ctrain.Pipeline(str(bad), batch_size=50, **opts).as_torch(prefetch=2):
+            got.append(b)
+    assert str(ahead.value) == str(plain.value)
+    assert len(got) == 6  # the 300 good rows, then the error, nothing dropped or invented
+    assert _prefetch_threads() == []
+
+
+def test_as_torch_pin_memory_needs_an_accelerator(va10k_split):
+    tr, _ = va10k_split
+    p = ctrain.Pipeline(str(tr), batch_size=1000, **VA10K)
+    if not (torch.cuda.is_available() or (hasattr(torch, "accelerator") and torch.accelerator.is_available())):
+        with pytest.raises(ValueError, match="no accelerator is available"):
+            p.as_torch(pin_memory=True)
+        return
+    batches = list(p.as_torch(pin_memory=True, prefetch=2))
+    assert len(batches) == 8 and all(t.is_pinned() for b in batches for t in b)
+    _same_batches(list(p.as_torch()), batches)
+
+
+def test_as_torch_refuses_bad_settings(va10k_split):
+    tr, _ = va10k_split
+    p = ctrain.Pipeline(str(tr), batch_size=1000, **VA10K)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="prefetch"):
+            p.as_torch(prefetch=bad)
+    with pytest.raises(TypeError, match="no cursor"):
+        p.as_torch().state_dict()
+
+
+def test_as_tf_has_the_batch_signature(va10k_split):
+    tr, _ = va10k_split
+    run_with_tensorflow("""
+        ds = ctrain.Pipeline(values["tr"], batch_size=1000, **values["opts"]).as_tf()
+        spec = ds.element_spec
+        assert spec[0].dtype == tf.float32 and spec[0].shape.as_list() == [None]
+        assert spec[1].dtype == tf.int64 and spec[1].shape.as_list() == [None, 39]
+        assert spec[2].dtype == tf.float32 and spec[2].shape.as_list() == [None, 39]
+        ids = np.concatenate([b[1].numpy() for b in ds])
+        np.testing.assert_array_equal(ids, ctrain.read(values["tr"], **values["opts"]).ids)
+    """, tr=str(tr), opts=VA10K)
