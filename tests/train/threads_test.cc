@@ -3,6 +3,7 @@
 #include "ctrain/train/threads.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -125,6 +126,22 @@ TEST(ThreadsTest, ThisProcessUsesAtLeastOneAndAtMostItsAffinityCpus) {
   EXPECT_GE(AffinityCpus(), 1);
   EXPECT_GE(AvailableCpus(), 1);
   EXPECT_LE(AvailableCpus(), AffinityCpus());
+}
+
+// The affinity mask's CPU ids, ascending and distinct, and their count is AffinityCpus().
+TEST(AffinityTest, CpuIdsMatchTheMask) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const std::vector<int32_t> ids = AffinityCpuIds();
+  ASSERT_EQ(static_cast<int>(ids.size()), CPU_COUNT(&set));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_TRUE(CPU_ISSET(ids[i], &set)) << ids[i];
+    if (i > 0) {
+      EXPECT_LT(ids[i - 1], ids[i]);
+    }
+  }
+  EXPECT_EQ(AffinityCpus(), static_cast<int32_t>(ids.size()));
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "ctrain/train/openmp_wait.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -40,16 +39,6 @@ std::vector<std::string_view> Words(std::string_view line) {
 bool ParseU64(std::string_view s, uint64_t* v) {
   auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
   return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
-}
-
-std::vector<int32_t> AffinityCpuIds() {
-  std::vector<int32_t> ids;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return ids;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) ids.push_back(c);
-  return ids;
 }
 
 StatusOr<std::vector<CpuTicks>> SampleProcStat() {

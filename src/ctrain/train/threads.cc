@@ -122,14 +122,19 @@ std::optional<double> CgroupCpuLimit(const CgroupFiles& files) {
   return best;
 }
 
-int32_t AffinityCpus() {
+std::vector<int32_t> AffinityCpuIds() {
+  std::vector<int32_t> ids;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    const int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  return 1;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return ids;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) ids.push_back(c);
+  return ids;
+}
+
+int32_t AffinityCpus() {
+  const size_t n = AffinityCpuIds().size();
+  return n > 0 ? static_cast<int32_t>(n) : 1;
 }
 
 int32_t AvailableCpus(const CgroupFiles& files) {

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 
 namespace ctrain::train {
@@ -30,7 +31,10 @@ struct CgroupFiles {
 // mounted at ROOT) is read as ROOT itself. Unparsable files count as no limit.
 std::optional<double> CgroupCpuLimit(const CgroupFiles& files = {});
 
-// CPUs in this process's affinity mask (sched_getaffinity), at least 1.
+// The ids of the CPUs in this process's affinity mask (sched_getaffinity), ascending; empty if it cannot be read.
+std::vector<int32_t> AffinityCpuIds();
+
+// CPUs in this process's affinity mask (AffinityCpuIds().size()), at least 1.
 int32_t AffinityCpus();
 
 // The CPUs this process may use: min(AffinityCpus(), ceil(CgroupCpuLimit())),
