@@ -71,8 +71,9 @@ class CtrainIterableDataset(IterableDataset):
         return t.pin_memory() if self.pin_memory else t
 
     def _items(self, source):
-        """(batch of tensors, the source's cursor after it or None), in order."""
-        stateful = hasattr(source, "state_dict")
+        """(batch of tensors, the source's cursor after it or None), in order. The cursor is taken per
+        batch only with prefetch: without it, the source's own cursor is the loop's (state_dict())."""
+        stateful = self.prefetch > 0 and hasattr(source, "state_dict")
         for batch in source:
             if isinstance(batch, dict):  # feature_spec=: one array (or EmbeddingBag tuple) per entry
                 item = {k: tuple(self._tensor(a) for a in v) if isinstance(v, tuple) else self._tensor(v)
@@ -85,8 +86,7 @@ class CtrainIterableDataset(IterableDataset):
     def __iter__(self):
         items = self._items(self._shard())
         if self.prefetch == 0:
-            for item, cursor in items:
-                self._cursor = cursor
+            for item, _ in items:
                 yield item
             return
         yield from self._prefetched(items)
@@ -138,7 +138,8 @@ class CtrainIterableDataset(IterableDataset):
 
     def state_dict(self):
         """The source's cursor as of the last batch handed out ({"data_cursor": ...}, a
-        DataServicePipeline's); before the first batch, the source's own state_dict()."""
+        DataServicePipeline's): with prefetch, the one taken with that batch; without it (or before
+        the first batch), the source's own state_dict()."""
         if self._cursor is not None:
             return self._cursor
         if not hasattr(self.source, "state_dict"):

@@ -100,24 +100,26 @@ def test_data_service_state_dict_resumes_mid_epoch(service, va10k_split):
     assert rows(head) + rows(tail) == want  # every example exactly once
 
 
-def test_as_torch_with_prefetch_resumes_at_the_batches_it_handed_out(service, va10k_split):
+@pytest.mark.parametrize("depth", [0, 4])
+def test_as_torch_with_prefetch_resumes_at_the_batches_it_handed_out(service, va10k_split, depth):
     """The torch dataset's cursor is the last batch the loop took, not the last one read ahead:
     the batches prefetched but never taken come again after the resume, so each example is seen once."""
     torch = pytest.importorskip("torch", reason="PyTorch is not installed (scripts/install-deps.sh installs it)")
     tr, _ = va10k_split
     want = rows([ctrain.read(tr, **VA10K)])
     svc = ctrain.DataService(service)
-    first = svc.pipeline(str(tr), batch_size=256, num_splits=4, job_name="torch-resume", epochs=1, **VA10K)
-    ds = first.as_torch(prefetch=4)
+    job = f"torch-resume-{depth}"
+    first = svc.pipeline(str(tr), batch_size=256, num_splits=4, job_name=job, epochs=1, **VA10K)
+    ds = first.as_torch(prefetch=depth)
     it = iter(ds)
     head = [next(it) for _ in range(11)]
     state = ds.state_dict()
-    time.sleep(1.0)  # the prefetch thread fills its 4 places meanwhile
+    time.sleep(1.0)  # the prefetch thread fills its places meanwhile
     it.close()  # stops and joins the prefetch thread
-    assert first.state_dict() != state  # the pipeline itself read ahead of the loop
+    assert (first.state_dict() != state) == (depth > 0)  # with prefetch, the pipeline read ahead of the loop
     del it, ds, first
-    second = svc.pipeline(str(tr), batch_size=256, num_splits=4, job_name="torch-resume", epochs=1, **VA10K)
-    ds2 = second.as_torch(prefetch=4)
+    second = svc.pipeline(str(tr), batch_size=256, num_splits=4, job_name=job, epochs=1, **VA10K)
+    ds2 = second.as_torch(prefetch=depth)
     ds2.load_state_dict(state)
     tail = list(ds2)
     as_batches = [ctrain.Batch(*(t.numpy() for t in b)) for b in head + tail]
