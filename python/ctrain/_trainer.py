@@ -101,7 +101,9 @@ class Trainer:
     Options are ``ctrain train``'s flags with underscores, with the same defaults, checks and
     messages (docs/training.md): model, feature_size, field_size, embedding_size, deep_layers
     ("400,400,400" or [400, 400, 400]), cross_layers, low_rank, num_experts, model_structure,
-    cin_layer_units, num_dense_fields, bottom_mlp, top_mlp, dropout, batch_norm, l2_reg, optimizer, learning_rate,
+    cin_layer_units, num_dense_fields, bottom_mlp, top_mlp, embedding_initializer ("glorot_normal",
+    "normal:1e-4", "truncated_normal:S", "uniform:L"), numeric_embedding_initializer, dropout, batch_norm,
+    l2_reg, optimizer, learning_rate,
     batch_size, epochs, max_steps, seed, shuffle, model_dir, save_checkpoints_steps,
     keep_checkpoints, eval_every_steps, metrics_json, progress, input_mode, the pipeline options
     (num_parallel_reads, shuffle_buffer_size, cache, ...), the reader options (format, id_base,

@@ -100,6 +100,12 @@ inline const std::map<std::string, Probe>& Probes() {
       {"num_dense_fields", {2, Expect::kChanges, {{"model", "dlrm"}}}},
       {"bottom_mlp", {json::array({8}), Expect::kChanges, {{"model", "dlrm"}, {"num_dense_fields", 2}}}},
       {"top_mlp", {json::array({8}), Expect::kChanges, {{"model", "dlrm"}}}},
+      {"embedding_initializer", {"normal:0.01", Expect::kChanges}},
+      // The matrix's data has no numeric fields (field 0 carries id 1 or 2): a bad spelling shows it is read
+      // in every mode; tests/model/embedding_initializer_test.cc and tests/job/model_kinds_test.cc, its rows.
+      {"numeric_embedding_initializer",
+       {"normal:0", Expect::kFails, {}, {}, "numeric_embedding_initializer 'normal:0': the scale must be finite and > 0",
+        {{"num_dense_fields", 1}}}},
       {"dropout", {0.4, Expect::kChanges}},
       {"batch_norm", {true, Expect::kChanges}},
       {"l2_reg", {0.01, Expect::kChanges}},

@@ -349,3 +349,24 @@ def test_every_model_kind_trains_from_python(kind, cli, va10k_split, tmp_path):
     # Another kind's option is refused by name.
     with pytest.raises(ValueError, match="--cin-layer-units applies to --model xdeepfm"):
         ctrain.Trainer(model=kind if kind != "xdeepfm" else "lr", cin_layer_units=[4], **base).fit(tr)
+
+
+# The tables' start (issue #22): FuxiCTR's normal(1e-4) for the categorical rows and a start of their own for the
+# numeric fields' rows change what trains; the checkpoint records both; a bad spelling is a ValueError naming it.
+def test_embedding_initializers_from_python(va10k_split, tmp_path):
+    tr, va = va10k_split
+    default = ctrain.Trainer(model_dir=tmp_path / "glorot", max_steps=30, **SMALL).fit(tr, valid=va)
+    t = ctrain.Trainer(model_dir=tmp_path / "normal", max_steps=30, embedding_initializer="normal:1e-4",
+                       num_dense_fields=13, numeric_embedding_initializer="normal:0.05", **SMALL)
+    logs = t.fit(tr, valid=va)
+    assert logs["steps"] == 30 and 0.55 < logs["auc"] < 1, logs
+    assert logs["auc"] != default["auc"]
+    meta = ctrain.inspect(tmp_path / "normal")[0]["meta"]
+    assert meta["model"]["embedding_initializer"] == "normal:1e-4"
+    assert meta["model"]["numeric_embedding_initializer"] == "normal:0.05"
+    assert meta["model"]["num_dense_fields"] == 13
+    with pytest.raises(ValueError, match="embedding_initializer 'normal:0': the scale must be finite and > 0"):
+        ctrain.Trainer(embedding_initializer="normal:0", max_steps=1, **SMALL).fit(tr)
+    with pytest.raises(ValueError, match="numeric field 0"):  # va10k's numeric fields carry ids 1..13 (id_base 0)
+        ctrain.Trainer(num_dense_fields=13, numeric_embedding_initializer="normal:0.05", max_steps=1,
+                       **{**SMALL, "id_base": 0, "feature_size": 1000}).fit(tr)

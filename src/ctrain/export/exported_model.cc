@@ -27,7 +27,9 @@ constexpr const char* kUnderstoodModelKeys[] = {
     // The model zoo's (model/model.h): each kind's head writer (onnx_heads.h) reads the ones of its kind,
     // and a kind without a head writer is refused by ExportOnnx.
     "kind", "cross_layers", "low_rank", "num_experts", "model_structure", "cin_layer_units", "num_dense_fields",
-    "bottom_mlp", "top_mlp"};
+    "bottom_mlp", "top_mlp",
+    // How training started the tables: nothing an inference graph reads.
+    "embedding_initializer", "numeric_embedding_initializer"};
 
 Status CheckModelKeysUnderstood(const std::string& path, const nlohmann::json& model) {
   if (!model.is_object()) return Status::OK();  // ModelConfigFromJson reports it

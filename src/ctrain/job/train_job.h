@@ -43,9 +43,11 @@ struct TrainJobOptions {
   int32_t num_experts = 1;                  // dcn_v2: low-rank experts per cross layer
   std::string model_structure = "parallel"; // dcn, dcn_v2: parallel|stacked
   std::string cin_layer_units = "16,16,16"; // xdeepfm
-  int32_t num_dense_fields = 0;             // dlrm: the first N fields feed the bottom MLP
+  int32_t num_dense_fields = 0;             // the first N fields are numeric (dlrm: they feed the bottom MLP)
   std::string bottom_mlp = "64,64";         // dlrm
   std::string top_mlp = "64,64";            // dlrm
+  std::string embedding_initializer = "glorot_normal";  // the tables' start (model/embedding_initializer.h)
+  std::string numeric_embedding_initializer;           // the numeric fields' rows ("" = embedding_initializer)
   std::string optimizer = "adam";           // adam|adagrad|sgd|momentum|ftrl
   float learning_rate = 0.0005f;
   int32_t embedding_size = 32;              // K

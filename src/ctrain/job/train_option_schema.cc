@@ -218,9 +218,10 @@ std::vector<OptionSpec> Build() {
           .int_list()
           .models({"xdeepfm"})
           .bind(FIELD(cin_layer_units)));
-  add(Entry("num_dense_fields", {}, "fields", "dlrm: the first N fields are dense: their values feed the bottom "
-                                             "MLP (Criteo: 13)", kAll)
-          .models({"dlrm"})
+  add(Entry("num_dense_fields", {}, "fields", "The first N fields are numeric, numeric field i with the one id i "
+                                             "(Criteo: 13, as ctrain convert writes them). dlrm: their values feed "
+                                             "the bottom MLP; other models: their rows start with "
+                                             "--numeric-embedding-initializer and each batch's ids are checked", kAll)
           .bind(FIELD(num_dense_fields)));
   add(Entry("bottom_mlp", {}, "units", "dlrm: hidden widths of the bottom MLP (a layer to K follows)", kAll)
           .int_list()
@@ -230,6 +231,15 @@ std::vector<OptionSpec> Build() {
           .int_list()
           .models({"dlrm"})
           .bind(FIELD(top_mlp)));
+  add(Entry("embedding_initializer", {"embeddings_initializer"}, "",
+            "How the tables' rows start: glorot_normal (the seed DeepFM's; its spread falls as --feature-size "
+            "grows), normal:S (FuxiCTR's and DeepCTR's normal:1e-4), truncated_normal:S or uniform:L", kAll)
+          .bind(FIELD(embedding_initializer)));
+  add(Entry("numeric_embedding_initializer", {}, "",
+            "The numeric fields' rows (ids 0..N-1, --num-dense-fields N) start so instead (same spellings; default: "
+            "--embedding-initializer)", kAll)
+          .models({"deepfm", "lr", "fm", "wide_deep", "dcn", "dcn_v2", "xdeepfm"})
+          .bind(FIELD(numeric_embedding_initializer)));
   const std::vector<std::string> mlp_models = {"deepfm", "wide_deep", "dcn", "dcn_v2", "dlrm", "xdeepfm"};
   add(Entry("dropout", {}, "probability", "Drop probability of each hidden layer", kAll)
           .models(mlp_models)
@@ -536,9 +546,10 @@ std::vector<OptionSpec> Build() {
         "drop_remainder", "data_service", "processing_mode", "job_name", "num_splits", "lr_scaling",
         "check_replicas_every", "lr_warmup_steps", "lr_decay", "lr_decay_steps", "lr_decay_rate",
         "lr_decay_staircase", "lr_decay_alpha", "negative_downsampling", "model", "cross_layers", "low_rank",
-        "num_experts", "model_structure", "cin_layer_units", "num_dense_fields", "bottom_mlp", "top_mlp"}) {
+        "num_experts", "model_structure", "cin_layer_units", "num_dense_fields", "bottom_mlp", "top_mlp",
+        "embedding_initializer", "numeric_embedding_initializer"}) {
     auto it = std::find_if(t.begin(), t.end(), [&](const OptionSpec& s) { return s.name == name; });
-    if (it != t.end()) it->same_on_every_rank = it->defines_result = true;  // all 39 are in the table
+    if (it != t.end()) it->same_on_every_rank = it->defines_result = true;  // all 41 are in the table
   }                                                                          // (tests/job/train_job_test.cc)
   // And the per-rank options that still decide the trained model (OptionSpec::defines_result).
   for (const char* name :

@@ -34,6 +34,9 @@ std::string ModelSummary(const model::ModelConfig& m) {
          list(m.top_mlp);
   if (k == "deepfm" || k == "wide_deep" || k == "dcn" || k == "dcn_v2" || k == "xdeepfm")
     s += " deep=" + list(m.deep_layers);
+  if (m.embedding_initializer != "glorot_normal") s += " init=" + m.embedding_initializer;
+  if (!m.numeric_embedding_initializer.empty())
+    s += " numeric_init=" + m.numeric_embedding_initializer + " (" + std::to_string(m.num_dense_fields) + " fields)";
   if (k != "lr" && k != "fm") {
     char buf[64];
     std::snprintf(buf, sizeof(buf), " dropout=%g%s", m.dropout, m.batch_norm ? " bn" : "");

@@ -28,6 +28,9 @@ Status ResolveModelOptions(TrainRun& run) {
   CTRAIN_ASSIGN_OR_RETURN(o.model.bottom_mlp, train::ParseLayerList(job.bottom_mlp, "bottom_mlp"));
   CTRAIN_ASSIGN_OR_RETURN(o.model.top_mlp, train::ParseLayerList(job.top_mlp, "top_mlp"));
   o.model.num_dense_fields = job.num_dense_fields;
+  o.model.embedding_initializer = job.embedding_initializer;
+  o.model.numeric_embedding_initializer = job.numeric_embedding_initializer;
+  CTRAIN_RETURN_IF_ERROR(model::EmbeddingInitOf(o.model).status());
   o.model.embedding_size = job.embedding_size;
   o.model.dropout = job.dropout;
   o.model.batch_norm = job.batch_norm;

@@ -57,8 +57,29 @@ Status EmbeddingModel::Check(const data::Batch& batch, std::span<const int64_t> 
                                   " does not point at id " + std::to_string(batch.ids[p]) + " in unique_ids (size " +
                                   std::to_string(U) + ")");
   }
+  if (config_.kind != "dlrm") CTRAIN_RETURN_IF_ERROR(CheckNumericIds(batch));
   if (uses_w_ && w_rows == nullptr) return InvalidArgumentError(who + "w_rows is null");
   if (uses_v_ && v_rows == nullptr) return InvalidArgumentError(who + "v_rows is null");
+  return Status::OK();
+}
+
+Status EmbeddingModel::CheckNumericIds(const data::Batch& batch) const {
+  const int32_t N = config_.num_dense_fields, F = batch.field_size;
+  for (int64_t b = 0; b < batch.size() && N > 0; ++b)
+    for (int32_t f = 0; f < N; ++f) {
+      const int64_t slot = b * F + f;
+      int64_t p = slot, count = 1;
+      if (batch.multi_hot()) {
+        p = batch.field_splits[slot];
+        count = batch.field_splits[slot + 1] - p;
+      }
+      if (count != 1 || batch.ids[p] != f)
+        return InvalidArgumentError(
+            config_.kind + ": num_dense_fields " + std::to_string(N) + ": example " + std::to_string(b) +
+            " of the batch has " + (count == 1 ? "id " + std::to_string(batch.ids[p]) : std::to_string(count) + " ids") +
+            " in numeric field " + std::to_string(f) + "; a numeric field i must carry the one id i (ctrain's Criteo "
+            "layout; after --id-base), or leave num_dense_fields 0");
+    }
   return Status::OK();
 }
 

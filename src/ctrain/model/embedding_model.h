@@ -88,6 +88,8 @@ class EmbeddingModel : public Model {
  private:
   Status Check(const data::Batch& batch, std::span<const int64_t> unique_ids, std::span<const int32_t> index,
                const float* w_rows, const float* v_rows) const;
+  // Kinds that embed the numeric fields (all but dlrm): field f < num_dense_fields holds the one id f.
+  Status CheckNumericIds(const data::Batch& batch) const;
   Status Resize(int64_t B);
   void Forward(const data::Batch& batch, std::span<const int32_t> index, const float* w_rows, const float* v_rows,
                bool training, int64_t step);

@@ -12,35 +12,9 @@
 #include "ctrain/model/xdeepfm.h"
 
 namespace ctrain::model {
-namespace {
-
-constexpr double kTruncatedNormalStddevCorrection = 0.87962566103423978;  // stddev of N(0,1) truncated to [-2, 2]
-constexpr uint64_t kStreamW = 0x57;  // stream ids of the embedding initialisers
-constexpr uint64_t kStreamV = 0x56;
-
-}  // namespace
 
 void UniqueIds(const data::Batch& batch, std::vector<int64_t>* unique_ids, std::vector<int32_t>* index) {
   ComputeUniqueIds(batch.ids, unique_ids, index);
-}
-
-void InitEmbeddings(uint64_t seed, int64_t feature_size, int32_t K, float* w, float* V) {
-  InitEmbeddingRows(seed, feature_size, K, 0, feature_size, w, V);
-}
-
-void InitEmbeddingRows(uint64_t seed, int64_t feature_size, int32_t K, int64_t first_row, int64_t num_rows, float* w,
-                       float* V) {
-  const double sw = std::sqrt(1.0 / static_cast<double>(feature_size)) / kTruncatedNormalStddevCorrection;
-  const double sv = std::sqrt(2.0 / static_cast<double>(feature_size + K)) / kTruncatedNormalStddevCorrection;
-  const uint64_t kw = StreamKey(seed, kStreamW), kv = StreamKey(seed, kStreamV);
-#pragma omp parallel for schedule(static)
-  for (int64_t r = 0; r < num_rows; ++r) {
-    const uint64_t row = static_cast<uint64_t>(first_row + r);
-    if (w != nullptr) w[r] = static_cast<float>(sw * TruncatedNormalAt(kw, row));
-    if (V != nullptr)
-      for (int32_t k = 0; k < K; ++k)
-        V[r * K + k] = static_cast<float>(sv * TruncatedNormalAt(kv, row * static_cast<uint64_t>(K) + k));
-  }
 }
 
 int AddDenseParam(std::vector<DenseParam>* params, std::string name, std::vector<int64_t> shape, bool trainable) {
@@ -146,10 +120,27 @@ Status ModelConfig::Validate() const {
   if (num_dense_fields < 0 || num_dense_fields > field_size)
     return bad("num_dense_fields must be in [0, field_size = " + std::to_string(field_size) + "], got " +
                std::to_string(num_dense_fields));
+  CTRAIN_RETURN_IF_ERROR(EmbeddingInitOf(*this).status().WithContext("ModelConfig"));
+  if (!numeric_embedding_initializer.empty() && num_dense_fields == 0)
+    return bad("numeric_embedding_initializer needs num_dense_fields > 0 (the numeric fields' rows are ids 0..N-1)");
+  if (kind == "dlrm" && !numeric_embedding_initializer.empty())
+    return bad("numeric_embedding_initializer: dlrm does not embed its dense fields (they feed the bottom MLP)");
   if (kind == "dlrm" && num_dense_fields == 0 && field_size < 2)
     return bad("dlrm without dense fields (num_dense_fields 0) needs field_size >= 2: the dot interaction of one "
                "vector is empty and the top MLP would have no input");
   return Status::OK();
+}
+
+StatusOr<EmbeddingInit> EmbeddingInitOf(const ModelConfig& config) {
+  EmbeddingInit init;
+  CTRAIN_ASSIGN_OR_RETURN(init.rows, ParseEmbeddingInitializer(config.embedding_initializer, "embedding_initializer"));
+  init.numeric = init.rows;
+  if (!config.numeric_embedding_initializer.empty()) {
+    CTRAIN_ASSIGN_OR_RETURN(init.numeric, ParseEmbeddingInitializer(config.numeric_embedding_initializer,
+                                                                    "numeric_embedding_initializer"));
+  }
+  init.numeric_rows = std::min<int64_t>(config.num_dense_fields, config.feature_size);
+  return init;
 }
 
 const std::vector<std::string>& ModelKinds() {

@@ -32,6 +32,7 @@
 
 #include "ctrain/base/status.h"
 #include "ctrain/data/batch.h"
+#include "ctrain/model/embedding_initializer.h"
 #include "ctrain/model/layers/fully_connected.h"
 
 namespace ctrain::model {
@@ -69,11 +70,17 @@ struct ModelConfig {
   std::string model_structure = "parallel";
   // xDeepFM (Lian et al. 2018): feature maps of each CIN layer.
   std::vector<int32_t> cin_layer_units = {16, 16, 16};
-  // DLRM (Naumov et al. 2019): the first num_dense_fields fields are dense (their values feed the bottom
-  // MLP, their ids are not embedded); the rest are categorical.
+  // The first num_dense_fields fields are numeric, with ids 0..N-1 (ctrain's Criteo layout: numeric field i
+  // has id i). DLRM (Naumov et al. 2019): their values feed the bottom MLP and their ids are not embedded;
+  // every other kind embeds them as any field, their rows starting with numeric_embedding_initializer, and
+  // checks each batch's ids of those fields (EmbeddingModel).
   int32_t num_dense_fields = 0;
   std::vector<int32_t> bottom_mlp = {64, 64};  // hidden widths of the bottom MLP (a last layer to K follows)
   std::vector<int32_t> top_mlp = {64, 64};     // hidden widths of the top MLP (a last layer to 1 follows)
+  // How the tables' rows start (model/embedding_initializer.h: glorot_normal, normal:S,
+  // truncated_normal:S, uniform:L), and the numeric fields' rows [0, num_dense_fields) ("" = the same).
+  std::string embedding_initializer = "glorot_normal";
+  std::string numeric_embedding_initializer;
 
   // The tables the model reads: the first-order weights w, the embeddings V.
   bool reads_w() const;
@@ -132,16 +139,9 @@ void InitDenseParams(uint64_t seed, std::vector<DenseParam>* dense, std::vector<
 // unique_ids[index[p]] == batch.ids[p].
 void UniqueIds(const data::Batch& batch, std::vector<int64_t>* unique_ids, std::vector<int32_t>* index);
 
-// Initialises w [feature_size] and V [feature_size, K] like the seed's
-// tf.glorot_normal_initializer: truncated normal (2 sigma), stddev
-// sqrt(1/n)/0.87962566, n = (fan_in+fan_out)/2: n = feature_size for w,
-// (feature_size + K)/2 for V. Each entry depends only on (seed, row, k), so a
-// parameter server computes exactly its rows. Every model's tables start so.
-void InitEmbeddings(uint64_t seed, int64_t feature_size, int32_t K, float* w, float* V);
-// The same values for rows [first_row, first_row + num_rows) only (sharded
-// tables): w [num_rows], V [num_rows, K]; either may be null.
-void InitEmbeddingRows(uint64_t seed, int64_t feature_size, int32_t K, int64_t first_row, int64_t num_rows, float* w,
-                       float* V);
+// How config's tables start (InitEmbeddings' `init`). Errors: the initializers' spellings
+// (ParseEmbeddingInitializer), naming the option.
+StatusOr<EmbeddingInit> EmbeddingInitOf(const ModelConfig& config);
 
 class Model {
  public:

@@ -161,15 +161,16 @@ Status ParameterShard::CreateTables(const proto::ModelSpec& spec, bool init_valu
   }
   if (init_values) {
     const uint64_t seed = spec.seed();
+    CTRAIN_ASSIGN_OR_RETURN(const model::EmbeddingInit init, model::EmbeddingInitOf(mc));
     if (part_.kind() == train::Partitioner::Kind::kFixedSize) {
       model::InitEmbeddingRows(seed, mc.feature_size, K_, part_.GlobalId(options_.shard, 0), rows_,
-                                       w_->data(), v_->data());
+                                       w_->data(), v_->data(), init);
     } else {  // mod: every S-th row; computed in contiguous chunks
       constexpr int64_t kChunk = 1 << 14;
       std::vector<float> w(kChunk), v(kChunk * K_);
       for (int64_t lo = 0; lo < mc.feature_size; lo += kChunk) {
         const int64_t n = std::min(kChunk, mc.feature_size - lo);
-        model::InitEmbeddingRows(seed, mc.feature_size, K_, lo, n, w.data(), v.data());
+        model::InitEmbeddingRows(seed, mc.feature_size, K_, lo, n, w.data(), v.data(), init);
         for (int64_t r = 0; r < n; ++r) {
           const int64_t id = lo + r;
           if (part_.ShardOf(id) != options_.shard) continue;

@@ -140,7 +140,9 @@ nlohmann::json ModelConfigToJson(const model::DeepFMConfig& c) {
                         {"cin_layer_units", c.cin_layer_units},
                         {"num_dense_fields", c.num_dense_fields},
                         {"bottom_mlp", c.bottom_mlp},
-                        {"top_mlp", c.top_mlp}};
+                        {"top_mlp", c.top_mlp},
+                        {"embedding_initializer", c.embedding_initializer},
+                        {"numeric_embedding_initializer", c.numeric_embedding_initializer}};
 }
 
 namespace {
@@ -190,6 +192,8 @@ StatusOr<model::DeepFMConfig> ModelConfigFromJson(const nlohmann::json& j) {
   CTRAIN_RETURN_IF_ERROR(optional("num_dense_fields", &c.num_dense_fields));
   CTRAIN_RETURN_IF_ERROR(optional("bottom_mlp", &c.bottom_mlp));
   CTRAIN_RETURN_IF_ERROR(optional("top_mlp", &c.top_mlp));
+  CTRAIN_RETURN_IF_ERROR(optional("embedding_initializer", &c.embedding_initializer));
+  CTRAIN_RETURN_IF_ERROR(optional("numeric_embedding_initializer", &c.numeric_embedding_initializer));
   CTRAIN_RETURN_IF_ERROR(c.Validate());
   return c;
 }

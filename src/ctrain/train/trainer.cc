@@ -95,7 +95,8 @@ Status Trainer::Impl::InitTables() {
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> vopt, optim::MakeOptimizer(cfg));
   CTRAIN_ASSIGN_OR_RETURN(w_table, LocalParameterTable::Create("embeddings/w", rows, 1, std::move(wopt), to));
   CTRAIN_ASSIGN_OR_RETURN(v_table, LocalParameterTable::Create("embeddings/V", rows, K, std::move(vopt), to));
-  model::InitEmbeddings(options.seed, rows, K, w_table->data(), v_table->data());
+  CTRAIN_ASSIGN_OR_RETURN(const model::EmbeddingInit init, model::EmbeddingInitOf(options.model));
+  model::InitEmbeddings(options.seed, rows, K, w_table->data(), v_table->data(), init);
   return Status::OK();
 }
 
