@@ -16,7 +16,8 @@
 // Errors (TrainStep/Predict): FailedPrecondition (invalid config: Validate's
 // message); InvalidArgument (variable-length batch, bad field_splits,
 // batch.field_size != config, empty batch, index/unique_ids inconsistent with
-// batch.ids naming position p, null rows for a table the model reads, or
+// batch.ids naming position p, null rows for a table the model reads, a
+// numeric field f < num_dense_fields whose id is not f (all kinds but dlrm), or
 // "step S: loss is not finite (term: logloss|l2)"); the head's (e.g.
 // FullyConnected's FailedPrecondition for bf16 without AVX512_BF16).
 // Determinism, memory and thread safety: as model/model.h; a steady-state step
