@@ -13,7 +13,8 @@ namespace {
 
 // Writes S shard files of a [10] w and [10, 2] V table whose values are their global ids
 // (w[id] = id, V[id, k] = 100 id + k), plus a dense tensor on shard 0, and the manifest.
-void WriteShards(const std::string& dir, const std::string& part_name, int32_t S) {
+// `drop_v_from`: shards >= it leave V out (a damaged save).
+void WriteShards(const std::string& dir, const std::string& part_name, int32_t S, int32_t drop_v_from = 1 << 30) {
   Partitioner p = *Partitioner::Create(part_name, 10, S);
   nlohmann::json files = nlohmann::json::array();
   for (int32_t s = 0; s < S; ++s) {
@@ -25,8 +26,8 @@ void WriteShards(const std::string& dir, const std::string& part_name, int32_t S
       v[r * 2] = 100.0f * id, v[r * 2 + 1] = 100.0f * id + 1;
     }
     std::vector<float> bias = {42.0f};
-    std::vector<TensorRef> refs = {TensorRef::F32("embeddings/w", {n}, w.data()),
-                                   TensorRef::F32("embeddings/V", {n, 2}, v.data())};
+    std::vector<TensorRef> refs = {TensorRef::F32("embeddings/w", {n}, w.data())};
+    if (s < drop_v_from) refs.push_back(TensorRef::F32("embeddings/V", {n, 2}, v.data()));
     if (s == 0) refs.push_back(TensorRef::F32("fm_bias", {1}, bias.data()));
     nlohmann::json meta{{"format", kShardFormat}, {"shard", s}, {"num_shards", S}, {"partitioner", part_name},
                         {"feature_size", 10}};
@@ -134,6 +135,23 @@ TEST(ShardedCheckpointTest, DamageIsNamed) {
   ASSERT_FALSE(ck.ok());
   EXPECT_EQ(ck.status().code(), StatusCode::kNotFound);
   EXPECT_NE(ck.status().ToString().find("nowhere/ckpt-1.bin"), std::string::npos) << ck.status().ToString();
+}
+
+// A table that shard 0 holds and a later shard lacks is named, never assembled with zero rows (those ids
+// would predict from nothing).
+TEST(ShardedCheckpointTest, ATableMissingFromALaterShardIsNamed) {
+  for (int32_t from : {1, 2}) {
+    const std::string dir = ctrain::testing::TestTempDir("sharded_ckpt", "missing_table_" + std::to_string(from));
+    WriteShards(dir, "fixed_size", 3, from);
+    auto ck = ReadShardedCheckpoint(dir);
+    ASSERT_FALSE(ck.ok()) << from;
+    EXPECT_EQ(ck.status().code(), StatusCode::kDataLoss);
+    EXPECT_NE(ck.status().ToString().find(ShardDirName(from, 3) + "/ckpt-7.bin: tensor 'embeddings/V' is missing "
+                                          "(shard 0 has it; every shard holds its rows of each table), named by "
+                                          "the manifest " + dir + "/" + kShardedManifestName),
+              std::string::npos)
+        << ck.status().ToString();
+  }
 }
 
 }  // namespace

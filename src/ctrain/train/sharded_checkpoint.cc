@@ -94,6 +94,7 @@ StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::strin
   out.ckpt.step = out.step;
   out.ckpt.meta = out.meta;
   std::map<std::string, size_t> table_at;  // assembled table tensor -> index in out.ckpt.tensors
+  std::map<std::string, int32_t> shards_of;  // table tensor -> the shards that held it so far (0..s)
   for (int32_t s = 0; s < S; ++s) {
     const std::string& path = man->shard_files[s];
     CTRAIN_ASSIGN_OR_RETURN(Checkpoint ck, LoadCheckpoint(path));
@@ -127,12 +128,17 @@ StatusOr<std::optional<LoadedCheckpoint>> ReadShardedCheckpoint(const std::strin
         it = table_at.emplace(t.name, out.ckpt.tensors.size()).first;
         out.ckpt.tensors.push_back(std::move(full));
       }
+      if (shards_of[t.name]++ != s) return DataLossError(path + ": tensor '" + t.name + "' is in this shard twice");
       NamedTensor& full = out.ckpt.tensors[it->second];
       if (full.shape.size() != t.shape.size() || (dim != (full.shape.size() == 2 ? full.shape[1] : 1)))
         return DataLossError(path + ": tensor '" + t.name + "' has another width than in shard 0");
       for (int64_t r = 0; r < n; ++r)
         std::memcpy(&full.f32[part->GlobalId(s, r) * dim], &t.f32[r * dim], dim * sizeof(float));
     }
+    for (const auto& [name, held] : shards_of)  // every shard holds its rows of every table of shard 0
+      if (held != s + 1)
+        return DataLossError(path + ": tensor '" + name + "' is missing (shard 0 has it; every shard holds its " +
+                             "rows of each table), named by the manifest " + mpath);
   }
   return std::optional<LoadedCheckpoint>(std::move(out));
 }
