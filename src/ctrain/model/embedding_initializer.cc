@@ -83,7 +83,7 @@ void InitEmbeddingRows(uint64_t seed, int64_t feature_size, int32_t K, int64_t f
   const double glorot_v = std::sqrt(2.0 / (n + K)) / kTruncatedNormalStddevCorrection;
   const Draw rows_w{init.rows, glorot_w, kw}, rows_v{init.rows, glorot_v, kv};
   const Draw numeric_w{init.numeric, glorot_w, kw}, numeric_v{init.numeric, glorot_v, kv};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (num_rows >= 4096)
   for (int64_t r = 0; r < num_rows; ++r) {
     const int64_t id = first_row + r;
     const bool numeric = id < init.numeric_rows;

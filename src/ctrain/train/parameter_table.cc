@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ctrain/base/lazy_alloc.h"
+
 namespace ctrain::train {
 namespace {
 
@@ -53,15 +55,37 @@ LocalParameterTable::LocalParameterTable(std::string name, int64_t rows, int32_t
                                          const LocalTableOptions& options)
     : name_(std::move(name)), rows_(rows), dim_(dim), optimizer_(std::move(optimizer)), options_(options) {
   const int64_t n = rows_ * dim_;
-  table_ = AllocFloats(n, 0.0f);
-  for (int k = 0; k < optimizer_->num_slots(); ++k) slots_.push_back(AllocFloats(n, optimizer_->SlotInit(k)));
+  if (options_.lazy) {
+    auto lazy = [this](int64_t floats) {
+      StatusOr<void*> p = AllocateLazily(static_cast<size_t>(floats) * sizeof(float), name_.c_str());
+      return p.ok() ? static_cast<float*>(*p) : nullptr;
+    };
+    table_ = lazy(n);
+    for (int k = 0; k < optimizer_->num_slots(); ++k) slots_.push_back(lazy(n));
+  } else {
+    table_ = AllocFloats(n, 0.0f);
+    for (int k = 0; k < optimizer_->num_slots(); ++k) slots_.push_back(AllocFloats(n, optimizer_->SlotInit(k)));
+  }
   if (options_.concurrency == TableConcurrency::kLocked)
     locks_ = std::make_unique<PaddedMutex[]>(options_.num_locks);
 }
 
 LocalParameterTable::~LocalParameterTable() {
+  if (options_.lazy) {
+    const size_t bytes = static_cast<size_t>(rows_ * dim_) * sizeof(float);
+    FreeLazily(table_, bytes);
+    for (float* s : slots_) FreeLazily(s, bytes);
+    return;
+  }
   std::free(table_);
   for (float* s : slots_) std::free(s);
+}
+
+void LocalParameterTable::ResetRow(int64_t row, const float* value) {
+  float* dst = table_ + row * dim_;
+  if (value != nullptr) std::memcpy(dst, value, static_cast<size_t>(dim_) * sizeof(float));
+  else std::fill(dst, dst + dim_, 0.0f);
+  for (int k = 0; k < num_slots(); ++k) std::fill(slots_[k] + row * dim_, slots_[k] + (row + 1) * dim_, optimizer_->SlotInit(k));
 }
 
 Status LocalParameterTable::Pull(std::span<const int64_t> ids, float* rows) {

@@ -66,6 +66,11 @@ struct LocalTableOptions {
   // k % num_locks. More locks: less contention, more memory (64 B each).
   int32_t num_locks = 1024;
   int32_t rows_per_lock = 16;
+  // Memory committed page by page on first write (base/lazy_alloc.h) and no
+  // initial fill: the table and its slots read zero until ResetRow writes a
+  // row. For tables whose rows are used sparsely (the keyed table's arena,
+  // train/key_index.h).
+  bool lazy = false;
 };
 
 // Owns table [rows, dim] and optimizer slots [num_slots, rows, dim], all
@@ -98,6 +103,10 @@ class LocalParameterTable final : public ParameterTable {
   int num_slots() const { return optimizer_->num_slots(); }
   float* slot(int k) { return slots_[k]; }
   const float* slot(int k) const { return slots_[k]; }
+
+  // Sets row `row` to value[0, dim) (zeros when null) and its slots to their
+  // SlotInit. Not synchronised: the caller owns the row (a keyed admission).
+  void ResetRow(int64_t row, const float* value);
 
   // Tensors for SaveCheckpoint, borrowing this table's memory: "<name>" and
   // "<name>/<slot name>" (e.g. "embedding/m"), each [rows, dim] f32.
