@@ -56,12 +56,14 @@ if [ "${SKIP_SANITIZERS:-0}" != "1" ]; then
   stage "ASan+UBSan CTest (-L asan)" asan_ctest
   # (The trainer's kernels use OpenMP and the services use Debian's gRPC; neither
   # libgomp nor libgrpc is TSan-instrumented, so only our std::thread code runs
-  # under TSan: the input pipeline and the journal's concurrent appends.)
+  # under TSan: the input pipeline, the journal's concurrent appends and the keyed table's concurrent
+  # translation.)
   tsan() {
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCTRAIN_TSAN=ON -DCTRAIN_BUILD_BENCH=OFF >/dev/null
-    cmake --build build-tsan -j "$(nproc)" --target data_pipeline_test service_journal_test
+    cmake --build build-tsan -j "$(nproc)" --target data_pipeline_test service_journal_test train_key_index_test
     TSAN_OPTIONS=halt_on_error=1 ./build-tsan/data_pipeline_test
     TSAN_OPTIONS=halt_on_error=1 ./build-tsan/service_journal_test
+    TSAN_OPTIONS=halt_on_error=1 ./build-tsan/train_key_index_test
   }
-  stage "ThreadSanitizer (pipeline, journal)" tsan
+  stage "ThreadSanitizer (pipeline, journal, keyed table)" tsan
 fi

@@ -55,6 +55,19 @@ inline int CountCheckpoints(const std::string& dir) {
   return n;
 }
 
+// An incremental keyed-table checkpoint (train/keyed_checkpoint.h) under `dir`: a ckpt-*.bin whose meta names its base.
+inline bool HasIncrementalCheckpoint(const std::string& dir) {
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("ckpt-", 0) != 0 || name.size() < 4 || name.substr(name.size() - 4) != ".bin") continue;
+    std::ifstream in(it->path(), std::ios::binary);
+    const std::string head((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (head.find("\"keyed_delta\"") != std::string::npos) return true;  // the meta JSON sits in the file as text
+  }
+  return false;
+}
+
 // A run's options `o` (the mode's base options, then the probe's `extra`): when the probe picks another
 // --model, the base options that model does not read (the base sets the MLP's: deep_layers, dropout, ...)
 // are left out, as a user of that model would (the model refuses them by name otherwise: CheckOptionModels).
@@ -216,6 +229,22 @@ inline const std::map<std::string, Probe>& Probes() {
       {"keep_best", {true, Expect::kOutput, {{"model_dir", "@/model"}}, [](const std::string& d) { return CountCheckpoints(d + "/model/best") > 0; }}},
       {"gauc_field", {1, Expect::kChanges}},
       {"negative_downsampling", {0.5, Expect::kChanges}},
+      // Keyed tables (tests/train/keyed_table_test.cc, tests/train/key_index_test.cc for their exact counts).
+      {"embedding_table", {"keyed", Expect::kChanges}},  // glorot's n: the live-row bound, not feature_size
+      {"max_rows", {20, Expect::kChanges, {{"embedding_table", "keyed"}}}},  // 40 rows between evictions: refusals
+      {"min_count", {5, Expect::kChanges, {{"embedding_table", "keyed"}}}},
+      // No collision among 2^24 counters: the Bloom filter admits exactly when the exact counter does.
+      {"admission", {"bloom", Expect::kSame, {{"embedding_table", "keyed"}, {"min_count", 3}}}},
+      // 16 counters for the data's 32 keys: collisions count sightings early, keys are admitted sooner.
+      {"bloom_counters", {16, Expect::kChanges, {{"embedding_table", "keyed"}, {"min_count", 3}, {"admission", "bloom"}}}},
+      // Eviction runs at the scheduled checkpoints (every 2 steps here), but each step of this data sees all of its
+      // 32 keys, so none goes stale: the run must succeed; tests/train/keyed_table_test.cc counts the evictions.
+      {"steps_to_live", {1, Expect::kRuns, {{"embedding_table", "keyed"}, {"save_checkpoints_steps", 2}}}},
+      {"l2_weight_threshold", {10.0, Expect::kChanges, {{"embedding_table", "keyed"}, {"save_checkpoints_steps", 2}}}},
+      // An incremental checkpoint is written (tests/train/keyed_table_test.cc: it restores bit for bit).
+      {"incremental_checkpoints",
+       {3, Expect::kOutput, {{"embedding_table", "keyed"}, {"save_checkpoints_steps", 2}, {"model_dir", "@/model"}},
+        HasIncrementalCheckpoint}},
   };
   return *p;
 }

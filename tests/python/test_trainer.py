@@ -370,3 +370,26 @@ def test_embedding_initializers_from_python(va10k_split, tmp_path):
     with pytest.raises(ValueError, match="numeric field 0"):  # va10k's numeric fields carry ids 1..13 (id_base 0)
         ctrain.Trainer(num_dense_fields=13, numeric_embedding_initializer="normal:0.05", max_steps=1,
                        **{**SMALL, "id_base": 0, "feature_size": 1000}).fit(tr)
+
+
+def test_keyed_embedding_table_from_python(va10k_split, tmp_path):
+    """--embedding-table keyed through the Python Trainer: the same model as the positional table when every key
+    gets a row (a start that depends on (seed, id) alone), counters in the logs' metrics, eval from the checkpoint,
+    and a refusal naming the option where keyed tables are not built (the parameter servers)."""
+    tr, va = va10k_split
+    opts = dict(SMALL, embedding_initializer="normal:0.01", max_steps=40)
+    fixed = ctrain.Trainer(model_dir=tmp_path / "fixed", **opts).fit(tr, valid=va)
+    keyed = ctrain.Trainer(model_dir=tmp_path / "keyed", embedding_table="keyed", **opts).fit(tr, valid=va)
+    assert keyed["auc"] == fixed["auc"] and keyed["logloss"] == fixed["logloss"], (keyed, fixed)
+    meta = ctrain.inspect(tmp_path / "keyed")[0]["meta"]
+    assert meta["embedding_table"]["embedding_table"] == "keyed"
+    assert 0 < meta["keyed_table"]["live_rows"] <= 921
+    assert meta["keyed_table"]["admitted"] == meta["keyed_table"]["live_rows"]
+    # Admission by count: fewer rows, the rest counted as filtered.
+    sparse = ctrain.Trainer(model_dir=tmp_path / "min5", embedding_table="keyed", min_count=5, **opts).fit(tr)
+    meta5 = ctrain.inspect(tmp_path / "min5")[0]["meta"]
+    assert meta5["keyed_table"]["live_rows"] < meta["keyed_table"]["live_rows"]
+    assert meta5["keyed_table"]["filtered"] > 0
+    assert sparse["steps"] == 40
+    with pytest.raises(ValueError, match="--embedding-table"):
+        ctrain.Trainer(embedding_table="hashed", max_steps=1, **SMALL).fit(tr)

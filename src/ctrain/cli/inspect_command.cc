@@ -25,6 +25,7 @@
 #include "ctrain/io/example.h"
 #include "ctrain/io/feature_hash.h"
 #include "ctrain/train/checkpoint.h"
+#include "ctrain/train/keyed_checkpoint.h"
 #include "ctrain/io/example_schema.h"
 #include "ctrain/io/libffm.h"
 #include "ctrain/io/libsvm.h"
@@ -307,7 +308,24 @@ StatusOr<json> InspectCheckpoint(const std::string& path) {
   json tensors = json::array();
   for (const auto& t : ck.tensors)
     tensors.push_back({{"name", t.name}, {"dtype", t.dtype == train::DType::kF32 ? "f32" : "i64"}, {"shape", t.shape}});
-  return json{{"file", path}, {"format", "checkpoint"}, {"step", ck.step}, {"meta", ck.meta}, {"tensors", tensors}};
+  json out{{"file", path}, {"format", "checkpoint"}, {"step", ck.step}, {"meta", ck.meta}, {"tensors", tensors}};
+  if (ck.meta.contains("keyed_table")) {  // a keyed table (train/key_index.h): rows, counters, the delta chain
+    json k = {{"counters", ck.meta["keyed_table"]}};
+    const train::NamedTensor* keys = ck.Find("embeddings/keys");
+    k["rows"] = keys != nullptr ? static_cast<int64_t>(keys->i64.size()) : 0;
+    if (train::IsKeyedDelta(ck.meta)) {
+      json chain = ck.meta["keyed_delta"];
+      const train::NamedTensor* ev = ck.Find(train::kEvictedKeysTensor);
+      chain["changed_keys"] = k["rows"];
+      chain["evicted_keys"] = ev != nullptr ? static_cast<int64_t>(ev->i64.size()) : 0;
+      StatusOr<train::Checkpoint> whole = train::WithKeyedBase(std::move(ck));
+      if (!whole.ok()) return whole.status();  // a torn or missing base, named
+      k["rows"] = static_cast<int64_t>(whole->Find("embeddings/keys")->i64.size());
+      k["incremental"] = chain;
+    }
+    out["keyed_table"] = k;
+  }
+  return out;
 }
 
 StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
@@ -339,6 +357,15 @@ void PrintCheckpoint(const json& j) {
   std::printf("%s: format=checkpoint step=%lld tensors=%zu\n", j["file"].get<std::string>().c_str(),
               j["step"].get<long long>(), j["tensors"].size());
   std::printf("  meta: %s\n", j["meta"].dump().c_str());
+  if (j.contains("keyed_table")) {
+    const json& k = j["keyed_table"];
+    std::printf("  keyed table: %lld rows; counters %s\n", k["rows"].get<long long>(), k["counters"].dump().c_str());
+    if (k.contains("incremental"))
+      std::printf("  incremental checkpoint %d after the full %s (step %lld): %lld changed keys, %lld evicted keys\n",
+                  k["incremental"].value("index", 0), k["incremental"].value("base", "").c_str(),
+                  k["incremental"].value("base_step", 0LL), k["incremental"].value("changed_keys", 0LL),
+                  k["incremental"].value("evicted_keys", 0LL));
+  }
   for (const auto& t : j["tensors"])
     std::printf("  %-32s %s %s\n", t["name"].get<std::string>().c_str(), t["dtype"].get<std::string>().c_str(),
                 t["shape"].dump().c_str());

@@ -32,6 +32,8 @@ constexpr ModeSet kService = M::kLocalStream | M::kTowers | M::kHogwild | M::kMp
 constexpr ModeSet kNotPs = AllModesBut(kPs);
 constexpr ModeSet kSync = AllModesBut(static_cast<ModeSet>(M::kHogwild));
 // Autotune measures local thread layouts on local rows, on cores no other rank shares.
+// Keyed embedding tables: one process's tables (its batches read locally or from the data service).
+constexpr ModeSet kKeyed = M::kLocalMemory | M::kLocalStream | M::kTowers | M::kHogwild | M::kDataService;
 constexpr ModeSet kLocalLayouts = AllModesBut(kPs | M::kDataService | M::kMpirun);
 
 template <class T>
@@ -539,6 +541,42 @@ std::vector<OptionSpec> Build() {
                                                 "predictions and validation metrics are corrected; recorded in "
                                                 "checkpoints", kAll)
           .bind(FIELD(train_options.negative_downsampling_rate)));
+  // Keyed embeddings (train/key_index.h, docs/training.md#keyed-embeddings).
+  const std::string keyed_why = "keyed tables are built for one trainer process (memory, stream, --towers, "
+                                "--hogwild, the data service); mpirun's key exchange and the parameter servers' "
+                                "key partitioning are not built yet";
+  add(Entry("embedding_table", {}, "", "fixed (rows [0, --feature-size), ids are rows) | keyed (ids are 64-bit keys, "
+                                      "rows made on admission and evicted at checkpoints)", kKeyed)
+          .why(keyed_why)
+          .bind(FIELD(train_options.table.embedding_table)));
+  add(Entry("max_rows", {}, "rows", "Keyed table: live rows kept after each eviction (least recently seen go "
+                                    "first); 0 = 16777216", kKeyed)
+          .why(keyed_why)
+          .bind(FIELD(train_options.table.max_rows)));
+  add(Entry("min_count", {}, "sightings", "Keyed table: a key gets a row at its Nth sighting in training (before: "
+                                          "the shared zero row, counted as filtered)", kKeyed)
+          .why(keyed_why)
+          .bind(FIELD(train_options.table.min_count)));
+  add(Entry("admission", {}, "", "Keyed table: how --min-count counts: exact (a counter per pending key) | bloom (a "
+                                 "counting Bloom filter of --bloom-counters bytes)", kKeyed)
+          .why(keyed_why)
+          .bind(FIELD(train_options.table.admission)));
+  add(Entry("bloom_counters", {}, "counters", "Keyed table, --admission bloom: the filter's 8-bit counters", kKeyed)
+          .why(keyed_why)
+          .bind(FIELD(train_options.table.bloom_counters)));
+  add(Entry("steps_to_live", {}, "steps", "Keyed table: at each checkpoint, evict rows not seen for more than this "
+                                          "many steps (0 = never)", kKeyed)
+          .why(keyed_why)
+          .bind(FIELD(train_options.table.steps_to_live)));
+  add(Entry("l2_weight_threshold", {}, "", "Keyed table: at each checkpoint, evict rows whose embedding's L2 norm is "
+                                          "below this (0 = never)", kKeyed)
+          .why(keyed_why)
+          .bind(FIELD(train_options.table.l2_weight_threshold)));
+  add(Entry("incremental_checkpoints", {}, "checkpoints", "Keyed table: after each full checkpoint, this many "
+                                                          "incremental ones (only the rows changed and the keys "
+                                                          "evicted since it); 0 = every checkpoint full", kKeyed)
+          .why(keyed_why)
+          .bind(FIELD(train_options.incremental_checkpoints)));
   // The options every rank of one mpirun job must agree on (OptionSpec::same_on_every_rank).
   for (const char* name :
        {"format", "field_size", "id_base", "feature_size", "embedding_size", "deep_layers", "dropout", "batch_norm",
@@ -555,7 +593,9 @@ std::vector<OptionSpec> Build() {
   for (const char* name :
        {"seed", "dropout_seed", "shuffle", "warm_start_from", "warm_start_optimizer", "early_stopping_metric",
         "early_stopping_patience", "early_stopping_min_delta", "lr_plateau_metric", "lr_plateau_factor",
-        "lr_plateau_patience", "lr_plateau_cooldown", "lr_plateau_min_lr", "lr_plateau_min_delta", "gauc_field"}) {
+        "lr_plateau_patience", "lr_plateau_cooldown", "lr_plateau_min_lr", "lr_plateau_min_delta", "gauc_field",
+        "embedding_table", "max_rows", "min_count", "admission", "bloom_counters", "steps_to_live",
+        "l2_weight_threshold"}) {
     auto it = std::find_if(t.begin(), t.end(), [&](const OptionSpec& s) { return s.name == name; });
     if (it != t.end()) it->defines_result = true;
   }

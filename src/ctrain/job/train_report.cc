@@ -58,6 +58,15 @@ void PrintRunLine(const TrainRun& run) {
                o.optimizer.learning_rate, static_cast<long long>(o.batch_size), o.epochs, run.intra,
                o.parallel.towers, o.parallel.hogwild, o.parallel.affinity ? " affinity" : "",
                train::OpenMPWaitSummary().c_str());
+  if (o.table.keyed()) {
+    const train::KeyedTableOptions& t = o.table;
+    std::fprintf(stderr,
+                 "ctrain: keyed embedding table: max_rows=%lld min_count=%d admission=%s steps_to_live=%lld "
+                 "l2_weight_threshold=%g, key space [0, %lld)\n",
+                 static_cast<long long>(t.live_bound()), t.min_count, t.admission.c_str(),
+                 static_cast<long long>(t.steps_to_live), t.l2_weight_threshold,
+                 static_cast<long long>(o.model.feature_size));
+  }
 }
 
 void ReportDone(const TrainRun& run) {
@@ -132,6 +141,12 @@ Status WriteTrainMetrics(const TrainRun& run, const nlohmann::json& mpi_json, co
     j["early_stopped"] = r.early_stopped;
     j["best_metric"] = JsonNumber(r.best_metric);
     j["best_step"] = r.best_step;
+  }
+  if (r.keyed) {  // train/key_index.h: every admitted, filtered and evicted key
+    j["keyed_table"] = r.keyed_table.ToJson();
+    nlohmann::json epochs = nlohmann::json::array();
+    for (const train::KeyCounters& c : r.keyed_table_epochs) epochs.push_back(c.ToJson());
+    j["keyed_table_epochs"] = std::move(epochs);
   }
   // The rate the next step would run at, and --lr-decay plateau's reductions (the evaluation's step, the new rate).
   j["learning_rate"] = r.learning_rate;

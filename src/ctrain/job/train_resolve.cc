@@ -51,6 +51,9 @@ Status ResolveModelOptions(TrainRun& run) {
     return InvalidArgumentError("--mixed-precision: expected f32, bf16 or auto, got '" + job.mixed_precision + "'");
   }
   o.model.field_size = job.data.field_size;
+  // A keyed table has no rows to size: --feature-size is only the id space, by default every key
+  // (Criteo categories then hash into 62 bits; LibSVM/TFRecord ids are taken as written).
+  if (o.table.keyed() && !job.given.Has("feature_size") && !job.train.empty()) job.data.feature_size = train::kKeySpace;
   o.model.feature_size = job.data.feature_size;
   if (!job.data.feature_spec.empty()) {  // it decides F and the id space
     StatusOr<data::FeatureSpec> s = data::LoadFeatureSpec(job.data.feature_spec);

@@ -349,8 +349,12 @@ Status SaveCheckpoint(const std::string& model_dir, int64_t step, std::span<cons
   std::vector<IndexEntry> dropped;
   if (entries.size() > static_cast<size_t>(options.keep_last)) {
     const size_t n_drop = entries.size() - options.keep_last;
-    dropped.assign(entries.begin(), entries.begin() + n_drop);
-    entries.erase(entries.begin(), entries.begin() + n_drop);
+    std::vector<IndexEntry> kept;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      if (i < n_drop && entries[i].file != options.pinned) dropped.push_back(entries[i]);
+      else kept.push_back(entries[i]);
+    }
+    entries = std::move(kept);
   }
   CTRAIN_RETURN_IF_ERROR(io::WriteStringToFileAtomic(JoinPath(model_dir, kIndexName), IndexJson(entries)));
   CTRAIN_RETURN_IF_ERROR(SyncDir(model_dir));

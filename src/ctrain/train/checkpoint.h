@@ -79,6 +79,9 @@ struct CheckpointOptions {
   // How many checkpoints the index keeps (>= 1); older files listed in the
   // index are deleted after a successful save. Default 3.
   int keep_last = 3;
+  // A file the index keeps beyond keep_last, and never deletes: the full
+  // checkpoint the new (incremental) one extends (train/keyed_checkpoint.h).
+  std::string pinned;
 };
 
 // File name of the checkpoint of `step`: "ckpt-<step>.bin".

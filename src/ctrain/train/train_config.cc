@@ -27,6 +27,12 @@ Status ParallelOptions::Validate() const {
 Status TrainOptions::Validate() const {
   CTRAIN_RETURN_IF_ERROR(model.Validate());
   CTRAIN_RETURN_IF_ERROR(parallel.Validate());
+  CTRAIN_RETURN_IF_ERROR(table.Validate());
+  if (incremental_checkpoints < 0)
+    return InvalidArgumentError("--incremental-checkpoints must be >= 0, got " + std::to_string(incremental_checkpoints));
+  if (incremental_checkpoints > 0 && !table.keyed())
+    return InvalidArgumentError("--incremental-checkpoints needs --embedding-table keyed (a positional table's "
+                                "checkpoint is its whole table)");
   if (batch_size < 1) return InvalidArgumentError("batch_size must be >= 1, got " + std::to_string(batch_size));
   // 0 epochs would train nothing and still write an untrained checkpoint.
   if (epochs < 1)

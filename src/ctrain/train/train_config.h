@@ -17,6 +17,7 @@
 #include "ctrain/optim/lr_plateau.h"
 #include "ctrain/optim/lr_schedule.h"
 #include "ctrain/optim/optimizer.h"
+#include "ctrain/train/key_index.h"
 
 namespace ctrain::train {
 
@@ -189,6 +190,16 @@ struct TrainOptions {
   // instead. "" = off.
   std::string warm_start_from;
   bool warm_start_optimizer = false;
+
+  // The embedding tables: positional ("fixed", rows [0, feature_size)) or
+  // keyed (train/key_index.h: ids are 64-bit keys in [0, feature_size), rows
+  // made on admission, evicted at checkpoints). Recorded in checkpoint meta
+  // "embedding_table", so eval/predict/resume use the same.
+  KeyedTableOptions table;
+  // Keyed tables: after each full checkpoint, this many incremental ones
+  // (only the rows read or made, and the keys evicted, since the full one;
+  // train/keyed_checkpoint.h); 0 = every checkpoint full.
+  int32_t incremental_checkpoints = 0;
   // What this run consumes (its inputs' content and the settings that decide
   // the model: job/finished_run.h), saved as is in every checkpoint's meta
   // "run_record"; null = none recorded. With meta "finished", a rerun on equal

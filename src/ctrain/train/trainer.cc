@@ -24,6 +24,11 @@ Status Trainer::Impl::CheckRemoteOptions() const {
     return InvalidArgumentError("--warm-start-from is not supported with " + ps +
                                 ": the servers initialise or restore the parameters themselves (warm-start a "
                                 "local run, or restart the servers from its sharded checkpoint)");
+  if (options.table.keyed())
+    return InvalidArgumentError("--embedding-table keyed is not supported with " + ps +
+                                ": the servers hold positional shards (keys partitioned by hash across servers are "
+                                "not built yet); train keyed tables in one process (--towers, --hogwild, the data "
+                                "service)");
   if (options.keep_best)
     return InvalidArgumentError("--keep-best is not supported with " + ps +
                                 ": the parameters live on the servers, which save into --model-dir only");
@@ -41,6 +46,10 @@ Status Trainer::Impl::CheckRemoteOptions() const {
 Status Trainer::Impl::Init() {
   CTRAIN_RETURN_IF_ERROR(options.Validate());
   if (remote != nullptr) CTRAIN_RETURN_IF_ERROR(CheckRemoteOptions());
+  if (options.table.keyed() && options.model.field_size > 0 && options.model.num_dense_fields >= options.model.field_size)
+    return InvalidArgumentError("--embedding-table keyed: every field is numeric (--num-dense-fields " +
+                                std::to_string(options.model.num_dense_fields) + " of " +
+                                std::to_string(options.model.field_size) + "): there are no keys");
   CTRAIN_ASSIGN_OR_RETURN(optimizer, optim::MakeOptimizer(options.optimizer));
   current_lr = options.optimizer.learning_rate;
   if (options.lr_plateau()) plateau = optim::PlateauState::Start(options.plateau_config(), options.optimizer.learning_rate);
@@ -57,9 +66,18 @@ Status Trainer::Impl::Init() {
   if (remote == nullptr) {  // a --feature-size too large for this machine: refused here, not OOM-killed while filling the tables
     int64_t dense_floats = 0;
     for (const auto& d : dense) dense_floats += static_cast<int64_t>(d.value.size());
-    CTRAIN_RETURN_IF_ERROR(CheckParameterMemory(options.model.feature_size, options.model.embedding_size,
-                                                optimizer->num_slots(), options.optimizer.name, dense_floats,
-                                                ReadMemoryAvailable()));
+    // A keyed table holds at most its live-row bound (+ the numeric and default rows) after each eviction.
+    const int64_t table_rows = options.table.keyed()
+                                   ? options.table.live_bound() + options.model.num_dense_fields + 1
+                                   : options.model.feature_size;
+    const Status mem = CheckParameterMemory(table_rows, options.model.embedding_size, optimizer->num_slots(),
+                                            options.optimizer.name, dense_floats, ReadMemoryAvailable());
+    if (!mem.ok() && options.table.keyed())
+      return ResourceExhaustedError(std::string(mem.message()) + ". A keyed table's rows are --max-rows (" +
+                                    std::to_string(options.table.live_bound()) + ") plus " +
+                                    std::to_string(table_rows - options.table.live_bound()) +
+                                    " numeric and default rows: lower --max-rows");
+    CTRAIN_RETURN_IF_ERROR(mem);
   }
   if (remote == nullptr) {  // else the servers hold the tables and every optimizer slot
     dense_slots.resize(dense.size());
@@ -91,6 +109,7 @@ Status Trainer::Impl::InitTables() {
   to.concurrency = TableConcurrency::kHogwild;
   const int64_t rows = options.model.feature_size;
   const int32_t K = options.model.embedding_size;
+  if (options.table.keyed()) return InitKeyedTables(cfg, to);
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> wopt, optim::MakeOptimizer(cfg));
   CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> vopt, optim::MakeOptimizer(cfg));
   CTRAIN_ASSIGN_OR_RETURN(w_table, LocalParameterTable::Create("embeddings/w", rows, 1, std::move(wopt), to));
@@ -215,6 +234,7 @@ StatusOr<std::unique_ptr<Trainer>> LoadTrainerFromCheckpoint(const std::string& 
     CTRAIN_ASSIGN_OR_RETURN(o.data, DataSourceFromJson(ck->meta["data"]));
   }
   o.negative_downsampling_rate = ck->meta.value("negative_downsampling_rate", 1.0);
+  CTRAIN_ASSIGN_OR_RETURN(o.table, KeyedTableOptionsFromJson(ck->meta.value("embedding_table", nlohmann::json())));
   o.model_dir = model_dir;
   o.parallel = parallel;
   o.parallel.towers = 1;

@@ -54,6 +54,7 @@
 #include "ctrain/data/pipeline_stats.h"
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/dataset.h"
+#include "ctrain/train/key_index.h"
 #include "ctrain/train/stream_input.h"
 #include "ctrain/train/train_config.h"
 
@@ -124,6 +125,11 @@ struct TrainResult {
   double input_wait_seconds = 0;
   double compute_seconds = 0;
   double input_wait_fraction = 0;  // wait / (wait + compute), in [0, 1]
+  // Keyed embedding tables (--embedding-table keyed): the index's counters at
+  // the end (after the final checkpoint's eviction) and at each epoch end.
+  bool keyed = false;
+  KeyCounters keyed_table;
+  std::vector<KeyCounters> keyed_table_epochs;
   // data::InputBoundSuggestion when the fraction >= 0.1 over at least
   // kMinStepsForInputAdvice steps and kMinSecondsForInputAdvice seconds ("" otherwise).
   std::string input_suggestion;

@@ -49,17 +49,21 @@ Status Trainer::Impl::NoteStreamFormats() {
   return Status::OK();
 }
 
-CheckpointTensors Trainer::Impl::Tensors() {
+CheckpointTensors Trainer::Impl::Tensors(bool tables, bool keyed_delta) {
   CheckpointTensors t;
-  // Names and shapes as docs/checkpoint.md: w is stored 1-D [feature_size].
-  const int64_t rows = w_table->rows();
-  const int32_t K = v_table->dim();
-  t.Add(w_table->name(), {rows}, w_table->data(), rows);
-  t.Add(v_table->name(), {rows, K}, v_table->data(), rows * K);
-  for (int k = 0; k < w_table->num_slots(); ++k) {
-    const std::string slot(w_table->optimizer().SlotName(k));
-    t.Add(w_table->name() + "/" + slot, {rows}, w_table->slot(k), rows);
-    t.Add(v_table->name() + "/" + slot, {rows, K}, v_table->slot(k), rows * K);
+  if (tables && keys != nullptr) {
+    AddKeyedTensors(&t, keyed_delta);
+  } else if (tables) {
+    // Names and shapes as docs/checkpoint.md: w is stored 1-D [feature_size].
+    const int64_t rows = w_table->rows();
+    const int32_t K = v_table->dim();
+    t.Add(w_table->name(), {rows}, w_table->data(), rows);
+    t.Add(v_table->name(), {rows, K}, v_table->data(), rows * K);
+    for (int k = 0; k < w_table->num_slots(); ++k) {
+      const std::string slot(w_table->optimizer().SlotName(k));
+      t.Add(w_table->name() + "/" + slot, {rows}, w_table->slot(k), rows);
+      t.Add(v_table->name() + "/" + slot, {rows, K}, v_table->slot(k), rows * K);
+    }
   }
   auto& dense = replicas[0].model->dense_params();
   for (size_t i = 0; i < dense.size(); ++i) {
@@ -80,6 +84,10 @@ nlohmann::json Trainer::Impl::Meta() const {
   m["seed"] = options.seed;
   m["batch_size"] = options.batch_size;
   m["shuffle"] = options.shuffle;
+  if (options.table.keyed()) {
+    m["embedding_table"] = KeyedTableOptionsToJson(options.table);
+    if (keys != nullptr) m["keyed_table"] = keys->counters().ToJson();
+  }
   m["global_step"] = pos.global_step;
   m["epoch"] = pos.epoch;
   m["batch_in_epoch"] = pos.batch_in_epoch;
@@ -106,6 +114,13 @@ nlohmann::json Trainer::Impl::Meta() const {
 }
 
 Status Trainer::Impl::Save() {
+  // A keyed table evicts at the scheduled checkpoints alone (epoch ends, every save_checkpoints_steps), with or
+  // without a model dir: a stop or max_steps in between saves without evicting, so a resumed run evicts at the
+  // same steps as an uninterrupted one.
+  if (keys != nullptr &&
+      (pos.batch_in_epoch == 0 ||
+       (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0)))
+    EvictKeys();
   if (options.model_dir.empty()) return Status::OK();
   if (remote != nullptr) {  // the servers save their shards, the chief the manifest
     CTRAIN_RETURN_IF_ERROR(remote->Save(options.model_dir, Meta(), replicas[0].model->state()));
@@ -115,9 +130,24 @@ Status Trainer::Impl::Save() {
   }
   CTRAIN_RETURN_IF_ERROR(NoteStreamFormats());  // the format a stream was read in, never ""
   if (!hog_master.empty()) SyncReplicas();
-  CheckpointTensors t = Tensors();
-  CTRAIN_RETURN_IF_ERROR(
-      WriteTrainerCheckpoint(options.model_dir, pos.global_step, t, Meta(), options.keep_checkpoints));
+  // A keyed table's incremental checkpoint (train/keyed_checkpoint.h): on a full one of an earlier step, until
+  // incremental_checkpoints of them were written.
+  const bool delta = keys != nullptr && options.incremental_checkpoints > 0 && !keyed_base.empty() &&
+                     keyed_base_step != pos.global_step && deltas_since_full < options.incremental_checkpoints;
+  CheckpointTensors t = Tensors(/*tables=*/true, delta);
+  nlohmann::json meta = Meta();
+  if (delta)
+    meta["keyed_delta"] = {{"base", keyed_base}, {"base_step", keyed_base_step}, {"index", deltas_since_full + 1}};
+  CTRAIN_RETURN_IF_ERROR(WriteTrainerCheckpoint(options.model_dir, pos.global_step, t, meta,
+                                                options.keep_checkpoints, delta ? keyed_base : ""));
+  if (keys != nullptr && delta) {
+    ++deltas_since_full;
+  } else if (keys != nullptr) {
+    keys->MarkClean();
+    keyed_base = CheckpointFileName(pos.global_step);
+    keyed_base_step = pos.global_step;
+    deltas_since_full = 0;
+  }
   saved_this_run = true;
   saved_pos = pos;
   return Status::OK();
@@ -157,6 +187,14 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
                                      have[key].dump() + ", this run asks for " + want[key].dump() +
                                      " (the parameters' shapes must match; only --feature-size may grow)");
   const int64_t old_rows = mc.feature_size, rows = m.options.model.feature_size;
+  {
+    CTRAIN_ASSIGN_OR_RETURN(KeyedTableOptions t, KeyedTableOptionsFromJson(meta.value("embedding_table", nlohmann::json())));
+    if (t.keyed() != m.options.table.keyed())
+      return FailedPreconditionError(
+          ck->path + ": warm start: the checkpoint's embedding table is " + t.embedding_table + ", this run's is " +
+          m.options.table.embedding_table +
+          " (a positional row and a key are different things: warm-start with the same --embedding-table)");
+  }
   if (rows < old_rows)
     return FailedPreconditionError(ck->path + ": warm start: the checkpoint's model has feature_size " +
                                    std::to_string(old_rows) + ", this run asks for " + std::to_string(rows) +
@@ -199,7 +237,7 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
   // Every tensor of this model, from the checkpoint: the tables' first
   // old_rows rows (the rest keep their initialisation), the dense parameters
   // and BN state whole; optimizer slots only with optimizer_slots.
-  const CheckpointTensors t = m.Tensors();
+  const CheckpointTensors t = m.Tensors(/*tables=*/m.keys == nullptr);
   std::set<std::string> slots;  // "<param>/<slot>" of every table and dense parameter (Tensors())
   for (const std::string& param : {m.w_table->name(), m.v_table->name()})
     for (int k = 0; k < m.w_table->num_slots(); ++k)
@@ -221,6 +259,7 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
     std::memcpy(ref.data, x->f32.data(), x->f32.size() * sizeof(float));
     ++copied;
   }
+  if (m.keys != nullptr) CTRAIN_RETURN_IF_ERROR(m.RestoreKeyed(ck->ckpt, optimizer_slots, /*warm=*/true));
   const int64_t step = meta.value("global_step", int64_t{0});
   m.pos = TrainPosition();
   m.pos.global_step = step;
@@ -234,6 +273,12 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
   m.restored_path = ck->path;
   m.SyncReplicas();
   char buf[512];
+  if (m.keys != nullptr)
+    std::snprintf(buf, sizeof buf, "ctrain: warm start from %s (step %lld): %lld tensors; the keyed table's %lld keys keep their rows; optimizer slots %s",
+                  ck->path.c_str(), static_cast<long long>(step), static_cast<long long>(copied),
+                  static_cast<long long>(m.keys->counters().live_rows), optimizer_slots ? "carried over" : "start afresh");
+  else
+
   std::snprintf(buf, sizeof buf,
                 "ctrain: warm start from %s (step %lld): %lld tensors; embedding rows [0, %lld) from the checkpoint%s; "
                 "optimizer slots %s",
@@ -277,8 +322,9 @@ Status Trainer::Restore(bool* restored) {
   }
   if (!ck.has_value()) return Status::OK();
   CTRAIN_RETURN_IF_ERROR(m.RestoreMeta(ck->meta, ck->path));
-  CheckpointTensors t = m.Tensors();
+  CheckpointTensors t = m.Tensors(/*tables=*/m.keys == nullptr);
   CTRAIN_RETURN_IF_ERROR(ck->CopyInto(t));
+  if (m.keys != nullptr) CTRAIN_RETURN_IF_ERROR(m.RestoreKeyed(ck->ckpt, /*slots=*/true, /*warm=*/false));
   m.SyncReplicas();
   *restored = true;
   return Status::OK();
@@ -306,6 +352,15 @@ Status Trainer::Impl::RestoreMeta(const nlohmann::json& meta, const std::string&
   if (opt != m.options.optimizer.name)
     return FailedPreconditionError(path + ": checkpoint optimizer is '" + opt + "', this run asks for '" +
                                    m.options.optimizer.name + "'");
+  {  // the table's layout and rules: a resume continues them exactly
+    CTRAIN_ASSIGN_OR_RETURN(KeyedTableOptions t, KeyedTableOptionsFromJson(meta.value("embedding_table", nlohmann::json())));
+    const nlohmann::json have_t = KeyedTableOptionsToJson(t), want_t = KeyedTableOptionsToJson(m.options.table);
+    for (auto it = want_t.begin(); it != want_t.end(); ++it)
+      if (have_t[it.key()] != it.value())
+        return FailedPreconditionError(path + ": checkpoint has " + it.key() + " = " + have_t[it.key()].dump() +
+                                       ", this run asks for " + it.value().dump() +
+                                       " (use the same embedding-table options or a new --model-dir)");
+  }
   // How the files were read: a different id base or feature map would shift every id.
   if (meta.contains("data")) {
     CTRAIN_ASSIGN_OR_RETURN(DataSourceOptions d, DataSourceFromJson(meta["data"]));

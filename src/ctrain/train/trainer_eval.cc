@@ -139,6 +139,9 @@ StatusOr<EvalResult> Trainer::Impl::Evaluate(const Dataset& data) {
   for (int64_t b = 0; b < data.size(); b += kChunk) {
     const int64_t e = std::min(data.size(), b + kChunk);
     data.Slice(b, e, &rep.batch);
+    if (gf >= 0)  // the group's key as read (a keyed table translates the ids below)
+      for (int64_t i = 0; i < e - b; ++i) groups.push_back(rep.batch.ids[i * rep.batch.field_size + gf]);
+    if (keys != nullptr) CTRAIN_RETURN_IF_ERROR(TranslateKeys(rep.batch, /*train=*/false, pos.global_step));
     model::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
     CTRAIN_RETURN_IF_ERROR(PullRows(rep));
     probs.resize(e - b);
@@ -151,8 +154,6 @@ StatusOr<EvalResult> Trainer::Impl::Evaluate(const Dataset& data) {
       for (float& p : probs) p = static_cast<float>(CorrectDownsampledProbability(p, rate));
     all_probs.insert(all_probs.end(), probs.begin(), probs.end());
     all_labels.insert(all_labels.end(), rep.batch.labels.begin(), rep.batch.labels.end());
-    if (gf >= 0)
-      for (int64_t i = 0; i < e - b; ++i) groups.push_back(rep.batch.ids[i * rep.batch.field_size + gf]);
     if (predictions != nullptr) predictions->insert(predictions->end(), probs.begin(), probs.end());
   }
   EvalResult r;

@@ -37,7 +37,7 @@ Status Trainer::Impl::RunHogwild(const FetchFn& fetch, Progress* prog, int64_t* 
         for (size_t i = 0; i < dense.size(); ++i)
           std::memcpy(dense[i].value.data(), hog_master[i].data(), dense[i].value.size() * sizeof(float));
       }
-      Compute(rep, step);
+      Compute(rep, step, step);
       Status st = StepStatus(rep, step);
       if (st.ok()) st = PushRows(rep.w_grad, rep.v_grad, step - opt_step_base);  // lock-free (Hogwild!)
       if (!st.ok()) {

@@ -30,6 +30,7 @@
 #include "ctrain/train/ctr_metrics.h"
 #include "ctrain/train/data_source.h"
 #include "ctrain/train/input_checks.h"
+#include "ctrain/train/key_index.h"
 #include "ctrain/train/parameter_table.h"
 #include "ctrain/train/trainer.h"
 #include "ctrain/train/trainer_state.h"
@@ -167,6 +168,36 @@ struct Trainer::Impl {
   // (parallel_min_floats = max) instead of each thread starting an OpenMP team.
   Status InitTables();
 
+  // ---- keyed embeddings (options.table keyed; trainer_keyed.cc, train/key_index.h) ----
+  std::unique_ptr<KeyIndex> keys;  // null: positional tables
+  // The fields whose ids are keys: [keyed_first_field(), F). The numeric fields
+  // before them keep ids 0..N-1, the index's reserved rows.
+  int32_t keyed_first_field() const { return options.model.num_dense_fields; }
+  // The w and V tables over the index's capacity (lazily committed), the
+  // numeric rows initialised; a key's rows start at admission.
+  Status InitKeyedTables(optim::OptimizerConfig cfg, const LocalTableOptions& to);
+  // Replaces a batch's keys by their rows (train: admitting; else lookups only).
+  // Errors: InvalidArgument for a multi-hot or variable-length batch.
+  Status TranslateKeys(data::Batch& b, bool train, int64_t step);
+  // Checkpoint tensors of the keyed tables (gathered into keyed_save; see docs/checkpoint.md#keyed-tables);
+  // delta: an incremental checkpoint's (the changed rows and the evicted keys since the last full one).
+  void AddKeyedTensors(CheckpointTensors* t, bool delta = false);
+  // Incremental checkpoints (options.incremental_checkpoints, train/keyed_checkpoint.h): the full checkpoint
+  // the chain extends ("" = none in model_dir yet) and the incremental ones written since.
+  std::string keyed_base;
+  int64_t keyed_base_step = -1;
+  int32_t deltas_since_full = 0;
+  struct KeyedSave {
+    KeyIndexSnapshot snap;
+    std::vector<float> w, v;
+    std::vector<std::vector<float>> w_slots, v_slots;
+  } keyed_save;
+  // The keyed tables from a checkpoint: the index, rows and (slots) optimizer
+  // slots. warm: a new run's start (rows renumbered, counters from zero).
+  Status RestoreKeyed(const Checkpoint& ck, bool slots, bool warm);
+  // Eviction before a checkpoint (KeyIndex::Evict); the freed rows are zeroed.
+  void EvictKeys();
+
   // Pulls the rows of rep.unique_ids into rep.w_rows / rep.v_rows.
   Status PullRows(Replica& rep);
 
@@ -179,7 +210,8 @@ struct Trainer::Impl {
   // Copies the master dense values into every replica.
   void SyncReplicas();
 
-  CheckpointTensors Tensors();
+  // tables = false: the dense parameters and state only; keyed_delta: a keyed table's incremental part.
+  CheckpointTensors Tensors(bool tables = true, bool keyed_delta = false);
 
   nlohmann::json Meta() const;
 
@@ -194,7 +226,8 @@ struct Trainer::Impl {
   void EpochOrder(int64_t n, int64_t epoch, std::vector<int64_t>* order) const;
 
   // ---- one replica's forward/backward on replica.batch ----
-  void Compute(Replica& rep, int64_t dropout_step);
+  // step: the global step (a keyed table's last-seen mark); translated: rep.batch's keys are rows already.
+  void Compute(Replica& rep, int64_t dropout_step, int64_t step, bool translated = false);
 
   // Checks a replica's step result; the non-finite loss error names the global step.
   Status StepStatus(const Replica& rep, int64_t step) const;

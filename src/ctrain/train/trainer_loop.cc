@@ -180,6 +180,11 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
                     static_cast<long long>(pos.global_step), result->last_loss,
                     secs > 0 ? prog.examples / secs : 0.0);
     Log(buf);
+    if (keys != nullptr) {
+      result->keyed_table_epochs.push_back(keys->counters());
+      Log("ctrain: keyed table after epoch " + std::to_string(finished_epoch) + ": " +
+          result->keyed_table_epochs.back().Summary());
+    }
     epoch_loss_sum = 0;
     epoch_loss_n = 0;
     CTRAIN_RETURN_IF_ERROR(do_eval("epoch end"));
@@ -197,6 +202,10 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
   if (!finished) saved_this_run = false;  // the final checkpoint records that the run finished
   finished = true;
   CTRAIN_RETURN_IF_ERROR(SaveFinal());
+  if (keys != nullptr) {
+    result->keyed = true;
+    result->keyed_table = keys->counters();
+  }
   result->steps = pos.global_step;
   result->steps_this_run = pos.global_step - prog.start_step;
   result->examples = pos.examples;
@@ -219,6 +228,9 @@ Status Trainer::Impl::BeginRun(TrainResult* result) {
   if (exch != nullptr) {
     if (options.parallel.hogwild > 0)
       return InvalidArgumentError("--hogwild cannot run under mpirun: distributed training is synchronous");
+    if (keys != nullptr)
+      return InvalidArgumentError("--embedding-table keyed cannot run under mpirun yet: each rank would number "
+                                  "its keys' rows its own way (the sparse rows would have to be exchanged by key)");
     CTRAIN_RETURN_IF_ERROR(BroadcastState());
   }
   saved_this_run = false;

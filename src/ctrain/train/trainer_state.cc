@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "ctrain/train/keyed_checkpoint.h"
 #include "ctrain/train/sharded_checkpoint.h"
 
 namespace ctrain::train {
@@ -21,12 +22,14 @@ Status LoadedCheckpoint::CopyInto(const CheckpointTensors& t) const {
 }
 
 Status WriteTrainerCheckpoint(const std::string& model_dir, int64_t step, const CheckpointTensors& tensors,
-                              const nlohmann::json& meta, int32_t keep) {
+                              const nlohmann::json& meta, int32_t keep, const std::string& pinned) {
   std::vector<TensorRef> refs;
   refs.reserve(tensors.refs.size());
   for (const auto& t : tensors.refs) refs.push_back(TensorRef::F32(t.name, t.shape, t.data));
+  refs.insert(refs.end(), tensors.i64.begin(), tensors.i64.end());
   CheckpointOptions o;
   o.keep_last = keep;
+  o.pinned = pinned;
   return SaveCheckpoint(model_dir, step, refs, meta, o);
 }
 
@@ -37,7 +40,9 @@ StatusOr<std::optional<LoadedCheckpoint>> ReadTrainerCheckpoint(const std::strin
     if (latest.status().code() == StatusCode::kNotFound) return ReadShardedCheckpoint(model_dir);
     return latest.status();
   }
-  CTRAIN_ASSIGN_OR_RETURN(Checkpoint ck, LoadLatestCheckpoint(model_dir));
+  CTRAIN_ASSIGN_OR_RETURN(Checkpoint latest_ck, LoadLatestCheckpoint(model_dir));
+  // An incremental checkpoint of a keyed table: composed with its full one (train/keyed_checkpoint.h).
+  CTRAIN_ASSIGN_OR_RETURN(Checkpoint ck, WithKeyedBase(std::move(latest_ck)));
   LoadedCheckpoint out;
   out.path = ck.path;
   out.step = ck.step;

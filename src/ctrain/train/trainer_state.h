@@ -39,6 +39,8 @@ struct CheckpointTensors {
     size_t count = 0;
   };
   std::vector<Ref> refs;
+  // Integer tensors saved beside them (the keyed table's keys: trainer_keyed.cc).
+  std::vector<TensorRef> i64;
   void Add(std::string name, std::vector<int64_t> shape, float* data, size_t count) {
     refs.push_back({std::move(name), std::move(shape), data, count});
   }
@@ -55,8 +57,9 @@ struct LoadedCheckpoint {
 };
 
 // Writes checkpoint `step` and keeps the newest `keep`. Creates model_dir.
+// pinned: a file kept whatever `keep` says (CheckpointOptions::pinned).
 Status WriteTrainerCheckpoint(const std::string& model_dir, int64_t step, const CheckpointTensors& tensors,
-                              const nlohmann::json& meta, int32_t keep);
+                              const nlohmann::json& meta, int32_t keep, const std::string& pinned = "");
 // The newest checkpoint of model_dir, or nullopt when there is none (no
 // index). Errors: LoadLatestCheckpoint's (DataLoss naming file and offset).
 StatusOr<std::optional<LoadedCheckpoint>> ReadTrainerCheckpoint(const std::string& model_dir);

@@ -54,6 +54,21 @@ Status Trainer::Impl::PullRows(Replica& rep) {
 }
 
 Status Trainer::Impl::PushRows(const model::SparseGrad& w_grad, const model::SparseGrad& v_grad, int64_t step) {
+  if (keys != nullptr) {  // the keys without a row read the default row, which stays zero: its gradient is dropped
+    const int64_t d = keys->default_row();
+    for (const model::SparseGrad* g : {&w_grad, &v_grad}) {
+      LocalParameterTable& table = g == &w_grad ? *w_table : *v_table;
+      const std::span<const int64_t> ids(g->ids);
+      const size_t at = static_cast<size_t>(std::lower_bound(ids.begin(), ids.end(), d) - ids.begin());
+      const bool has = at < ids.size() && ids[at] == d;
+      if (at > 0) CTRAIN_RETURN_IF_ERROR(table.Push(SparseRows{ids.first(at), g->grad.data(), g->dim}, step));
+      const size_t rest = at + (has ? 1 : 0);
+      if (rest < ids.size())
+        CTRAIN_RETURN_IF_ERROR(
+            table.Push(SparseRows{ids.subspan(rest), g->grad.data() + rest * static_cast<size_t>(g->dim), g->dim}, step));
+    }
+    return Status::OK();
+  }
   if (!w_grad.ids.empty())
     CTRAIN_RETURN_IF_ERROR(w_table->Push(SparseRows{w_grad.ids, w_grad.grad.data(), w_grad.dim}, step));
   if (!v_grad.ids.empty())
@@ -93,7 +108,14 @@ void Trainer::Impl::EpochOrder(int64_t n, int64_t epoch, std::vector<int64_t>* o
   }
 }
 
-void Trainer::Impl::Compute(Replica& rep, int64_t dropout_step) {
+void Trainer::Impl::Compute(Replica& rep, int64_t dropout_step, int64_t step, bool translated) {
+  if (keys != nullptr && !translated) {
+    rep.status = TranslateKeys(rep.batch, /*train=*/true, step);
+    if (!rep.status.ok()) {
+      rep.loss = model::LossTerms();
+      return;
+    }
+  }
   model::UniqueIds(rep.batch, &rep.unique_ids, &rep.index);
   rep.status = PullRows(rep);
   if (!rep.status.ok()) {
@@ -157,7 +179,7 @@ Status Trainer::Impl::SyncStep(int64_t B, const FillFn& fill, double* loss_out) 
   } else if (T == 1) {
     Replica& rep = replicas[0];
     fill(rep, 0, B);
-    Compute(rep, key);
+    Compute(rep, key, step);
     CTRAIN_RETURN_IF_ERROR(StepStatus(rep, step));
     double loss = rep.loss.loss;
     if (exch != nullptr)
@@ -174,15 +196,30 @@ Status Trainer::Impl::SyncStep(int64_t B, const FillFn& fill, double* loss_out) 
     // Slices [B*t/T, B*(t+1)/T); a tower with an empty slice sits out.
     std::vector<int64_t> lo(T + 1);
     for (int32_t t = 0; t <= T; ++t) lo[t] = B * t / T;
+    // A keyed table admits keys in batch order, tower after tower, so that which sighting of a key gets its row
+    // never depends on the towers' timing (deterministic, and the counts of one tower): the slices are filled
+    // in parallel, translated in tower order, then computed in parallel.
+    const bool keyed = keys != nullptr;
+    if (keyed) {
+      pool->Run([&](int32_t t) {
+        if (lo[t + 1] > lo[t]) fill(replicas[t], lo[t], lo[t + 1]);
+      });
+      for (int32_t t = 0; t < T; ++t)
+        replicas[t].status = lo[t + 1] > lo[t] ? TranslateKeys(replicas[t].batch, /*train=*/true, step) : Status::OK();
+    }
     pool->Run([&](int32_t t) {
       Replica& rep = replicas[t];
       if (lo[t + 1] == lo[t]) {
         rep.status = Status::OK();
         return;
       }
-      fill(rep, lo[t], lo[t + 1]);
+      if (keyed && !rep.status.ok()) {
+        rep.loss = model::LossTerms();
+        return;
+      }
+      if (!keyed) fill(rep, lo[t], lo[t + 1]);
       // Distinct dropout streams per tower: (step, tower) -> step * T + t.
-      Compute(rep, key * T + t);
+      Compute(rep, key * T + t, step, /*translated=*/keyed);
     });
     std::vector<const model::SparseGrad*> wg, vg;
     std::vector<float> wt;
