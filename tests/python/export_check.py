@@ -93,8 +93,14 @@ class NpyModel:
             fail("index.json format %r" % index.get("format"))
         self.cfg, self.data = index["model"], index["data"]
         self.t = {}
+        self.keys = None  # a keyed table: the sorted keys; keys[i] -> row num_dense_fields + 1 + i
         for e in index["tensors"]:
             a = np.load(os.path.join(out_dir, e["file"]), allow_pickle=False)
+            if e["name"] == "embeddings/keys":
+                if a.dtype != np.int64 or e["dtype"] != "int64" or list(a.shape) != e["shape"]:
+                    fail("%s: dtype %s shape %s, index says %s %s" % (e["file"], a.dtype, a.shape, e["dtype"], e["shape"]))
+                self.keys = a
+                continue
             if a.dtype != np.float32 or list(a.shape) != e["shape"] or e["dtype"] != "float32":
                 fail("%s: dtype %s shape %s, index says %s %s" % (e["file"], a.dtype, a.shape, e["dtype"], e["shape"]))
             self.t[e["name"]] = a.astype(np.float64)  # the reference runs in double
@@ -103,6 +109,13 @@ class NpyModel:
         """ids, values: [B, F] (one-hot) or [B, F, M] (multi-hot: sum of M weighted rows per field)."""
         cfg, t = self.cfg, self.t
         F, K, N = cfg["field_size"], cfg["embedding_size"], cfg["feature_size"]
+        if self.keys is not None:  # keys -> rows: the numeric fields' ids stay, unknown keys read the zero row D
+            D = cfg["num_dense_fields"]
+            pos = np.searchsorted(self.keys, ids)
+            found = (pos < len(self.keys)) & (self.keys[np.minimum(pos, len(self.keys) - 1)] == ids)
+            rows = np.where(found, D + 1 + pos, D)
+            rows[:, :D] = ids[:, :D]
+            ids, N = rows, D + 1 + len(self.keys)
         if ids.ndim == 2:
             ids, values = ids[:, :, None], values[:, :, None]
         if ids.min() < 0 or ids.max() >= N:
@@ -147,6 +160,10 @@ def spread_predict(m, ids, values, rng):
     """The --multi-hot graph m on one-hot rows as three entries per field: the same prediction as
     the one-hot model."""
     pad = rng.integers(0, m.model["feature_size"], size=ids.shape)
+    # The numeric fields' ids are rows as they are (0..num_dense_fields-1; a keyed table passes them through):
+    # pad them with their own id.
+    D = m.model.get("num_dense_fields", 0)
+    pad[:, :D] = ids[:, :D]
     ids3 = np.stack([ids, ids, pad], axis=2)
     values3 = np.stack([values * 0.25, values * 0.75, np.zeros_like(values)], axis=2).astype(np.float32)
     return m.run(ids3, values3)

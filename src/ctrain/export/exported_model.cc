@@ -1,5 +1,7 @@
 #include "ctrain/export/exported_model.h"
 
+#include <algorithm>
+
 #include <optional>
 #include <utility>
 
@@ -83,7 +85,16 @@ StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir) {
 
   // The tensors the config implies, named and shaped as the trainer saves them.
   std::vector<std::pair<std::string, std::vector<int64_t>>> want;
-  const int64_t N = m.config.feature_size, K = m.config.embedding_size;
+  m.keyed = ck->meta.value("embedding_table", nlohmann::json::object()).value("embedding_table", "fixed") == "keyed";
+  const int64_t D = m.config.num_dense_fields;
+  if (m.keyed) {  // docs/checkpoint.md#keyed-tables: rows [0, D) numeric, then keys[i]'s at D + i
+    const train::NamedTensor* k = ck->ckpt.Find("embeddings/keys");
+    if (k == nullptr || k->dtype != train::DType::kI64 || k->shape.size() != 1)
+      return DataLossError(ck->path + ": a keyed table's checkpoint without its int64 tensor 'embeddings/keys'");
+    m.keys = k->i64;
+  }
+  const int64_t N = m.keyed ? D + static_cast<int64_t>(m.keys.size()) : m.config.feature_size,
+                K = m.config.embedding_size;
   if (m.config.reads_w()) want.push_back({"embeddings/w", {N}});
   if (m.config.reads_v()) want.push_back({"embeddings/V", {N, K}});
   {
@@ -109,15 +120,40 @@ StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir) {
       return DataLossError(ck->path + ": tensor '" + name + "' has shape " + ShapeText(t->shape) +
                            ", the model config implies " + ShapeText(shape));
     m.tensors.push_back({name, shape, std::move(t->f32)});
+    if (m.keyed && name.starts_with("embeddings/")) {  // the zero row of unknown keys at D
+      ExportTensor& e = m.tensors.back();
+      const int64_t dim = e.shape.size() == 2 ? e.shape[1] : 1;
+      e.value.insert(e.value.begin() + D * dim, static_cast<size_t>(dim), 0.0f);
+      e.shape[0] += 1;
+    }
   }
   return m;
 }
 
+int64_t ExportedModel::table_rows() const {
+  return keyed ? config.num_dense_fields + 1 + static_cast<int64_t>(keys.size()) : config.feature_size;
+}
+
+std::vector<int64_t> KeyedRows(const ExportedModel& m, const std::vector<int64_t>& ids) {
+  const int64_t D = m.config.num_dense_fields, F = m.config.field_size;
+  std::vector<int64_t> rows(ids.size());
+  for (size_t p = 0; p < ids.size(); ++p) {
+    if (static_cast<int64_t>(p) % F < D) {
+      rows[p] = ids[p];
+      continue;
+    }
+    const auto it = std::lower_bound(m.keys.begin(), m.keys.end(), ids[p]);
+    rows[p] = it != m.keys.end() && *it == ids[p] ? D + 1 + (it - m.keys.begin()) : D;
+  }
+  return rows;
+}
+
 std::string DescribeModel(const ExportedModel& m) {
   const model::ModelConfig& c = m.config;
-  const std::string head = "model " + c.kind + " step " + std::to_string(m.step) + ": feature_size " +
-                           std::to_string(c.feature_size) + ", field_size " + std::to_string(c.field_size) + ", K " +
-                           std::to_string(c.embedding_size);
+  const std::string head = "model " + c.kind + " step " + std::to_string(m.step) + ": " +
+                           (m.keyed ? "keyed table of " + std::to_string(m.keys.size()) + " keys"
+                                    : "feature_size " + std::to_string(c.feature_size)) +
+                           ", field_size " + std::to_string(c.field_size) + ", K " + std::to_string(c.embedding_size);
   if (!model::IsDeepFmKind(c.kind)) return head;
   const model::DeepFmTerms t = model::DeepFmTermsOf(c);
   std::string terms;

@@ -49,6 +49,15 @@ struct ExportedModel {
   // dense parameters in DeepFM::dense_params() order, then DeepFM::state()
   // (BN moving mean/variance). Shapes as in model/deepfm.h.
   std::vector<ExportTensor> tensors;
+  // A keyed embedding table (--embedding-table keyed, train/key_index.h): the
+  // live keys, ascending. The exported tables then have table_rows() =
+  // D + 1 + keys.size() rows (D = config.num_dense_fields): rows [0, D) the
+  // numeric fields' (ids 0..D-1), row D zero (a key without a row reads it),
+  // row D + 1 + i keys[i]'s. Positional models: keyed false, keys empty.
+  bool keyed = false;
+  std::vector<int64_t> keys;
+  // Rows of "embeddings/w" and "embeddings/V": feature_size, or the keyed layout above.
+  int64_t table_rows() const;
 
   // The tensor named `name`, or nullptr.
   const ExportTensor* Find(std::string_view name) const;
@@ -66,6 +75,11 @@ struct ExportedModel {
 // DataLoss "<file>: tensor '<name>' ..." when a tensor the model config
 // implies is missing, is not f32, or has a different shape.
 StatusOr<ExportedModel> LoadModelForExport(const std::string& model_dir);
+
+// Keyed models: the row of each key of `ids` [n, F] in the exported tables
+// (fields >= num_dense_fields; the numeric fields' ids are rows already), as
+// the ONNX graph's lookup computes it.
+std::vector<int64_t> KeyedRows(const ExportedModel& m, const std::vector<int64_t>& ids);
 
 // A line for logs and the ONNX doc string: "model deepfm step 40: feature_size 117581,
 // field_size 39, K 32, terms first_order fm deep, deep_layers 400,400,400, batch_norm off"

@@ -72,6 +72,14 @@ StatusOr<nlohmann::json> ExportNpy(const ExportedModel& m, const std::string& ou
     CTRAIN_RETURN_IF_ERROR(WriteNpy(out_dir + "/" + file, NpyType::kF32, t.shape, t.value.data()));
     tensors.push_back({{"name", t.name}, {"file", file}, {"dtype", "float32"}, {"shape", t.shape}});
   }
+  if (m.keyed) {  // keys[i]'s row is num_dense_fields + 1 + i of the tables (exported_model.h)
+    CTRAIN_RETURN_IF_ERROR(WriteNpy(out_dir + "/embeddings.keys.npy", NpyType::kI64,
+                                    {static_cast<int64_t>(m.keys.size())}, m.keys.data()));
+    tensors.push_back({{"name", "embeddings/keys"}, {"file", "embeddings.keys.npy"}, {"dtype", "int64"},
+                       {"shape", {static_cast<int64_t>(m.keys.size())}},
+                       {"rows", "keys[i] -> row num_dense_fields + 1 + i of embeddings/w and embeddings/V; row "
+                                "num_dense_fields is the zero row of keys without one"}});
+  }
   nlohmann::json index{{"format", "ctrain-npy-export-v1"},
                        {"checkpoint", m.checkpoint_path},
                        {"step", m.step},

@@ -144,7 +144,10 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
   model.set_model_version(m.step);
   const std::string shape = options.multi_hot ? "[batch, F, ids_per_field]" : "[batch, F]";
   model.set_doc_string("ctrain " + DescribeModel(m) + ". Inputs: ids int64" + shape +
-                       " (model ids in [0, feature_size), built as metadata ctrain.data describes), values float32" +
+                       (m.keyed ? " (keys, built as metadata ctrain.data describes: a keyed table maps each to its row, "
+                                  "an unknown key to a zero row; the first num_dense_fields fields carry ids 0..N-1)"
+                                : " (model ids in [0, feature_size), built as metadata ctrain.data describes)") +
+                       ", values float32" +
                        shape +
                        (options.multi_hot ? " (a field's embedding is the values-weighted sum of its ids' rows; "
                                             "pad with any valid id and value 0)"
@@ -169,13 +172,39 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
   const std::vector<int64_t> in_dims = options.multi_hot ? std::vector<int64_t>{-1, F, -2} : std::vector<int64_t>{-1, F};
   b.Input("ids", onnx::TensorProto::INT64, in_dims);
   b.Input("values", onnx::TensorProto::FLOAT, in_dims);
-
   std::vector<std::string> terms;  // summed into the logit, after the bias
   const std::string axis1 = b.Int64s("axes_1", {1});
+  // The rows the tables are gathered at: the ids themselves, or for a keyed table each key's row through
+  // ONNX-ML's LabelEncoder (the keys' sorted array, unknown keys -> the zero row D); the numeric fields' ids
+  // [0, D) are rows already and are sliced around it.
+  std::string rows = "ids";
+  if (m.keyed) {
+    const int64_t D = c.num_dense_fields;
+    std::vector<int64_t> values(m.keys.size());
+    for (size_t i = 0; i < values.size(); ++i) values[i] = D + 1 + static_cast<int64_t>(i);
+    std::string keyed_ids = "ids";
+    if (D > 0) {
+      b.Node("Slice", {"ids", b.Int64s("keyed/zero", {0}), b.Int64s("keyed/d", {D}), axis1}, "keyed/numeric_ids");
+      b.Node("Slice", {"ids", b.Int64s("keyed/d_start", {D}), b.Int64s("keyed/f", {F}), axis1}, "keyed/key_ids");
+      keyed_ids = "keyed/key_ids";
+    }
+    onnx::NodeProto* enc = b.Node("LabelEncoder", {keyed_ids}, D > 0 ? "keyed/key_rows" : "keyed/rows");
+    enc->set_domain("ai.onnx.ml");
+    GraphBuilder::IntsAttr(enc, "keys_int64s", m.keys);
+    GraphBuilder::IntsAttr(enc, "values_int64s", values);
+    GraphBuilder::IntAttr(enc, "default_int64", D);
+    if (D > 0)
+      GraphBuilder::IntAttr(b.Node("Concat", {"keyed/numeric_ids", "keyed/key_rows"}, "keyed/rows"), "axis", 1);
+    rows = "keyed/rows";
+    onnx::OperatorSetIdProto* ml = model.add_opset_import();
+    ml->set_domain("ai.onnx.ml");
+    ml->set_version(2);
+  }
+
   if (c.reads_w()) {
     const ExportTensor* w = m.Find("embeddings/w");
-    b.Float(w->name, {c.feature_size}, w->value.data());
-    b.Node("Gather", {"embeddings/w", "ids"}, "first_order/w_rows");
+    b.Float(w->name, {m.table_rows()}, w->value.data());
+    b.Node("Gather", {"embeddings/w", rows}, "first_order/w_rows");
     b.Node("Mul", {"first_order/w_rows", "values"}, "first_order/wx");
     const std::string axes = options.multi_hot ? b.Int64s("axes_1_2", {1, 2}) : axis1;
     GraphBuilder::IntAttr(b.Node("ReduceSum", {"first_order/wx", axes}, "y_first"), "keepdims", 0);
@@ -183,13 +212,13 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
   }
   if (c.reads_v()) {
     const ExportTensor* v = m.Find("embeddings/V");
-    b.Float(v->name, {c.feature_size, K}, v->value.data());
+    b.Float(v->name, {m.table_rows(), K}, v->value.data());
     if (!options.multi_hot) {
-      b.Node("Gather", {"embeddings/V", "ids"}, "embedding/v_rows");  // [batch, F, K]
+      b.Node("Gather", {"embeddings/V", rows}, "embedding/v_rows");  // [batch, F, K]
       b.Node("Unsqueeze", {"values", b.Int64s("axes_2", {2})}, "embedding/values3");
       b.Node("Mul", {"embedding/v_rows", "embedding/values3"}, "embedding/e");
     } else {  // sum pooling (model/layers/pooled_embedding.h)
-      b.Node("Gather", {"embeddings/V", "ids"}, "embedding/v_rows");  // [batch, F, ids_per_field, K]
+      b.Node("Gather", {"embeddings/V", rows}, "embedding/v_rows");  // [batch, F, ids_per_field, K]
       b.Node("Unsqueeze", {"values", b.Int64s("axes_3", {3})}, "embedding/values4");
       b.Node("Mul", {"embedding/v_rows", "embedding/values4"}, "embedding/weighted");
       GraphBuilder::IntAttr(b.Node("ReduceSum", {"embedding/weighted", b.Int64s("axes_2", {2})}, "embedding/e"),

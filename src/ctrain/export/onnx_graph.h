@@ -99,6 +99,13 @@ class GraphBuilder {
     a->set_i(v);
   }
 
+  static void IntsAttr(onnx::NodeProto* n, const char* name, const std::vector<int64_t>& v) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INTS);
+    for (int64_t x : v) a->add_ints(x);
+  }
+
   void Input(const std::string& name, int32_t elem_type, std::vector<int64_t> dims) { Value(g_->add_input(), name, elem_type, dims); }
   void Output(const std::string& name, int32_t elem_type, std::vector<int64_t> dims) { Value(g_->add_output(), name, elem_type, dims); }
 
