@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -88,6 +89,9 @@ Status ValidateForSave(int64_t step, std::span<const TensorRef> tensors, const C
     const int64_t n = NumElements(t.shape);
     if (n < 0) return InvalidArgumentError(where + ": bad shape " + ShapeStr(t.shape));
     if (n > 0 && t.data == nullptr) return InvalidArgumentError(where + ": null data for shape " + ShapeStr(t.shape));
+    if (t.rows != nullptr && (t.shape.empty() || static_cast<int64_t>(t.rows->size()) != t.shape[0]))
+      return InvalidArgumentError(where + ": " + std::to_string(t.rows->size()) + " gathered rows for shape " +
+                                  ShapeStr(t.shape));
   }
   return Status::OK();
 }
@@ -329,10 +333,27 @@ Status SaveCheckpoint(const std::string& model_dir, int64_t step, std::span<cons
     PutU64(&buf, data_len);
     PutU32(&buf, io::Crc32c(buf.data(), buf.size()));
     CTRAIN_RETURN_IF_ERROR(out->Append(buf));
-    const std::string_view data(static_cast<const char*>(t.data), data_len);
-    if (data_len > 0) CTRAIN_RETURN_IF_ERROR(out->Append(data));
+    uint32_t crc = 0;
+    if (t.rows == nullptr) {
+      const std::string_view data(static_cast<const char*>(t.data), data_len);
+      if (data_len > 0) CTRAIN_RETURN_IF_ERROR(out->Append(data));
+      crc = io::Crc32c(data.data(), data.size());
+    } else if (data_len > 0) {  // gathered rows, through a bounded buffer
+      const size_t row_bytes = data_len / t.rows->size();
+      const size_t per_chunk = std::max<size_t>(1, (size_t{4} << 20) / row_bytes);
+      std::string chunk;
+      for (size_t i = 0; i < t.rows->size(); i += per_chunk) {
+        const size_t n = std::min(per_chunk, t.rows->size() - i);
+        chunk.resize(n * row_bytes);
+        for (size_t j = 0; j < n; ++j)
+          std::memcpy(chunk.data() + j * row_bytes,
+                      static_cast<const char*>(t.data) + static_cast<size_t>((*t.rows)[i + j]) * row_bytes, row_bytes);
+        crc = io::Crc32c(chunk.data(), chunk.size(), crc);
+        CTRAIN_RETURN_IF_ERROR(out->Append(chunk));
+      }
+    }
     buf.clear();
-    PutU32(&buf, io::Crc32c(data.data(), data.size()));
+    PutU32(&buf, crc);
     CTRAIN_RETURN_IF_ERROR(out->Append(buf));
     written += 8 + t.name.size() + 8 * t.shape.size() + 8 + 4 + data_len + 4;
   }

@@ -54,6 +54,11 @@ struct TensorRef {
   DType dtype = DType::kF32;
   std::vector<int64_t> shape;
   const void* data = nullptr;
+  // Gathered rows (optional): the tensor's row i (shape[0] rows of the
+  // product of the other dims) is row rows[i] of `data`, written straight
+  // from there without a copy of the whole tensor. Must stay valid during the
+  // save; rows->size() == shape[0].
+  const std::vector<int64_t>* rows = nullptr;
 
   static TensorRef F32(std::string name, std::vector<int64_t> shape, const float* data) {
     return {std::move(name), DType::kF32, std::move(shape), data};

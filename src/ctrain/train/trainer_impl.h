@@ -189,8 +189,7 @@ struct Trainer::Impl {
   int32_t deltas_since_full = 0;
   struct KeyedSave {
     KeyIndexSnapshot snap;
-    std::vector<float> w, v;
-    std::vector<std::vector<float>> w_slots, v_slots;
+    std::vector<int64_t> rows;  // the saved tensors' rows in the tables: 0..D-1, then snap.rows
   } keyed_save;
   // The keyed tables from a checkpoint: the index, rows and (slots) optimizer
   // slots. warm: a new run's start (rows renumbered, counters from zero).

@@ -100,26 +100,23 @@ void Trainer::Impl::AddKeyedTensors(CheckpointTensors* t, bool delta) {
   s.snap = keys->Snapshot(/*changed_only=*/delta);
   const int64_t D = keyed_first_field(), n = static_cast<int64_t>(s.snap.keys.size());
   const int32_t K = v_table->dim();
-  const int S = w_table->num_slots();
-  // Rows: the numeric rows [0, D), then keys[i]'s row at D + i.
-  auto gather = [&](const float* src, int32_t dim, std::vector<float>* out) {
-    out->resize(static_cast<size_t>((D + n) * dim));
-    std::memcpy(out->data(), src, static_cast<size_t>(D * dim) * sizeof(float));
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(out->data() + (D + i) * dim, src + s.snap.rows[i] * dim, static_cast<size_t>(dim) * sizeof(float));
+  // Rows: the numeric rows [0, D), then keys[i]'s row at D + i, written from the tables as they are
+  // (TensorRef::rows: no copy of the table).
+  s.rows.resize(static_cast<size_t>(D + n));
+  for (int64_t r = 0; r < D; ++r) s.rows[r] = r;
+  std::copy(s.snap.rows.begin(), s.snap.rows.end(), s.rows.begin() + D);
+  auto rows = [&](const std::string& name, int32_t dim, const float* table) {
+    TensorRef ref = TensorRef::F32(name, dim == 1 ? std::vector<int64_t>{D + n} : std::vector<int64_t>{D + n, dim},
+                                   table);
+    ref.rows = &s.rows;
+    t->i64.push_back(std::move(ref));
   };
-  gather(w_table->data(), 1, &s.w);
-  gather(v_table->data(), K, &s.v);
-  s.w_slots.resize(S);
-  s.v_slots.resize(S);
-  t->Add(w_table->name(), {D + n}, s.w.data(), s.w.size());
-  t->Add(v_table->name(), {D + n, K}, s.v.data(), s.v.size());
-  for (int k = 0; k < S; ++k) {
-    gather(w_table->slot(k), 1, &s.w_slots[k]);
-    gather(v_table->slot(k), K, &s.v_slots[k]);
+  rows(w_table->name(), 1, w_table->data());
+  rows(v_table->name(), K, v_table->data());
+  for (int k = 0; k < w_table->num_slots(); ++k) {
     const std::string slot(w_table->optimizer().SlotName(k));
-    t->Add(w_table->name() + "/" + slot, {D + n}, s.w_slots[k].data(), s.w_slots[k].size());
-    t->Add(v_table->name() + "/" + slot, {D + n, K}, s.v_slots[k].data(), s.v_slots[k].size());
+    rows(w_table->name() + "/" + slot, 1, w_table->slot(k));
+    rows(v_table->name() + "/" + slot, K, v_table->slot(k));
   }
   auto i64 = [t](const char* name, const std::vector<int64_t>& v) {
     t->i64.push_back(TensorRef::I64(name, {static_cast<int64_t>(v.size())}, v.data()));

@@ -39,7 +39,8 @@ struct CheckpointTensors {
     size_t count = 0;
   };
   std::vector<Ref> refs;
-  // Integer tensors saved beside them (the keyed table's keys: trainer_keyed.cc).
+  // Tensors saved beside them, as they are: the keyed table's integer tensors and its gathered rows
+  // (TensorRef::rows; trainer_keyed.cc).
   std::vector<TensorRef> i64;
   void Add(std::string name, std::vector<int64_t> shape, float* data, size_t count) {
     refs.push_back({std::move(name), std::move(shape), data, count});
