@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -143,6 +144,35 @@ TEST_F(CheckpointTest, KeepsLastN) {
   EXPECT_FALSE(fs::exists(Path("ckpt-30.bin")));
   EXPECT_FALSE(fs::exists(Path("ckpt-40.bin")));
   EXPECT_EQ(LoadLatestCheckpoint(dir_)->Find("embedding")->f32[0], 5.0f);
+}
+
+// Incremental keyed-table checkpoints (CheckpointOptions::base): the index keeps a full checkpoint a kept
+// incremental one needs, beyond keep_last, and drops an older incremental one together with its base.
+TEST_F(CheckpointTest, KeepsTheBaseOfEveryKeptIncrementalCheckpoint) {
+  auto save = [&](int64_t step, const std::string& base) {
+    ASSERT_TRUE(SaveCheckpoint(dir_, step, Tensors(step), {{"step", step}},
+                               CheckpointOptions{.keep_last = 2, .base = base})
+                    .ok());
+  };
+  auto files = [&] {
+    std::vector<std::string> f;
+    for (const auto& e : fs::directory_iterator(dir_))
+      if (e.path().filename() != "checkpoint") f.push_back(e.path().filename().string());
+    std::sort(f.begin(), f.end());
+    return f;
+  };
+  save(1, "");
+  save(2, "ckpt-1.bin");
+  save(3, "ckpt-1.bin");  // keep_last 2 is {2, 3}; both need 1
+  EXPECT_EQ(files(), (std::vector<std::string>{"ckpt-1.bin", "ckpt-2.bin", "ckpt-3.bin"}));
+  const std::string index = *io::ReadFileToString(dir_ + "/checkpoint");
+  EXPECT_NE(index.find("\"base\": \"ckpt-1.bin\""), std::string::npos) << index;
+  save(4, "");
+  save(5, "ckpt-4.bin");  // {4, 5}: 1 is no longer needed, and 2 and 3 go with it
+  EXPECT_EQ(files(), (std::vector<std::string>{"ckpt-4.bin", "ckpt-5.bin"}));
+  auto latest = LatestCheckpointPath(dir_);
+  ASSERT_TRUE(latest.ok());
+  EXPECT_EQ(fs::path(*latest).filename(), "ckpt-5.bin");
 }
 
 TEST_F(CheckpointTest, NoCheckpointIsNotFound) {

@@ -198,7 +198,18 @@ TEST(KeyIndex, ValidatesItsOptionsByName) {
   o = {};
   o.max_rows = int64_t{1} << 40;
   EXPECT_NE(o.Validate().message().find("--max-rows"), std::string::npos);
+  o = {};  // a positional table refuses the keyed table's rules by name
+  o.steps_to_live = 9;
+  EXPECT_NE(o.Validate().message().find("--steps-to-live applies to --embedding-table keyed only"), std::string::npos);
   o = {};
+  o.embedding_table = "keyed";
+  o.bloom_counters = 4096;  // without the filter
+  EXPECT_NE(o.Validate().message().find("--bloom-counters sizes the filter of --admission bloom"), std::string::npos);
+  o.admission = "bloom";  // the filter without a count to reach
+  EXPECT_NE(o.Validate().message().find("--admission bloom counts sightings for a --min-count above 1"),
+            std::string::npos);
+  o = {};
+  o.embedding_table = "keyed";
   o.min_count = 5;
   o.steps_to_live = 9;
   auto back = KeyedTableOptionsFromJson(KeyedTableOptionsToJson(o));

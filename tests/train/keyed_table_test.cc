@@ -89,7 +89,8 @@ TEST(KeyedTable, TrainsTheSameModelAsAPositionalTableWhenEveryKeyGetsARow) {
     EXPECT_GT(rb.keyed_table.live_rows, 100);
     EXPECT_EQ(rb.keyed_table.admitted, rb.keyed_table.live_rows);
     ASSERT_EQ(rb.keyed_table_epochs.size(), 2u);
-    EXPECT_EQ(rb.keyed_table_epochs[0].live_rows, rb.keyed_table.live_rows);  // epoch 2 saw no new key
+    EXPECT_EQ(rb.keyed_table_epochs[0].counters.live_rows, rb.keyed_table.live_rows);  // epoch 2 saw no new key
+    EXPECT_EQ(rb.keyed_table_epochs[1].epoch, 2);
   }
 }
 
@@ -324,6 +325,25 @@ TEST(KeyedTable, WarmStartKeepsEveryKeysRowWhateverNewKeysArrive) {
   EXPECT_NE(s.message().find("embedding table is keyed, this run's is fixed"), std::string::npos) << s.ToString();
 }
 
+// The epoch end evicts before it evaluates: the run's validation metrics are those of the model it saved.
+TEST(KeyedTable, TheValidationMetricsDescribeTheEvictedModel) {
+  TrainOptions o = Small();
+  o.table.max_rows = 300;
+  o.epochs = 2;
+  auto t = Make(o);
+  TrainResult r;
+  ASSERT_TRUE(t->Train(Day(0), &Day(1), &r).ok());
+  ASSERT_TRUE(r.evaluated);
+  EXPECT_GT(r.keyed_table.evicted_lru, 0);
+  EXPECT_EQ(r.keyed_table.live_rows, 300);
+  ASSERT_EQ(r.keyed_table_epochs.size(), 2u);
+  EXPECT_EQ(r.keyed_table_epochs[1].counters.live_rows, 300);  // the epoch's counters after its eviction
+  auto again = t->Evaluate(Day(1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->logloss, r.eval.logloss);
+  EXPECT_EQ(again->auc, r.eval.auc);
+}
+
 TEST(KeyedTable, ResumeRefusesOtherTableOptionsByName) {
   const std::string dir = testing::TestTempDir("keyed", "opts");
   TrainOptions o = Small();
@@ -336,7 +356,7 @@ TEST(KeyedTable, ResumeRefusesOtherTableOptionsByName) {
   bool restored = false;
   const Status s = b->Restore(&restored);
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(s.message().find("min_count = 1, this run asks for 4"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("trained with --min-count 1, this run asks for 4"), std::string::npos) << s.ToString();
 }
 
 TEST(KeyedTable, HogwildTrainsAndCountsEveryKey) {

@@ -319,8 +319,12 @@ StatusOr<json> InspectCheckpoint(const std::string& path) {
       chain["changed_keys"] = k["rows"];
       chain["evicted_keys"] = ev != nullptr ? static_cast<int64_t>(ev->i64.size()) : 0;
       StatusOr<train::Checkpoint> whole = train::WithKeyedBase(std::move(ck));
-      if (!whole.ok()) return whole.status();  // a torn or missing base, named
-      k["rows"] = static_cast<int64_t>(whole->Find("embeddings/keys")->i64.size());
+      if (whole.ok()) {
+        k["rows"] = static_cast<int64_t>(whole->Find("embeddings/keys")->i64.size());
+      } else {  // the file's own content is still shown; the rows need the base
+        k["rows"] = nullptr;
+        chain["base_error"] = std::string(whole.status().message());
+      }
       k["incremental"] = chain;
     }
     out["keyed_table"] = k;
@@ -359,12 +363,15 @@ void PrintCheckpoint(const json& j) {
   std::printf("  meta: %s\n", j["meta"].dump().c_str());
   if (j.contains("keyed_table")) {
     const json& k = j["keyed_table"];
-    std::printf("  keyed table: %lld rows; counters %s\n", k["rows"].get<long long>(), k["counters"].dump().c_str());
+    std::printf("  keyed table: %s rows; counters %s\n", k["rows"].is_null() ? "?" : k["rows"].dump().c_str(),
+                k["counters"].dump().c_str());
     if (k.contains("incremental"))
       std::printf("  incremental checkpoint %d after the full %s (step %lld): %lld changed keys, %lld evicted keys\n",
                   k["incremental"].value("index", 0), k["incremental"].value("base", "").c_str(),
                   k["incremental"].value("base_step", 0LL), k["incremental"].value("changed_keys", 0LL),
                   k["incremental"].value("evicted_keys", 0LL));
+    if (k.contains("incremental") && k["incremental"].contains("base_error"))
+      std::printf("  its base cannot be read: %s\n", k["incremental"]["base_error"].get<std::string>().c_str());
   }
   for (const auto& t : j["tensors"])
     std::printf("  %-32s %s %s\n", t["name"].get<std::string>().c_str(), t["dtype"].get<std::string>().c_str(),

@@ -145,7 +145,11 @@ Status WriteTrainMetrics(const TrainRun& run, const nlohmann::json& mpi_json, co
   if (r.keyed) {  // train/key_index.h: every admitted, filtered and evicted key
     j["keyed_table"] = r.keyed_table.ToJson();
     nlohmann::json epochs = nlohmann::json::array();
-    for (const train::KeyCounters& c : r.keyed_table_epochs) epochs.push_back(c.ToJson());
+    for (const train::TrainResult::KeyedEpoch& e : r.keyed_table_epochs) {
+      nlohmann::json c = e.counters.ToJson();
+      c["epoch"] = e.epoch;
+      epochs.push_back(std::move(c));
+    }
     j["keyed_table_epochs"] = std::move(epochs);
   }
   // The rate the next step would run at, and --lr-decay plateau's reductions (the evaluation's step, the new rate).

@@ -206,6 +206,7 @@ Status ReadTensor(Reader& r, size_t index, NamedTensor* t) {
 struct IndexEntry {
   std::string file;
   int64_t step;
+  std::string base;  // the full checkpoint an incremental one extends ("" = a full checkpoint)
 };
 
 // Reads the index. NotFound when absent; DataLoss when malformed.
@@ -231,7 +232,9 @@ StatusOr<std::vector<IndexEntry>> ReadIndex(const std::string& model_dir, std::s
       return bad("malformed entry in \"checkpoints\"");
     const std::string file = e["file"].get<std::string>();
     if (file.empty() || file.find('/') != std::string::npos) return bad("entry file '" + file + "' is not a plain name");
-    entries.push_back({file, e["step"].get<int64_t>()});
+    const std::string base = e.contains("base") && e["base"].is_string() ? e["base"].get<std::string>() : "";
+    if (base.find('/') != std::string::npos) return bad("entry base '" + base + "' is not a plain name");
+    entries.push_back({file, e["step"].get<int64_t>(), base});
   }
   *latest = j["latest"].get<std::string>();
   if (entries.empty() || entries.back().file != *latest) return bad("\"latest\" is not the last entry of \"checkpoints\"");
@@ -245,7 +248,11 @@ std::string IndexJson(const std::vector<IndexEntry>& entries) {
   j["latest"] = entries.back().file;
   j["latest_step"] = entries.back().step;
   j["checkpoints"] = nlohmann::json::array();
-  for (const IndexEntry& e : entries) j["checkpoints"].push_back({{"file", e.file}, {"step", e.step}});
+  for (const IndexEntry& e : entries) {
+    nlohmann::json x = {{"file", e.file}, {"step", e.step}};
+    if (!e.base.empty()) x["base"] = e.base;
+    j["checkpoints"].push_back(std::move(x));
+  }
   return j.dump(2) + "\n";
 }
 
@@ -366,13 +373,18 @@ Status SaveCheckpoint(const std::string& model_dir, int64_t step, std::span<cons
 
   // New index: previous entries (minus a re-save of the same file) + this one, last keep_last.
   std::erase_if(entries, [&](const IndexEntry& e) { return e.file == file_name; });
-  entries.push_back({file_name, step});
+  entries.push_back({file_name, step, options.base});
   std::vector<IndexEntry> dropped;
   if (entries.size() > static_cast<size_t>(options.keep_last)) {
+    // The newest keep_last entries stay, and the full checkpoint each kept incremental one extends (an
+    // incremental checkpoint is unreadable without it); an older incremental one goes with its base.
     const size_t n_drop = entries.size() - options.keep_last;
+    std::unordered_set<std::string> needed;
+    for (size_t i = n_drop; i < entries.size(); ++i)
+      if (!entries[i].base.empty()) needed.insert(entries[i].base);
     std::vector<IndexEntry> kept;
     for (size_t i = 0; i < entries.size(); ++i) {
-      if (i < n_drop && entries[i].file != options.pinned) dropped.push_back(entries[i]);
+      if (i < n_drop && needed.count(entries[i].file) == 0) dropped.push_back(entries[i]);
       else kept.push_back(entries[i]);
     }
     entries = std::move(kept);

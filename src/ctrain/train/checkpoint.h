@@ -84,9 +84,11 @@ struct CheckpointOptions {
   // How many checkpoints the index keeps (>= 1); older files listed in the
   // index are deleted after a successful save. Default 3.
   int keep_last = 3;
-  // A file the index keeps beyond keep_last, and never deletes: the full
-  // checkpoint the new (incremental) one extends (train/keyed_checkpoint.h).
-  std::string pinned;
+  // The full checkpoint the new one extends ("" = it is full): an
+  // incremental keyed-table checkpoint (train/keyed_checkpoint.h). The index
+  // records it and keeps that file beyond keep_last while an incremental
+  // checkpoint it keeps needs it.
+  std::string base;
 };
 
 // File name of the checkpoint of `step`: "ckpt-<step>.bin".

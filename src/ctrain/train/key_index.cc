@@ -100,11 +100,32 @@ Status KeyedTableOptions::Validate() const {
     return InvalidArgumentError("--steps-to-live: " + std::to_string(steps_to_live) + " must be >= 0 (0 = never)");
   if (!(l2_weight_threshold >= 0))
     return InvalidArgumentError("--l2-weight-threshold: must be >= 0 (0 = never)");
+  // Every option is honoured or refused by name: the table's rules do nothing on a positional table, the
+  // filter's size nothing without the filter, the filter nothing without a count to reach.
+  const KeyedTableOptions d;
+  auto refuse = [](const std::string& flag, const std::string& why) {
+    return InvalidArgumentError(flag + " " + why);
+  };
+  if (!keyed()) {
+    const std::string why = "applies to --embedding-table keyed only (this run's table is fixed: its rows are the ids)";
+    if (max_rows != d.max_rows && max_rows != kDefaultMaxRows) return refuse("--max-rows", why);
+    if (min_count != d.min_count) return refuse("--min-count", why);
+    if (admission != d.admission) return refuse("--admission", why);
+    if (bloom_counters != d.bloom_counters) return refuse("--bloom-counters", why);
+    if (steps_to_live != d.steps_to_live) return refuse("--steps-to-live", why);
+    if (l2_weight_threshold != d.l2_weight_threshold) return refuse("--l2-weight-threshold", why);
+  }
+  if (admission != "bloom" && bloom_counters != d.bloom_counters)
+    return refuse("--bloom-counters", "sizes the filter of --admission bloom (this run counts with --admission " +
+                                          admission + ")");
+  if (admission == "bloom" && min_count <= 1)
+    return refuse("--admission bloom", "counts sightings for a --min-count above 1 (this run admits every key on "
+                                       "first sight)");
   return Status::OK();
 }
 
 nlohmann::json KeyedTableOptionsToJson(const KeyedTableOptions& o) {
-  return {{"embedding_table", o.embedding_table}, {"max_rows", o.max_rows},
+  return {{"embedding_table", o.embedding_table}, {"max_rows", o.keyed() ? o.live_bound() : o.max_rows},
           {"min_count", o.min_count},             {"admission", o.admission},
           {"bloom_counters", o.bloom_counters},   {"steps_to_live", o.steps_to_live},
           {"l2_weight_threshold", o.l2_weight_threshold}};

@@ -11,8 +11,8 @@
 // Everything else (dense parameters and slots, BN state, the numeric rows,
 // admission counters, the meta) is whole. Deltas are cumulative: restoring
 // needs the base and the latest delta only; each delta is CRC-checked as any
-// checkpoint file, and SaveCheckpoint keeps the latest one's base
-// (CheckpointOptions::pinned).
+// checkpoint file, and the checkpoint index keeps each kept delta's base
+// (CheckpointOptions::base).
 //
 // Thread safety: pure functions.
 #pragma once

@@ -70,14 +70,22 @@ Status Trainer::Impl::Init() {
     const int64_t table_rows = options.table.keyed()
                                    ? options.table.live_bound() + options.model.num_dense_fields + 1
                                    : options.model.feature_size;
+    const MemoryAvailable avail = ReadMemoryAvailable();
     const Status mem = CheckParameterMemory(table_rows, options.model.embedding_size, optimizer->num_slots(),
-                                            options.optimizer.name, dense_floats, ReadMemoryAvailable());
+                                            options.optimizer.name, dense_floats, avail);
     if (!mem.ok() && options.table.keyed())
       return ResourceExhaustedError(std::string(mem.message()) + ". A keyed table's rows are --max-rows (" +
                                     std::to_string(options.table.live_bound()) + ") plus " +
                                     std::to_string(table_rows - options.table.live_bound()) +
                                     " numeric and default rows: lower --max-rows");
     CTRAIN_RETURN_IF_ERROR(mem);
+    // The counting Bloom filter is one byte a counter, committed as keys hash into it: all of it, over time.
+    const KeyedTableOptions& t = options.table;
+    if (t.keyed() && t.admission == "bloom" && t.min_count > 1 && avail.bytes().has_value() &&
+        t.bloom_counters > *avail.bytes() / 2)
+      return ResourceExhaustedError("--bloom-counters " + std::to_string(t.bloom_counters) + " needs " +
+                                    std::to_string(t.bloom_counters >> 20) + " MiB, more than half of what this "
+                                    "process may use (" + avail.Describe() + "): lower --bloom-counters");
   }
   if (remote == nullptr) {  // else the servers hold the tables and every optimizer slot
     dense_slots.resize(dense.size());

@@ -129,7 +129,11 @@ struct TrainResult {
   // the end (after the final checkpoint's eviction) and at each epoch end.
   bool keyed = false;
   KeyCounters keyed_table;
-  std::vector<KeyCounters> keyed_table_epochs;
+  struct KeyedEpoch {
+    int64_t epoch = 0;  // 1-based, as the log names it
+    KeyCounters counters;
+  };
+  std::vector<KeyedEpoch> keyed_table_epochs;  // this run's epoch ends (a resumed run: from where it resumed)
   // data::InputBoundSuggestion when the fraction >= 0.1 over at least
   // kMinStepsForInputAdvice steps and kMinSecondsForInputAdvice seconds ("" otherwise).
   std::string input_suggestion;

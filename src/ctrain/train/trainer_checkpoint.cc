@@ -4,6 +4,7 @@
 #include "ctrain/base/path.h"
 #include "ctrain/train/trainer_impl.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -114,13 +115,8 @@ nlohmann::json Trainer::Impl::Meta() const {
 }
 
 Status Trainer::Impl::Save() {
-  // A keyed table evicts at the scheduled checkpoints alone (epoch ends, every save_checkpoints_steps), with or
-  // without a model dir: a stop or max_steps in between saves without evicting, so a resumed run evicts at the
-  // same steps as an uninterrupted one.
-  if (keys != nullptr &&
-      (pos.batch_in_epoch == 0 ||
-       (options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0)))
-    EvictKeys();
+  // (A keyed table evicts at the scheduled checkpoints alone, in RunEpochs before their evaluation: a stop or
+  // max_steps in between saves without evicting, so a resumed run evicts at the same steps.)
   if (options.model_dir.empty()) return Status::OK();
   if (remote != nullptr) {  // the servers save their shards, the chief the manifest
     CTRAIN_RETURN_IF_ERROR(remote->Save(options.model_dir, Meta(), replicas[0].model->state()));
@@ -132,8 +128,13 @@ Status Trainer::Impl::Save() {
   if (!hog_master.empty()) SyncReplicas();
   // A keyed table's incremental checkpoint (train/keyed_checkpoint.h): on a full one of an earlier step, until
   // incremental_checkpoints of them were written.
+  // A second save of one step (an epoch end that is also a save step, a stop right after one) rewrites the same
+  // file: the same incremental checkpoint, under its number.
+  const bool resave = keyed_delta_step == pos.global_step;
   const bool delta = keys != nullptr && options.incremental_checkpoints > 0 && !keyed_base.empty() &&
-                     keyed_base_step != pos.global_step && deltas_since_full < options.incremental_checkpoints;
+                     keyed_base_step != pos.global_step &&
+                     (resave || deltas_since_full < options.incremental_checkpoints);
+  if (delta && resave) --deltas_since_full;
   CheckpointTensors t = Tensors(/*tables=*/true, delta);
   nlohmann::json meta = Meta();
   if (delta)
@@ -142,7 +143,9 @@ Status Trainer::Impl::Save() {
                                                 options.keep_checkpoints, delta ? keyed_base : ""));
   if (keys != nullptr && delta) {
     ++deltas_since_full;
+    keyed_delta_step = pos.global_step;
   } else if (keys != nullptr) {
+    keyed_delta_step = -1;
     keys->MarkClean();
     keyed_base = CheckpointFileName(pos.global_step);
     keyed_base_step = pos.global_step;
@@ -356,10 +359,13 @@ Status Trainer::Impl::RestoreMeta(const nlohmann::json& meta, const std::string&
     CTRAIN_ASSIGN_OR_RETURN(KeyedTableOptions t, KeyedTableOptionsFromJson(meta.value("embedding_table", nlohmann::json())));
     const nlohmann::json have_t = KeyedTableOptionsToJson(t), want_t = KeyedTableOptionsToJson(m.options.table);
     for (auto it = want_t.begin(); it != want_t.end(); ++it)
-      if (have_t[it.key()] != it.value())
-        return FailedPreconditionError(path + ": checkpoint has " + it.key() + " = " + have_t[it.key()].dump() +
+      if (have_t[it.key()] != it.value()) {
+        std::string flag = "--" + it.key();
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        return FailedPreconditionError(path + ": checkpoint was trained with " + flag + " " + have_t[it.key()].dump() +
                                        ", this run asks for " + it.value().dump() +
                                        " (use the same embedding-table options or a new --model-dir)");
+      }
   }
   // How the files were read: a different id base or feature map would shift every id.
   if (meta.contains("data")) {

@@ -187,6 +187,7 @@ struct Trainer::Impl {
   std::string keyed_base;
   int64_t keyed_base_step = -1;
   int32_t deltas_since_full = 0;
+  int64_t keyed_delta_step = -1;  // the step of the last incremental checkpoint written (a re-save keeps its number)
   struct KeyedSave {
     KeyIndexSnapshot snap;
     std::vector<int64_t> rows;  // the saved tensors' rows in the tables: 0..D-1, then snap.rows

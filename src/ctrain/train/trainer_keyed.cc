@@ -181,7 +181,9 @@ Status Trainer::Impl::RestoreKeyed(const Checkpoint& ck, bool slots, bool warm) 
   keyed_base.clear();
   keyed_base_step = -1;
   deltas_since_full = 0;
+  keyed_delta_step = -1;
   if (!warm && IsKeyedDelta(ck.meta)) {
+    keyed_delta_step = ck.step;
     const nlohmann::json& kd = ck.meta["keyed_delta"];
     keyed_base = kd.value("base", "");
     keyed_base_step = kd.value("base_step", int64_t{-1});

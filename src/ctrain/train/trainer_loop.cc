@@ -141,10 +141,14 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
       // The evaluation comes first, so that a checkpoint of the same step holds what it decided (early stopping's
       // count, the plateau's rate) and a run resumed from it continues identically.
       const bool end_known = feed.EndKnown(pos.batch_in_epoch);
+      const bool save_point =
+          !end_known && options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0;
+      // A keyed table evicts at each scheduled checkpoint, before the evaluation of the same step: the metrics
+      // describe the model the checkpoint holds.
+      if (save_point && keys != nullptr) EvictKeys();
       if ((!end_known || ranks_meet) && options.eval_every_steps > 0 && pos.global_step % options.eval_every_steps == 0)
         CTRAIN_RETURN_IF_ERROR(do_eval("eval"));
-      if (!end_known && options.save_checkpoints_steps > 0 && pos.global_step % options.save_checkpoints_steps == 0)
-        CTRAIN_RETURN_IF_ERROR(Save());
+      if (save_point) CTRAIN_RETURN_IF_ERROR(Save());
       if (early_stopped) {
         stop = true;
         break;
@@ -180,10 +184,11 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
                     static_cast<long long>(pos.global_step), result->last_loss,
                     secs > 0 ? prog.examples / secs : 0.0);
     Log(buf);
-    if (keys != nullptr) {
-      result->keyed_table_epochs.push_back(keys->counters());
+    if (keys != nullptr) {  // the epoch end's eviction, before its evaluation (as at every scheduled checkpoint)
+      EvictKeys();
+      result->keyed_table_epochs.push_back({finished_epoch, keys->counters()});
       Log("ctrain: keyed table after epoch " + std::to_string(finished_epoch) + ": " +
-          result->keyed_table_epochs.back().Summary());
+          result->keyed_table_epochs.back().counters.Summary());
     }
     epoch_loss_sum = 0;
     epoch_loss_n = 0;

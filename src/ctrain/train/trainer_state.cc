@@ -22,14 +22,14 @@ Status LoadedCheckpoint::CopyInto(const CheckpointTensors& t) const {
 }
 
 Status WriteTrainerCheckpoint(const std::string& model_dir, int64_t step, const CheckpointTensors& tensors,
-                              const nlohmann::json& meta, int32_t keep, const std::string& pinned) {
+                              const nlohmann::json& meta, int32_t keep, const std::string& base) {
   std::vector<TensorRef> refs;
   refs.reserve(tensors.refs.size());
   for (const auto& t : tensors.refs) refs.push_back(TensorRef::F32(t.name, t.shape, t.data));
   refs.insert(refs.end(), tensors.i64.begin(), tensors.i64.end());
   CheckpointOptions o;
   o.keep_last = keep;
-  o.pinned = pinned;
+  o.base = base;
   return SaveCheckpoint(model_dir, step, refs, meta, o);
 }
 

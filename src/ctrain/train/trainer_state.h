@@ -58,9 +58,9 @@ struct LoadedCheckpoint {
 };
 
 // Writes checkpoint `step` and keeps the newest `keep`. Creates model_dir.
-// pinned: a file kept whatever `keep` says (CheckpointOptions::pinned).
+// base: the full checkpoint an incremental one extends (CheckpointOptions::base).
 Status WriteTrainerCheckpoint(const std::string& model_dir, int64_t step, const CheckpointTensors& tensors,
-                              const nlohmann::json& meta, int32_t keep, const std::string& pinned = "");
+                              const nlohmann::json& meta, int32_t keep, const std::string& base = "");
 // The newest checkpoint of model_dir, or nullopt when there is none (no
 // index). Errors: LoadLatestCheckpoint's (DataLoss naming file and offset).
 StatusOr<std::optional<LoadedCheckpoint>> ReadTrainerCheckpoint(const std::string& model_dir);
