@@ -170,13 +170,17 @@ std::string SavedThreeShards(const std::string& name) {
 }
 
 StatusOr<std::unique_ptr<ParameterShard>> Shard(int32_t shard, int32_t num_shards, const std::string& dir,
-                                                const std::string& partitioner = "fixed_size") {
+                                                const std::string& partitioner = "fixed_size", bool force = false,
+                                                std::vector<std::string>* log = nullptr) {
   ShardOptions o;
   o.shard = shard;
   o.num_shards = num_shards;
   o.partitioner = partitioner;
   o.model_dir = dir;
-  o.log = [](const std::string&) {};
+  o.force = force;
+  o.log = [log](const std::string& line) {
+    if (log != nullptr) log->push_back(line);
+  };
   return ParameterShard::Create(o);
 }
 
@@ -263,6 +267,48 @@ TEST(PsCheckpointRestartTest, OtherShardCountWithoutAManifestIsRefused) {
   auto same = Shard(2, 3, dir);  // its own directory's newest, as before
   ASSERT_TRUE(same.ok()) << same.status().ToString();
   EXPECT_TRUE((*same)->restored());
+}
+
+// `ctrain ps --force`: every server starts fresh, whatever the directory holds, and says what it set
+// aside; the job's next save replaces the old checkpoint.
+TEST(PsCheckpointRestartTest, ForceStartsEveryServerFreshAndSaysWhatItSetAside) {
+  const std::string dir = SavedThreeShards("force");
+  std::filesystem::remove_all(dir + "/ps-shard-00002-of-00003");
+  std::vector<std::string> log;
+  auto s2 = Shard(2, 3, dir, "fixed_size", /*force=*/true, &log);  // refused without --force
+  ASSERT_TRUE(s2.ok()) << s2.status().ToString();
+  EXPECT_FALSE((*s2)->restored());
+  EXPECT_EQ((*s2)->global_step(), 0);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].rfind("--force: starting fresh; not restoring the checkpoint it would refuse: FailedPrecondition: ", 0),
+            0u) << log[0];
+  EXPECT_NE(log[0].find("ps-shard-00002-of-00003/ckpt-1.bin (shard 2 of 3"), std::string::npos) << log[0];
+  log.clear();
+  auto s0 = Shard(0, 3, dir, "fixed_size", true, &log);  // restorable, and set aside too: no mixed model
+  ASSERT_TRUE(s0.ok()) << s0.status().ToString();
+  EXPECT_FALSE((*s0)->restored());
+  EXPECT_EQ((*s0)->global_step(), 0);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("not restoring " + dir + "/ps-shard-00000-of-00003/ckpt-1.bin (global step 1); this job's "
+                        "checkpoints replace it in " + dir),
+            std::string::npos) << log[0];
+  log.clear();
+  auto r = Shard(1, 2, dir, "fixed_size", true, &log);  // another layout, no remap possible
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE((*r)->restored());
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("checkpoint has 3 shards (fixed_size), this job has 2 shards (fixed_size)"), std::string::npos)
+      << log[0];
+  log.clear();
+  const std::string empty = ctrain::testing::TestTempDir("ps_checkpoint_remap", "force_empty");
+  auto e = Shard(0, 1, empty, "fixed_size", true, &log);  // nothing to set aside: nothing said
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_TRUE(log.empty());
+  // Without --force the refusal names the way out.
+  auto refused = Shard(2, 3, dir);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("or pass --force to every server to start fresh and replace it"),
+            std::string::npos) << refused.status().ToString();
 }
 
 }  // namespace

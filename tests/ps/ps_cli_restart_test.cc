@@ -123,6 +123,30 @@ TEST(PsCliRestartTest, AShardDirectoryNamedByTheManifestAndDeletedStopsThatServe
                      "/model/ps_checkpoint.json) does not exist, nor does its directory"),
             std::string::npos) << err;
   EXPECT_EQ(ChildProcess::Read(c.Path("ps2_missing.out")).find("listening"), std::string::npos);
+  EXPECT_NE(err.find("pass --force to every server"), std::string::npos) << err;
+
+  // `ctrain ps --force` on every server: each starts fresh and says so; the job trains from step 0 and its
+  // checkpoint replaces the old one.
+  PsCluster f(dir + "/forced");
+  std::filesystem::create_directories(dir + "/forced");
+  std::string all;
+  for (int32_t i = 0; i < 3; ++i) {
+    const std::string a = f.StartPs(i, 3, {"--model-dir", dir + "/model", "--force"});
+    ASSERT_FALSE(a.empty()) << f.Logs();
+    all += (all.empty() ? "" : ",") + a;
+  }
+  RunResult t = Train(dir, all, 1, "0.05");
+  ASSERT_EQ(t.exit_code, 0) << t.out << f.Logs();
+  StopAll(f, 3);
+  const std::string logs = f.Logs();
+  EXPECT_NE(logs.find("--force: starting fresh; not restoring the checkpoint it would refuse"), std::string::npos)
+      << logs;
+  EXPECT_NE(logs.find("--force: starting fresh; not restoring " + dir + "/model/ps-shard-00000-of-00003/ckpt-16.bin "
+                      "(global step 16)"),
+            std::string::npos) << logs;
+  const nlohmann::json m = Manifest(dir + "/model");
+  EXPECT_EQ(m.value("step", int64_t{0}), 16);  // 1000 / 64 batches, from a fresh start
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model/ps-shard-00002-of-00003/ckpt-16.bin"));
 }
 
 }  // namespace

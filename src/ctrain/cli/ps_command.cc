@@ -23,6 +23,7 @@ struct PsFlags {
   std::string partitioner = "fixed_size";
   std::string model_dir;
   int32_t keep_checkpoints = 3;
+  bool force = false;
 };
 
 Status RunPs(const PsFlags& fl) {
@@ -35,6 +36,7 @@ Status RunPs(const PsFlags& fl) {
   o.shard.partitioner = fl.partitioner;
   o.shard.model_dir = fl.model_dir;
   o.shard.keep_checkpoints = fl.keep_checkpoints;
+  o.shard.force = fl.force;
   InterruptDeferral defer("stopping the parameter server");  // stop serving, exit 0
   CTRAIN_ASSIGN_OR_RETURN(auto server, ps::ParameterServer::Start(o));
   std::printf("ctrain: ps listening on %s\n", server->address().c_str());
@@ -69,6 +71,10 @@ Command AddPsCommand(CLI::App& app) {
                  "Save this shard under DIR/ps-shard-I-of-S when the chief asks, and reload it at start");
   ps->add_option("--keep-checkpoints,--keep_checkpoints", fl->keep_checkpoints, "Newest shard checkpoints kept")
       ->capture_default_str();
+  ps->add_flag("--force", fl->force,
+               "Start fresh whatever --model-dir holds (logged), instead of restoring it or refusing a checkpoint "
+               "this layout cannot use; give it to every server of the job. The job's next checkpoint replaces "
+               "the old one");
   ps->require_subcommand(0, 1);
 
   auto sfl = std::make_shared<PsStatusFlags>();

@@ -513,7 +513,7 @@ std::vector<OptionSpec> Build() {
   add(Entry("force", {}, "", "Train even when --model-dir already holds a finished run on the same inputs and "
                            "settings (without it such a rerun prints \"nothing to do\" and exits 0)", kNotPs)
           .why("the parameter servers keep the checkpoint; a worker cannot tell a finished job from a new one "
-               "(restart the servers from the checkpoint instead)")
+               "(restart the servers from the checkpoint, or start them with `ctrain ps --force` to train afresh)")
           .switch_()
           .bind(FIELD(force)));
   // Early stopping: every rank must stop at the same step, and under mpirun rank 0 alone validates.

@@ -107,19 +107,26 @@ StatusOr<std::optional<train::Checkpoint>> LoadOrRefuse(const std::string& model
 
 Status RefuseToStartFresh(const std::string& why) {
   return FailedPreconditionError(why + ": a parameter server does not start fresh over an existing checkpoint " +
-                                 "(restore the missing files, restart with the checkpoint's layout, or give an " +
-                                 "empty --model-dir)");
+                                 "(restore the missing files, restart with the checkpoint's layout, give an " +
+                                 "empty --model-dir, or pass --force to every server to start fresh and replace it)");
 }
 
 StatusOr<std::optional<train::Checkpoint>> LoadStartCheckpoint(const std::string& model_dir,
                                                                const ShardLayout& layout,
-                                                               const std::function<void(const std::string&)>& log) {
-  StatusOr<std::optional<train::Checkpoint>> r = LoadOrRefuse(model_dir, layout, log);
-  // OVERRIDE POINT (issue #20): every refusal to start fresh over an existing checkpoint is a
-  // FailedPrecondition made by RefuseToStartFresh and passes here. An override option (a `--force`
-  // in the option schema, carried in ShardOptions) would plug in here and only here: log the
-  // refusal's message and return std::optional<train::Checkpoint>() (a fresh start) instead.
-  return r;
+                                                               const std::function<void(const std::string&)>& log,
+                                                               bool force) {
+  StatusOr<std::optional<train::Checkpoint>> r = LoadOrRefuse(model_dir, layout, force ? nullptr : log);
+  if (!force || (r.ok() && !r->has_value())) return r;
+  // --force: every server given it starts fresh alike (a restoring shard beside a fresh one would mix
+  // trained and new rows); say what is set aside.
+  std::string what;
+  if (!r.ok())
+    what = "the checkpoint it would refuse: " + r.status().ToString();
+  else
+    what = (*r)->path + " (global step " + std::to_string((*r)->meta.value("global_step", (*r)->step)) + ")";
+  if (log)
+    log("--force: starting fresh; not restoring " + what + "; this job's checkpoints replace it in " + model_dir);
+  return std::optional<train::Checkpoint>();
 }
 
 StatusOr<train::Checkpoint> RemapShardCheckpoint(const train::ShardedManifest& m, const ShardLayout& to) {

@@ -49,16 +49,22 @@ struct ShardLayout {
 // malformed manifest or a shard file that is not what the manifest says (file,
 // shard, shard count, partitioner, feature size, spec, global step), the files'
 // LoadCheckpoint errors.
+// `force` (`ctrain ps --force`): nullopt whatever the directory holds; what the
+// server would have restored, or the error it would have refused with, is
+// logged ("--force: starting fresh; not restoring ..."), so that every server of
+// a job given --force starts fresh alike and the job's next save replaces it.
 StatusOr<std::optional<train::Checkpoint>> LoadStartCheckpoint(const std::string& model_dir,
                                                                const ShardLayout& layout,
-                                                               const std::function<void(const std::string&)>& log);
+                                                               const std::function<void(const std::string&)>& log,
+                                                               bool force = false);
 
 // The rows, slots, dense parameters and state `to` owns, read from the shard
 // files of `manifest` (another layout); errors as LoadStartCheckpoint's.
 StatusOr<train::Checkpoint> RemapShardCheckpoint(const train::ShardedManifest& manifest, const ShardLayout& to);
 
 // The one place a server refuses to start fresh (or to start at all) over an
-// existing checkpoint it cannot use; returns FailedPrecondition(why + advice).
+// existing checkpoint it cannot use; returns FailedPrecondition(why + advice,
+// --force among the advice).
 Status RefuseToStartFresh(const std::string& why);
 
 }  // namespace ctrain::ps

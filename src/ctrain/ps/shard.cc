@@ -555,7 +555,7 @@ Status ParameterShard::Restore() {
   CTRAIN_ASSIGN_OR_RETURN(std::optional<train::Checkpoint> found,
                           LoadStartCheckpoint(options_.model_dir,
                                               {options_.shard, options_.num_shards, options_.partitioner},
-                                              [this](const std::string& line) { Log(line); }));
+                                              [this](const std::string& line) { Log(line); }, options_.force));
   if (!found.has_value()) return Status::OK();  // nothing saved: Init starts fresh
   train::Checkpoint& ck = *found;
   const nlohmann::json& m = ck.meta;

@@ -54,6 +54,7 @@ struct ShardOptions {
   std::string partitioner = "fixed_size";  // fixed_size | mod
   std::string model_dir;                   // checkpoints; "" = Save is refused
   int32_t keep_checkpoints = 3;
+  bool force = false;  // start fresh whatever model_dir holds (logged; ps/checkpoint_remap.h)
   std::function<void(const std::string&)> log;  // null: stderr "ctrain: ps shard I: ..."
 };
 
