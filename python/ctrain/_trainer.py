@@ -99,7 +99,8 @@ class Trainer:
     formulas and each model's options in docs/model.md.
 
     Options are ``ctrain train``'s flags with underscores, with the same defaults, checks and
-    messages (docs/training.md): model, feature_size, field_size, embedding_size, deep_layers
+    messages (docs/training.md): model, feature_size, oov ("error" or "bucket": ids at or
+    above feature_size read as their field's out-of-vocabulary row), field_size, embedding_size, deep_layers
     ("400,400,400" or [400, 400, 400]), cross_layers, low_rank, num_experts, model_structure,
     cin_layer_units, num_dense_fields, bottom_mlp, top_mlp, embedding_initializer ("glorot_normal",
     "normal:1e-4", "truncated_normal:S", "uniform:L"), numeric_embedding_initializer, dropout, batch_norm,

@@ -91,6 +91,17 @@ TEST_F(CliArgsTest, BareSwitchBeforeAnotherFlagTrains) {
   EXPECT_NE(r.out.find("ctrain: done: 2 steps, 64 examples"), std::string::npos) << r.out;
 }
 
+// The "done" line is one line, its validation figures included (they were written after a newline).
+TEST_F(CliArgsTest, TheDoneLineIsOneLine) {
+  RunResult r = Train("--valid " + data_);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const size_t at = r.out.find("ctrain: done: 2 steps, 64 examples");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_NE(line.find(", valid auc "), std::string::npos) << line;
+  EXPECT_NE(line.find(" logloss "), std::string::npos) << line;
+}
+
 TEST_F(CliArgsTest, SwitchFormsAgree) {
   for (const char* form : {"--batch-norm=true", "--batch-norm true", "--batch-norm yes"}) {
     RunResult r = Train(form);
@@ -160,6 +171,16 @@ TEST_F(CliArgsTest, DeterministicRefusesHogwild) {
       << r.out;
   r = Train("--deterministic --towers 2");
   EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+// Towers and hogwild together: the refusal gives that pair's reason (it gave the parameter servers' one).
+TEST_F(CliArgsTest, TowersWithHogwildSaysWhy) {
+  RunResult r = Train("--towers 2 --hogwild 2");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--towers is not supported with hogwild: --towers and --hogwild are two ways to run replicas "
+                       "in one process"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("parameter"), std::string::npos) << r.out;
 }
 
 TEST_F(CliArgsTest, AutotuneTableMarksHogwildAndDeterministicLeavesItOut) {

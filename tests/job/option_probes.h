@@ -99,6 +99,9 @@ inline const std::map<std::string, Probe>& Probes() {
       {"max_line_bytes", {8, Expect::kFails, {}, {}, "max-line-bytes"}},
       {"criteo_pad_missing_trailing", {true, Expect::kSame}},  // LibSVM data here; Criteo: tests/cli, tests/io
       {"feature_size", {128, Expect::kChanges}},
+      // The data's ids reach 42: with the table at 30 the probed run reads the ids at or above 30 as their field's
+      // out-of-vocabulary row (without --oov bucket it would stop at the first of them).
+      {"oov", {"bucket", Expect::kChanges, json::object(), {}, {}, {{"feature_size", 30}}}},
       {"feature_spec", {"@/spec.json", Expect::kFails, {}, {}, "spec.json"}},
       {"model", {"wide_deep", Expect::kChanges}},  // reads every model option the matrix sets (deep_layers: fm does not)
       {"embedding_size", {8, Expect::kChanges}},

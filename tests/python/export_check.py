@@ -116,6 +116,10 @@ class NpyModel:
             rows = np.where(found, D + 1 + pos, D)
             rows[:, :D] = ids[:, :D]
             ids, N = rows, D + 1 + len(self.keys)
+        if cfg.get("oov_buckets"):  # --oov bucket: an id at or above the vocabulary reads its field's row V + f
+            V = N - F
+            field = np.arange(F).reshape((1, F) + (1,) * (ids.ndim - 2))
+            ids = np.where(ids >= V, V + field, ids)
         if ids.ndim == 2:
             ids, values = ids[:, :, None], values[:, :, None]
         if ids.min() < 0 or ids.max() >= N:

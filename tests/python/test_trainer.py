@@ -372,6 +372,20 @@ def test_embedding_initializers_from_python(va10k_split, tmp_path):
                        **{**SMALL, "id_base": 0, "feature_size": 1000}).fit(tr)
 
 
+def test_oov_bucket_from_python(va10k_split, tmp_path):
+    """--oov bucket through the Python Trainer: a vocabulary of the first 600 ids trains on data whose ids reach
+    921 (each field's unknown ids read its own row; the tables have 600 + 39 rows); --oov error stops naming the
+    record and the way out."""
+    tr, va = va10k_split
+    opts = dict(SMALL, feature_size=600, max_steps=20)
+    r = ctrain.Trainer(model_dir=tmp_path / "oov", oov="bucket", **opts).fit(tr, valid=va)
+    assert r["steps"] == 20 and 0.5 < r["auc"] < 1.0, r
+    meta = ctrain.inspect(tmp_path / "oov")[0]["meta"]
+    assert meta["model"]["oov_buckets"] is True and meta["model"]["feature_size"] == 600 + 39, meta["model"]
+    with pytest.raises(ValueError, match="or pass --oov bucket"):
+        ctrain.Trainer(**opts).fit(tr)
+
+
 def test_keyed_embedding_table_from_python(va10k_split, tmp_path):
     """--embedding-table keyed through the Python Trainer: the same model as the positional table when every key
     gets a row (a start that depends on (seed, id) alone), counters in the logs' metrics, eval from the checkpoint,

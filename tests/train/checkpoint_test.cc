@@ -212,6 +212,23 @@ TEST_F(CheckpointTest, IndexNamingMissingFileIsDataLoss) {
                                        " does not exist (deleted or copied without it?)");
 }
 
+// A deleted index beside checkpoint files is not "nothing saved": a trainer would train afresh over them.
+TEST_F(CheckpointTest, AMissingIndexBesideCheckpointFilesIsDataLoss) {
+  ASSERT_TRUE(SaveCheckpoint(dir_, 10, Tensors(1), {}).ok());
+  ASSERT_TRUE(SaveCheckpoint(dir_, 20, Tensors(1), {}).ok());
+  fs::remove(Path("checkpoint"));
+  for (auto ck : {LoadLatestCheckpoint(dir_).status(), LatestCheckpointPath(dir_).status()}) {
+    EXPECT_EQ(ck.code(), StatusCode::kDataLoss);
+    EXPECT_EQ(ck.message(), Path("checkpoint") + " does not exist, but " + dir_ +
+                                " holds checkpoint files (ckpt-10.bin, ckpt-20.bin): the index was deleted, or the "
+                                "directory copied without it. Restore it, or give another (empty) model dir; "
+                                "nothing is trained over them");
+  }
+  fs::remove(Path("ckpt-10.bin"));
+  fs::remove(Path("ckpt-20.bin"));
+  EXPECT_EQ(LatestCheckpointPath(dir_).status().code(), StatusCode::kNotFound);  // nothing saved
+}
+
 TEST_F(CheckpointTest, MalformedIndexIsDataLoss) {
   fs::create_directories(dir_);
   Write("checkpoint", "{not json");

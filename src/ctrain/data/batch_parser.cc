@@ -81,16 +81,14 @@ Status BatchParser::ParseOne(std::string_view rec, const RecordSource& src, floa
 }
 
 Status BatchParser::ParseChecked(std::string_view rec, const RecordSource& src, float* label, int64_t* ids,
-                                 float* values) {
+                                 float* values, uint64_t* oov) {
   CTRAIN_RETURN_IF_ERROR(ParseOne(rec, src, label, ids, values));
-  if (options_.id_limit <= 0) return Status::OK();
   const bool text = src.format != RecordFormat::kTFRecord;
-  const int32_t base = src.format == RecordFormat::kLibSvm ? options_.id_base : 0;
-  return CheckIdRange(ids, options_.field_size, options_.id_limit, base,
-                      text ? Name(src) + ":" + std::to_string(src.index)
-                           : Name(src) + ": record " + std::to_string(src.index) + " at offset " +
-                                 std::to_string(src.offset),
-                      options_.id_limit_is_model);
+  const IdRange range = IdRange::Of(options_, src.format == RecordFormat::kLibSvm ? options_.id_base : 0);
+  return range.Apply(ids, options_.field_size, oov, [&] {
+    return text ? Name(src) + ":" + std::to_string(src.index)
+                : Name(src) + ": record " + std::to_string(src.index) + " at offset " + std::to_string(src.offset);
+  });
 }
 
 Status BatchParser::Parse(const RawBatch& raw, Batch* out) {
@@ -102,15 +100,16 @@ Status BatchParser::Parse(const RawBatch& raw, Batch* out) {
   out->labels.resize(b);
   out->ids.resize(b * f);
   out->values.resize(b * f);
+  uint64_t oov = 0;
   for (size_t i = 0; i < b; ++i) {
-    Status s = ParseChecked(raw.record(i), raw.sources[i], &out->labels[i], &out->ids[i * f], &out->values[i * f]);
+    Status s = ParseChecked(raw.record(i), raw.sources[i], &out->labels[i], &out->ids[i * f], &out->values[i * f], &oov);
     if (s.ok()) [[likely]]
       continue;
     // Error path: the earliest bad record in file order among the rest of the batch.
     size_t first = i;
     for (size_t j = i + 1; j < b; ++j) {
       if (!EarlierInFileOrder(raw.sources[j], raw.sources[first])) continue;
-      Status t = ParseChecked(raw.record(j), raw.sources[j], &out->labels[j], &out->ids[j * f], &out->values[j * f]);
+      Status t = ParseChecked(raw.record(j), raw.sources[j], &out->labels[j], &out->ids[j * f], &out->values[j * f], &oov);
       if (!t.ok()) {
         first = j;
         s = std::move(t);
@@ -119,6 +118,7 @@ Status BatchParser::Parse(const RawBatch& raw, Batch* out) {
     if (observer_) observer_(raw.sources[first], s);
     return s;
   }
+  if (oov > 0 && oov_ids_ != nullptr) oov_ids_->fetch_add(oov, std::memory_order_relaxed);
   return Status::OK();
 }
 

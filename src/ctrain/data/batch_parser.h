@@ -60,12 +60,17 @@ class BatchParser {
   // Criteo with criteo_pad_missing_trailing: each row that lacked trailing
   // cells adds 1 here (shared by the pipeline's parse threads; may be null).
   void set_padded_rows_counter(std::atomic<uint64_t>* counter) { padded_rows_ = counter; }
+  // With ExampleReaderOptions::oov_buckets: the ids each parsed batch read as
+  // their field's out-of-vocabulary row are added here (may be null).
+  void set_oov_ids_counter(std::atomic<uint64_t>* counter) { oov_ids_ = counter; }
 
  private:
   BatchParser() = default;
   Status ParseOne(std::string_view rec, const RecordSource& src, float* label, int64_t* ids, float* values);
-  // ParseOne + the options_.id_limit range check with the record's location.
-  Status ParseChecked(std::string_view rec, const RecordSource& src, float* label, int64_t* ids, float* values);
+  // ParseOne + the options_.id_limit range rule (IdRange) with the record's location; *oov counts
+  // the ids read as out-of-vocabulary rows.
+  Status ParseChecked(std::string_view rec, const RecordSource& src, float* label, int64_t* ids, float* values,
+                      uint64_t* oov);
   std::string Name(const RecordSource& src) const { return names_ ? names_(src.file, src.pass) : "<input>"; }
 
   ExampleReaderOptions options_;
@@ -74,6 +79,7 @@ class BatchParser {
   SourceNameFn names_;
   ErrorObserver observer_;
   std::atomic<uint64_t>* padded_rows_ = nullptr;
+  std::atomic<uint64_t>* oov_ids_ = nullptr;
   io::CriteoRow row_;
 };
 

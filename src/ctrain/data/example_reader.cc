@@ -200,15 +200,12 @@ StatusOr<RecordFormat> SniffText(std::string_view b, const std::string& name) {
 
 class LibSvmExampleReader final : public ExampleReader {
  public:
-  LibSvmExampleReader(std::unique_ptr<io::LibSvmReader> r, io::Compression c, int64_t id_limit, int32_t id_base,
-                      bool limit_is_model)
-      : r_(std::move(r)), c_(c), id_limit_(id_limit), id_base_(id_base), limit_is_model_(limit_is_model) {}
+  LibSvmExampleReader(std::unique_ptr<io::LibSvmReader> r, io::Compression c, IdRange range)
+      : r_(std::move(r)), c_(c), range_(range) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     int32_t n = 0;
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(label, ids, values, &n));
-    if (more && id_limit_ > 0)
-      CTRAIN_RETURN_IF_ERROR(CheckIdRange(ids, n, id_limit_, id_base_, r_->name() + ":" + std::to_string(r_->line_number()),
-                                          limit_is_model_));
+    if (more) CTRAIN_RETURN_IF_ERROR(range_.Apply(ids, n, &oov_ids_, [this] { return Location(); }));
     return more;
   }
   RecordFormat format() const override { return RecordFormat::kLibSvm; }
@@ -226,16 +223,14 @@ class LibSvmExampleReader final : public ExampleReader {
  private:
   std::unique_ptr<io::LibSvmReader> r_;
   io::Compression c_;
-  int64_t id_limit_;
-  int32_t id_base_;
-  bool limit_is_model_;
+  IdRange range_;
 };
 
 class TFRecordExampleReader final : public ExampleReader {
  public:
   TFRecordExampleReader(std::unique_ptr<io::TFRecordReader> r, io::Compression c, io::SeedSchema schema,
-                        int64_t id_limit, bool limit_is_model)
-      : r_(std::move(r)), c_(c), schema_(std::move(schema)), id_limit_(id_limit), limit_is_model_(limit_is_model) {}
+                        IdRange range)
+      : r_(std::move(r)), c_(c), schema_(std::move(schema)), range_(range) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     std::string_view rec;
     const io::TFRecordReader::Counters before = r_->counters();
@@ -245,7 +240,7 @@ class TFRecordExampleReader final : public ExampleReader {
     last_end_ = r_->record_offset() + io::kTFRecordHeaderBytes + rec.size() + io::kTFRecordFooterBytes;
     next_index_ = r_->record_index() + 1;
     Status s = io::ParseSeedExample(rec, schema_, label, ids, values);
-    if (s.ok() && id_limit_ > 0) s = CheckIdRange(ids, schema_.field_size, id_limit_, 0, "", limit_is_model_);
+    if (s.ok()) s = range_.Apply(ids, schema_.field_size, &oov_ids_, [] { return std::string(); });
     if (!s.ok())
       return s.WithContext(r_->name() + ": record " + std::to_string(r_->record_index()) + " at offset " +
                            std::to_string(r_->record_offset()));
@@ -270,8 +265,7 @@ class TFRecordExampleReader final : public ExampleReader {
   std::unique_ptr<io::TFRecordReader> r_;
   io::Compression c_;  // of the file (r_ reads the already decompressed stream)
   io::SeedSchema schema_;
-  int64_t id_limit_;
-  bool limit_is_model_;
+  IdRange range_;
   uint64_t records_ = 0;
   uint64_t last_end_ = 0, next_index_ = 0;  // end offset / index after the last returned record
   std::vector<Dropped> dropped_;
@@ -296,8 +290,7 @@ class CriteoExampleReader final : public ExampleReader {
  public:
   CriteoExampleReader(std::unique_ptr<io::CriteoReader> r, io::Compression c, RecordFormat f,
                       const ExampleReaderOptions& o)
-      : r_(std::move(r)), c_(c), f_(f), hash_{o.feature_size, 0}, vocab_(o.vocabulary), id_limit_(o.id_limit),
-        limit_is_model_(o.id_limit_is_model) {}
+      : r_(std::move(r)), c_(c), f_(f), hash_{o.feature_size, 0}, vocab_(o.vocabulary), range_(IdRange::Of(o, 0)) {}
   StatusOr<bool> Next(float* label, int64_t* ids, float* values) override {
     CTRAIN_ASSIGN_OR_RETURN(bool more, r_->Next(&row_));
     if (!more) return false;
@@ -306,9 +299,7 @@ class CriteoExampleReader final : public ExampleReader {
       vocab_->Featurize(row_, ids, values);
     else
       io::HashCriteoRow(row_, hash_, ids, values);
-    if (id_limit_ > 0)
-      CTRAIN_RETURN_IF_ERROR(CheckIdRange(ids, io::kCriteoFields, id_limit_, 0,
-                                          r_->name() + ":" + std::to_string(r_->line_number()), limit_is_model_));
+    CTRAIN_RETURN_IF_ERROR(range_.Apply(ids, io::kCriteoFields, &oov_ids_, [this] { return Location(); }));
     return true;
   }
   RecordFormat format() const override { return f_; }
@@ -332,8 +323,7 @@ class CriteoExampleReader final : public ExampleReader {
   RecordFormat f_;
   io::CriteoHashOptions hash_;
   const io::CriteoVocabulary* vocab_;
-  int64_t id_limit_;
-  bool limit_is_model_;
+  IdRange range_;
   io::CriteoRow row_;
 };
 
@@ -341,39 +331,43 @@ class CriteoExampleReader final : public ExampleReader {
 
 Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, int32_t id_base,
                     std::string_view where, bool limit_is_model) {
-  for (int32_t f = 0; f < field_size; ++f) {
-    if (ids[f] >= 0 && ids[f] < id_limit) continue;
-    std::string m(where);
-    if (!m.empty()) m += ": ";
-    const int64_t written = ids[f] + id_base;
-    m += "field " + std::to_string(f + 1) + " of " + std::to_string(field_size) + ": feature id " +
-         std::to_string(written) + " (as written";
-    if (id_base != 0) m += ", id_base " + std::to_string(id_base);
-    m += ") is outside [" + std::to_string(id_base) + ", " + std::to_string(id_limit + id_base) + ")";
-    const std::string model = limit_is_model ? "the model's " : "";
-    if (ids[f] < 0 && written >= 0) {
-      // Below the base, e.g. id 0 with --id-base 1: the file counts from a lower base.
-      m += limit_is_model ? ": the model was trained on ids starting at " + std::to_string(id_base) +
-                                "; this input's ids start lower, so it is not encoded like the training data"
-                          : ": the file's ids start below --id-base " + std::to_string(id_base) +
-                                " (use --id-base " + std::to_string(written) + " if they start at " +
-                                std::to_string(written) + ")";
-    } else if (ids[f] < 0) {
-      m += ": ids must not be negative";
-    } else if (ids[f] == id_limit && id_base == 0) {
-      // One past the top with base 0: typically a 1-based LIBSVM file.
-      m += limit_is_model ? ": one past " + model + "top id; if this file's ids are 1-based it is not encoded like "
-                                                    "the training data (0-based)"
-                          : ": one past the top; if the file's ids are 1-based (classic LIBSVM), use --id-base 1, "
-                            "otherwise increase --feature-size";
-    } else {
-      m += limit_is_model ? ": the model was trained with feature_size " + std::to_string(id_limit) +
-                                " and has no embedding for it (is the input encoded like the training data?)"
-                          : ": increase --feature-size";
-    }
-    return InvalidArgumentError(m);
-  }
+  for (int32_t f = 0; f < field_size; ++f)
+    if (ids[f] < 0 || ids[f] >= id_limit) return IdRangeError(f, field_size, ids[f], id_limit, id_base, where, limit_is_model);
   return Status::OK();
+}
+
+Status IdRangeError(int32_t f, int32_t field_size, int64_t id, int64_t id_limit, int32_t id_base,
+                    std::string_view where, bool limit_is_model) {
+  std::string m(where);
+  if (!m.empty()) m += ": ";
+  const int64_t written = id + id_base;
+  m += "field " + std::to_string(f + 1) + " of " + std::to_string(field_size) + ": feature id " +
+       std::to_string(written) + " (as written";
+  if (id_base != 0) m += ", id_base " + std::to_string(id_base);
+  m += ") is outside [" + std::to_string(id_base) + ", " + std::to_string(id_limit + id_base) + ")";
+  const std::string model = limit_is_model ? "the model's " : "";
+  if (id < 0 && written >= 0) {
+    // Below the base, e.g. id 0 with --id-base 1: the file counts from a lower base.
+    m += limit_is_model ? ": the model was trained on ids starting at " + std::to_string(id_base) +
+                              "; this input's ids start lower, so it is not encoded like the training data"
+                        : ": the file's ids start below --id-base " + std::to_string(id_base) +
+                              " (use --id-base " + std::to_string(written) + " if they start at " +
+                              std::to_string(written) + ")";
+  } else if (id < 0) {
+    m += ": ids must not be negative";
+  } else if (id == id_limit && id_base == 0) {
+    // One past the top with base 0: typically a 1-based LIBSVM file.
+    m += limit_is_model ? ": one past " + model + "top id; if this file's ids are 1-based it is not encoded like "
+                                                  "the training data (0-based)"
+                        : ": one past the top; if the file's ids are 1-based (classic LIBSVM), use --id-base 1, "
+                          "otherwise increase --feature-size";
+  } else {
+    m += limit_is_model ? ": the model was trained with feature_size " + std::to_string(id_limit) +
+                              " and has no embedding for it (is the input encoded like the training data?)"
+                        : ": increase --feature-size, or pass --oov bucket to read ids beyond it as their field's "
+                          "out-of-vocabulary row";
+  }
+  return InvalidArgumentError(m);
 }
 
 std::string LibFfmNeedsSpecMessage(const std::string& name) {
@@ -543,8 +537,8 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       lo.max_line_bytes = options.max_line_bytes;
       lo.labels = options.labels;
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::LibSvmReader::Open(std::move(o.stream), lo));
-      return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression, options.id_limit, options.id_base,
-                                                                     options.id_limit_is_model));
+      return std::unique_ptr<ExampleReader>(new LibSvmExampleReader(std::move(r), o.compression,
+                                                                     IdRange::Of(options, options.id_base)));
     }
     case RecordFormat::kTFRecord: {
       if (options.labels == io::LabelMode::kAbsent)
@@ -557,8 +551,8 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::TFRecordReader::FromFile(std::move(o.stream), to));
       io::SeedSchema schema = options.schema;
       schema.field_size = options.field_size;
-      return std::unique_ptr<ExampleReader>(new TFRecordExampleReader(std::move(r), o.compression, std::move(schema), options.id_limit,
-                                                                       options.id_limit_is_model));
+      return std::unique_ptr<ExampleReader>(new TFRecordExampleReader(std::move(r), o.compression, std::move(schema),
+                                                                       IdRange::Of(options, 0)));
     }
     case RecordFormat::kCriteoTsv:
     case RecordFormat::kCriteoCsv: {

@@ -61,6 +61,11 @@ struct ExampleReaderOptions {
   // The limit is a trained model's feature_size (eval/predict): the range
   // error then does not suggest --feature-size, which cannot change it.
   bool id_limit_is_model = false;
+  // --oov bucket: an id at or above id_limit in field f is read as id_limit + f,
+  // that field's out-of-vocabulary row (the model's table has id_limit +
+  // field_size rows), and counted (ExampleReader::oov_ids, the pipeline's
+  // oov_ids); a negative id or one below id_base is still an error.
+  bool oov_buckets = false;
   // FIFOs and pipe:<channel> inputs: the longest wait in ms for the FIFO to
   // appear, a writer to connect, and each next byte (pipe_mode.h); 0 = no
   // limit. The pipeline sets it from PipelineOptions::pipe_timeout_ms.
@@ -88,6 +93,40 @@ struct ExampleReaderOptions {
 // `limit_is_model` (eval/predict) it never suggests --feature-size.
 Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, int32_t id_base,
                     std::string_view where, bool limit_is_model = false);
+// CheckIdRange's error for field f (0-based) of `field_size` holding `id`.
+Status IdRangeError(int32_t f, int32_t field_size, int64_t id, int64_t id_limit, int32_t id_base,
+                    std::string_view where, bool limit_is_model);
+
+// The id-range rule of ExampleReaderOptions (id_limit, id_base,
+// id_limit_is_model, oov_buckets) as the readers apply it to each example.
+struct IdRange {
+  int64_t limit = 0;  // 0 = no check
+  int32_t base = 0;   // LibSVM's id base (messages give ids as written)
+  bool limit_is_model = false;
+  bool oov_buckets = false;
+
+  static IdRange Of(const ExampleReaderOptions& o, int32_t base) {
+    return {o.id_limit, base, o.id_limit_is_model, o.oov_buckets};
+  }
+  // OK when every id of `ids` [n] lies in [0, limit). With oov_buckets an id
+  // >= limit in field f becomes limit + f and is counted in *oov. Otherwise
+  // IdRangeError, located by where() (called only then).
+  template <class Where>
+  Status Apply(int64_t* ids, int32_t n, uint64_t* oov, const Where& where) const {
+    if (limit <= 0) return Status::OK();
+    for (int32_t f = 0; f < n; ++f) {
+      if (ids[f] >= 0 && ids[f] < limit) [[likely]]
+        continue;
+      if (oov_buckets && ids[f] >= limit) {
+        ids[f] = limit + f;
+        ++*oov;
+        continue;
+      }
+      return IdRangeError(f, n, ids[f], limit, base, where(), limit_is_model);
+    }
+    return Status::OK();
+  }
+};
 
 class ExampleReader {
  public:
@@ -102,6 +141,8 @@ class ExampleReader {
   virtual uint64_t records() const = 0;
   // Items skipped on purpose (blank/comment lines, CSV header, corrupt records), by kind.
   virtual std::string SkippedSummary() const = 0;
+  // Ids read as their field's out-of-vocabulary row so far (ExampleReaderOptions::oov_buckets).
+  uint64_t oov_ids() const { return oov_ids_; }
   // Where the example last returned by Next() came from: "file:line" (text
   // formats) or "file: record i at offset o" (TFRecord). Default: the name and
   // the 1-based example number.
@@ -122,6 +163,9 @@ class ExampleReader {
   virtual std::vector<Dropped> TakeDropped() { return {}; }
   // The (decompressed) input holds no byte at all; format() then says tfrecord.
   bool empty_input() const { return empty_input_; }
+
+ protected:
+  uint64_t oov_ids_ = 0;
 
  private:
   friend StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string&, const ExampleReaderOptions&);

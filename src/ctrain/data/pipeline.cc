@@ -251,6 +251,7 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::Create(const std::vector<std::stri
   for (int32_t i = 0; i < options.num_parallel_calls; ++i) {
     CTRAIN_ASSIGN_OR_RETURN(BatchParser bp, BatchParser::Create(reader_options, names));
     bp.set_padded_rows_counter(&impl->counters.criteo_padded_rows);
+    bp.set_oov_ids_counter(&impl->counters.oov_ids);
     bp.set_error_observer([errors](const RecordSource& src, const Status& s) {
       std::lock_guard<std::mutex> lock(errors->mu);
       if (errors->any && !EarlierInFileOrder(src, errors->first)) return;

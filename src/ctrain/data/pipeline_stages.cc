@@ -25,6 +25,7 @@ void PipelineCounters::Fill(PipelineStats* s) const {
   s->header_lines = r(header_lines);
   s->unterminated_last_lines = r(unterminated_last_lines);
   s->criteo_padded_rows = r(criteo_padded_rows);
+  s->oov_ids = r(oov_ids);
   s->corrupt_records = r(corrupt_records);
   s->dropped_remainder_records = r(dropped_remainder);
   s->epochs_completed = r(epochs_completed);

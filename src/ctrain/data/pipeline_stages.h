@@ -33,6 +33,7 @@ struct PipelineCounters {
   std::atomic<uint64_t> input_bytes{0}, index_bytes{0};  // RawRecordReader::Counters
   std::atomic<uint64_t> unterminated_last_lines{0};  // text inputs whose last line has no '\n' (per pass)
   std::atomic<uint64_t> criteo_padded_rows{0};  // Criteo rows that lacked trailing cells (pad_missing_trailing)
+  std::atomic<uint64_t> oov_ids{0};  // ids read as their field's out-of-vocabulary row (oov_buckets)
   std::atomic<uint64_t> dropped_remainder{0}, epochs_completed{0};
   std::atomic<uint64_t> cache_records{0}, cache_bytes{0}, shuffle_max{0};
   // First-pass inputs by file index (the interleave source's reader threads).

@@ -41,7 +41,8 @@ std::string PipelineStats::ToJson() const {
                   std::to_string(comment_lines) + ",\"header_lines\":" + std::to_string(header_lines) +
                   ",\"corrupt_records\":" + std::to_string(corrupt_records) +
                   ",\"unterminated_last_lines\":" + std::to_string(unterminated_last_lines) +
-                  ",\"criteo_padded_rows\":" + std::to_string(criteo_padded_rows) + ",\"dropped_remainder_records\":" +
+                  ",\"criteo_padded_rows\":" + std::to_string(criteo_padded_rows) + ",\"oov_ids\":" +
+                  std::to_string(oov_ids) + ",\"dropped_remainder_records\":" +
                   std::to_string(dropped_remainder_records) + ",\"epochs_completed\":" +
                   std::to_string(epochs_completed) + ",\"cache_records\":" + std::to_string(cache_records) +
                   ",\"cache_bytes\":" + std::to_string(cache_bytes) + ",\"shuffle_buffer_max\":" +

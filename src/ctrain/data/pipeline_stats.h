@@ -54,6 +54,8 @@ struct PipelineStats {
   // Criteo rows read with criteo_pad_missing_trailing whose missing trailing
   // cells were read as empty (all passes).
   uint64_t criteo_padded_rows = 0;
+  // Ids read as their field's out-of-vocabulary row (ExampleReaderOptions::oov_buckets, --oov bucket), all passes.
+  uint64_t oov_ids = 0;
   uint64_t dropped_remainder_records = 0;  // batch(drop_remainder): records of dropped partial batches
   uint64_t epochs_completed = 0;   // repeat passes finished
   uint64_t cache_records = 0, cache_bytes = 0;  // what the cache holds

@@ -45,6 +45,7 @@ StatusOr<proto::DatasetDef> MakeDatasetDef(const train::StreamInput& input, cons
   def.set_id_base(r.id_base);
   def.set_feature_size(r.feature_size);
   def.set_id_limit(r.id_limit);
+  def.set_oov_buckets(r.oov_buckets);
   if (!feature_map.empty()) {
     std::error_code ec;
     def.set_feature_map(std::filesystem::absolute(feature_map, ec).lexically_normal().string());
@@ -80,6 +81,7 @@ Status ValidateDatasetDef(const proto::DatasetDef& def) {
   if (def.id_base() < 0) return bad("id_base must be >= 0");
   if (def.feature_size() < 1) return bad("feature_size must be >= 1");
   if (def.id_limit() < 0) return bad("id_limit must be >= 0");
+  if (def.oov_buckets() && def.id_limit() == 0) return bad("oov_buckets needs an id_limit");
   if (!def.feature_map().empty() && def.feature_map()[0] != '/')
     return bad("feature_map \"" + def.feature_map() + "\" is not an absolute path");
   if (def.max_line_bytes() < 1 || def.max_line_bytes() > (uint64_t{1} << 40))
@@ -127,6 +129,7 @@ std::string DatasetFingerprint(const proto::DatasetDef& def) {
   num(static_cast<int64_t>(def.max_line_bytes())), num(def.num_parallel_reads()), num(def.shuffle_buffer_size());
   num(static_cast<int64_t>(def.seed())), num(def.reshuffle_each_iteration()), num(def.batch_size());
   num(def.drop_remainder()), add(def.order()), num(def.read_chunk_records());
+  if (def.oov_buckets()) add("oov_buckets");  // older definitions keep their fingerprint
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
@@ -148,6 +151,7 @@ StatusOr<SplitReadPlan> PlanSplitRead(const proto::DatasetDef& def, const proto:
   r.id_base = def.id_base();
   r.feature_size = def.feature_size();
   r.id_limit = def.id_limit();
+  r.oov_buckets = def.oov_buckets();
   r.schema.label_key = def.label_key();
   r.schema.ids_key = def.ids_key();
   r.schema.values_key = def.values_key();

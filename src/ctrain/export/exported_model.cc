@@ -31,7 +31,10 @@ constexpr const char* kUnderstoodModelKeys[] = {
     "kind", "cross_layers", "low_rank", "num_experts", "model_structure", "cin_layer_units", "num_dense_fields",
     "bottom_mlp", "top_mlp",
     // How training started the tables: nothing an inference graph reads.
-    "embedding_initializer", "numeric_embedding_initializer"};
+    "embedding_initializer", "numeric_embedding_initializer",
+    // --oov bucket: the ONNX graph maps an id at or above the vocabulary to its field's row (onnx_export.cc);
+    // the .npy export records it in its model config for the reader of its tables.
+    "oov_buckets"};
 
 Status CheckModelKeysUnderstood(const std::string& path, const nlohmann::json& model) {
   if (!model.is_object()) return Status::OK();  // ModelConfigFromJson reports it

@@ -146,7 +146,10 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
   model.set_doc_string("ctrain " + DescribeModel(m) + ". Inputs: ids int64" + shape +
                        (m.keyed ? " (keys, built as metadata ctrain.data describes: a keyed table maps each to its row, "
                                   "an unknown key to a zero row; the first num_dense_fields fields carry ids 0..N-1)"
-                                : " (model ids in [0, feature_size), built as metadata ctrain.data describes)") +
+                       : c.oov_buckets ? " (ids in [0, feature_size - F), built as metadata ctrain.data describes; "
+                                         "an id at or above feature_size - F reads its field's out-of-vocabulary "
+                                         "row)"
+                                       : " (model ids in [0, feature_size), built as metadata ctrain.data describes)") +
                        ", values float32" +
                        shape +
                        (options.multi_hot ? " (a field's embedding is the values-weighted sum of its ids' rows; "
@@ -199,6 +202,17 @@ StatusOr<OnnxExportResult> ExportOnnx(const ExportedModel& m, const std::string&
     onnx::OperatorSetIdProto* ml = model.add_opset_import();
     ml->set_domain("ai.onnx.ml");
     ml->set_version(2);
+  } else if (c.oov_buckets) {
+    // --oov bucket: an id at or above the vocabulary V reads field f's out-of-vocabulary row V + f, as the
+    // readers map it (data::IdRange).
+    const int64_t V = c.vocabulary_size();
+    std::vector<int64_t> oov_rows(F);
+    for (int32_t f = 0; f < F; ++f) oov_rows[f] = V + f;
+    std::string oov = b.Int64s("oov/rows", oov_rows);  // [F]; multi-hot ids [batch, F, M] take it as [F, 1]
+    if (options.multi_hot) oov = b.Node("Unsqueeze", {oov, axis1}, "oov/rows_per_field")->output(0);
+    b.Node("Less", {"ids", b.Int64s("oov/vocabulary_size", {V})}, "oov/in_vocabulary");
+    b.Node("Where", {"oov/in_vocabulary", "ids", oov}, "oov/ids");
+    rows = "oov/ids";
   }
 
   if (c.reads_w()) {

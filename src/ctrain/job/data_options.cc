@@ -28,6 +28,9 @@ StatusOr<data::ExampleReaderOptions> DataOptions::ReaderOptions() {
   CTRAIN_RETURN_IF_ERROR(CheckMaxLineBytes(max_line_bytes));
   o.max_line_bytes = static_cast<size_t>(max_line_bytes);
   o.criteo_pad_missing_trailing = criteo_pad_missing_trailing;
+  if (oov != "error" && oov != "bucket")
+    return InvalidArgumentError("--oov: expected error or bucket, got '" + oov + "'");
+  o.oov_buckets = oov == "bucket";
   if (!feature_map.empty()) {
     if (!vocab_ || vocab_path_ != feature_map) {  // eval/predict may set the map after a first call
       CTRAIN_ASSIGN_OR_RETURN(auto v, io::CriteoVocabulary::LoadFeatureMap(feature_map));

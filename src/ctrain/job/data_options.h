@@ -35,6 +35,11 @@ struct DataOptions {
   // (data/feature_spec.h, docs/feature-spec.md); "" = the seed layout. It
   // then decides field_size and feature_size.
   std::string feature_spec;
+  // --oov: an id at or above --feature-size is an error naming the record
+  // ("error"), or is read as its field's out-of-vocabulary row ("bucket":
+  // data::ExampleReaderOptions::oov_buckets; the model then has feature_size +
+  // field_size rows, model::ModelConfig::oov_buckets).
+  std::string oov = "error";
 
   // Validated reader options (InvalidArgument naming the flag); loads the
   // feature map if one is set. The vocabulary is shared by copies of this

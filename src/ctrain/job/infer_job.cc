@@ -45,9 +45,11 @@ Status ApplyCheckpointDataOptions(InferJobOptions& job, const train::TrainOption
                                 " (fixed at training time; leave " + flag + " out)");
   };
   CTRAIN_RETURN_IF_ERROR(fixed("--field-size", job.data.field_size, to.model.field_size, "field_size"));
-  CTRAIN_RETURN_IF_ERROR(fixed("--feature-size", job.data.feature_size, to.model.feature_size, "feature_size"));
+  // --oov bucket: the input's id space is the vocabulary; the rows after it are the out-of-vocabulary rows.
+  CTRAIN_RETURN_IF_ERROR(fixed("--feature-size", job.data.feature_size, to.model.vocabulary_size(), "feature_size"));
   job.data.field_size = to.model.field_size;
-  job.data.feature_size = to.model.feature_size;
+  job.data.feature_size = to.model.vocabulary_size();
+  job.data.oov = to.model.oov_buckets ? "bucket" : "error";
   if (!to.data.recorded()) return Status::OK();
   std::string used;
   auto from_checkpoint = [&](const char* flag) {
@@ -129,7 +131,8 @@ Status RunInfer(InferJobOptions& job, bool predict, train::EvalResult* eval_out)
                                  : job.no_label ? io::LabelMode::kAbsent
                                                 : io::LabelMode::kAuto;
     CTRAIN_RETURN_IF_ERROR(
-        LoadExamples(job.input, job.data, to.model.feature_size, &ds, "input", &stats, /*model_fixed=*/true, labels));
+        LoadExamples(job.input, job.data, to.model.vocabulary_size(), &ds, "input", &stats, /*model_fixed=*/true,
+                     labels));
     // Again as actually read (covers stdin and FIFOs, which cannot be sniffed first).
     CTRAIN_RETURN_IF_ERROR(CheckInputEncoding(job, to, train::InputFormatsRead(stats), &notes));
     for (const std::string& n : notes) Logf("note: %s\n", n.c_str());

@@ -30,8 +30,12 @@ Status LoadExamples(const std::vector<std::string>& paths, DataOptions& data, in
       Logf("%s: %s\n", what, d.c_str());
   char ctr[32] = "unlabelled";  // io/label_mode.h: read without labels (NaN)
   if (train::HasLabels(*out)) std::snprintf(ctr, sizeof ctr, "CTR %.4f", out->PositiveRate());
-  Logf("%s: %lld examples from %lld file(s), %s%s%s\n", what,
-               static_cast<long long>(out->size()), static_cast<long long>(stats.files), ctr,
+  char oov[96] = "";
+  if (ro.oov_buckets)
+    std::snprintf(oov, sizeof oov, "; %lld ids out of vocabulary (read as their field's OOV row)",
+                  static_cast<long long>(stats.oov_ids));
+  Logf("%s: %lld examples from %lld file(s), %s%s%s%s\n", what,
+               static_cast<long long>(out->size()), static_cast<long long>(stats.files), ctr, oov,
                stats.skipped.empty() ? "" : "; skipped: ", stats.skipped.c_str());
   return Status::OK();
 }

@@ -311,9 +311,11 @@ Status CheckOptionModes(const nlohmann::ordered_json& given_values, ModeSet mode
       if (s == nullptr || rank(s->name) != pass) continue;
       for (TrainMode m : AllTrainModes()) {
         if (!Has(modes, m) || Has(s->modes, m)) continue;
+        std::string why = s->not_supported_why;
+        for (const auto& [mode, text] : s->not_supported_why_in)
+          if (mode == m) why = text;
         return InvalidArgumentError(s->flag() + " is not supported with " + std::string(TrainModeName(m)) +
-                                    (s->not_supported_why.empty() ? "" : ": " + s->not_supported_why) +
-                                    " (docs/training.md#modes)");
+                                    (why.empty() ? "" : ": " + why) + " (docs/training.md#modes)");
       }
       if (s->needs != 0 && (s->needs & modes) == 0) {
         std::string need;

@@ -79,6 +79,8 @@ struct OptionSpec {
   std::string help;
   ModeSet modes = 0;                 // where the option is honoured; elsewhere it is refused
   std::string not_supported_why;     // appended to the refusal ("" = none)
+  // The reason for one refused mode where it differs from not_supported_why.
+  std::vector<std::pair<TrainMode, std::string>> not_supported_why_in;
   // The run must be in one of these modes (0 = any): --lr-scaling needs mpirun,
   // --processing-mode the data service, --max-staleness asynchronous parameter servers.
   ModeSet needs = 0;

@@ -26,7 +26,7 @@ namespace {
 Status LoadRows(TrainRun& run, const std::vector<std::string>& files, train::Dataset* rows, const char* what,
                 train::LoadStats* stats) {
   if (run.spec) return LoadSpecExamples(files, *run.spec, rows, what, stats);
-  return LoadExamples(files, run.job.data, run.o.model.feature_size, rows, what, stats);
+  return LoadExamples(files, run.job.data, run.o.model.vocabulary_size(), rows, what, stats);
 }
 
 Status LoadValid(TrainRun& run) {
@@ -43,8 +43,8 @@ Status OpenStream(TrainRun& run) {
   train::StreamInput& si = run.si;
   si.files = job.train;
   CTRAIN_ASSIGN_OR_RETURN(si.reader, job.data.ReaderOptions());
-  si.reader.feature_size = o.model.feature_size;
-  si.reader.id_limit = o.model.feature_size;
+  si.reader.feature_size = o.model.vocabulary_size();  // --oov bucket: the rows after it are the OOV rows
+  si.reader.id_limit = o.model.vocabulary_size();
   si.pipeline = job.pipeline;
   si.pipeline.pipe_timeout_ms = job.data.pipe_timeout_ms;  // --pipe-timeout-ms is a data flag (all commands)
   if (!job.given.Has("num_shards") && !job.given.Has("shard_index") && !run.per_rank_inputs) {
@@ -88,9 +88,10 @@ Status MakeSynth(TrainRun& run) {
                "(data/synth.h, seed %llu): %lld train + %lld validation rows, field_size 39, feature_size %lld\n",
                static_cast<unsigned long long>(o.seed), static_cast<long long>(kSynthTrainRows),
                static_cast<long long>(kSynthValidRows), static_cast<long long>(o.model.feature_size));
-  CTRAIN_ASSIGN_OR_RETURN(run.tr, train::MakeSynthDataset(o.seed, 0, kSynthTrainRows, o.model.feature_size));
+  CTRAIN_ASSIGN_OR_RETURN(run.tr, train::MakeSynthDataset(o.seed, 0, kSynthTrainRows, o.model.vocabulary_size()));
   run.dist.ShardRows(&run.tr, /*log=*/false);
-  CTRAIN_ASSIGN_OR_RETURN(run.va, train::MakeSynthDataset(o.seed, kSynthTrainRows, kSynthValidRows, o.model.feature_size));
+  CTRAIN_ASSIGN_OR_RETURN(run.va,
+                          train::MakeSynthDataset(o.seed, kSynthTrainRows, kSynthValidRows, o.model.vocabulary_size()));
   run.have_valid = true;
   return Status::OK();
 }
@@ -143,7 +144,7 @@ Status DescribeData(TrainRun& run) {
   // Recorded in checkpoints: the format actually read (never auto), id base,
   // sizes, hashing or vocabulary (train/data_source.h).
   CTRAIN_ASSIGN_OR_RETURN(data::ExampleReaderOptions ro, job.data.ReaderOptions());
-  ro.feature_size = o.model.feature_size;
+  ro.feature_size = o.model.vocabulary_size();
   std::vector<train::InputFormat> formats;
   if (run.remote) {  // the files are read on the workers' hosts: the format is known once read
     for (const std::string& f : job.train) formats.push_back({f, job.data.format == "auto" ? "" : job.data.format, ""});

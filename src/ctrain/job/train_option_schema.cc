@@ -122,6 +122,7 @@ struct Entry {
   }
   Entry& needs(ModeSet m) { return s.needs = m, *this; }
   Entry& why(std::string w) { return s.not_supported_why = std::move(w), *this; }
+  Entry& why_in(TrainMode m, std::string w) { return s.not_supported_why_in.emplace_back(m, std::move(w)), *this; }
   Entry& switch_() { return s.is_switch = true, *this; }
   Entry& comma() { return s.comma_list = true, *this; }
   Entry& int_list() { return s.type = OptionType::kIntList, *this; }
@@ -186,6 +187,10 @@ std::vector<OptionSpec> Build() {
           .bind(FIELD(data.criteo_pad_missing_trailing)));
   add(Entry("feature_size", {}, "rows", "Rows of the embedding tables (the id space; Criteo hash buckets)", kAll)
           .bind(FIELD(data.feature_size)));
+  add(Entry("oov", {}, "", "An id at or above --feature-size: error (stop, naming the record) or bucket (read as "
+                           "its field's out-of-vocabulary row, one per field after the vocabulary; counted as "
+                           "oov_ids)", kAll)
+          .bind(FIELD(data.oov)));
   add(Entry("feature_spec", {}, "path", "Feature spec (JSON/TOML, docs/feature-spec.md): tf.Example keys, a LibSVM "
                                        "field map or libFFM fields -> fields, multi-hot too; sets the field and "
                                        "feature sizes", kMemory)
@@ -407,6 +412,10 @@ std::vector<OptionSpec> Build() {
           .needs(kPs)
           .bind(FIELD(ps.wait_seconds)));
   // Threads and replicas (docs/training.md#parallelism).
+  const std::string towers_or_hogwild =
+      "--towers and --hogwild are two ways to run replicas in one process: towers split each batch and step "
+      "together (deterministic), hogwild replicas take their own batches and update the tables without locks; "
+      "give one of them";
   add(Entry("intra_op_parallelism_threads", {"intra_op_threads"}, "threads",
             "OpenMP threads per replica (0 = cores / replicas)", kAll)
           .bind(FIELD(parallel.intra_op_threads)));
@@ -416,10 +425,12 @@ std::vector<OptionSpec> Build() {
   add(Entry("towers", {}, "replicas", "Synchronous replicas splitting each batch (deterministic)",
             AllModesBut(kPs | M::kHogwild))
           .why(ps_why)
+          .why_in(M::kHogwild, towers_or_hogwild)
           .bind(FIELD(parallel.towers)));
   add(Entry("hogwild", {}, "replicas", "Asynchronous lock-free replicas (0 = off; not deterministic)",
             AllModesBut(kPs | M::kTowers | M::kMpirun))
           .why("hogwild replicas race on one process's tables")
+          .why_in(M::kTowers, towers_or_hogwild)
           .bind(FIELD(parallel.hogwild)));
   add(Entry("affinity", {}, "", "Pin replica and OpenMP threads to cores", kAll).bind(FIELD(parallel.affinity)));
   add(Entry("autotune", {}, "", "Measure the thread layouts (with --mixed-precision auto: also bf16) for a few steps "
@@ -585,9 +596,9 @@ std::vector<OptionSpec> Build() {
         "check_replicas_every", "lr_warmup_steps", "lr_decay", "lr_decay_steps", "lr_decay_rate",
         "lr_decay_staircase", "lr_decay_alpha", "negative_downsampling", "model", "cross_layers", "low_rank",
         "num_experts", "model_structure", "cin_layer_units", "num_dense_fields", "bottom_mlp", "top_mlp",
-        "embedding_initializer", "numeric_embedding_initializer"}) {
+        "embedding_initializer", "numeric_embedding_initializer", "oov"}) {
     auto it = std::find_if(t.begin(), t.end(), [&](const OptionSpec& s) { return s.name == name; });
-    if (it != t.end()) it->same_on_every_rank = it->defines_result = true;  // all 41 are in the table
+    if (it != t.end()) it->same_on_every_rank = it->defines_result = true;  // all 42 are in the table
   }                                                                          // (tests/job/train_job_test.cc)
   // And the per-rank options that still decide the trained model (OptionSpec::defines_result).
   for (const char* name :

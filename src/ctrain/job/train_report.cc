@@ -37,6 +37,9 @@ std::string ModelSummary(const model::ModelConfig& m) {
   if (m.embedding_initializer != "glorot_normal") s += " init=" + m.embedding_initializer;
   if (!m.numeric_embedding_initializer.empty())
     s += " numeric_init=" + m.numeric_embedding_initializer + " (" + std::to_string(m.num_dense_fields) + " fields)";
+  if (m.oov_buckets)
+    s += " oov=bucket (" + std::to_string(m.vocabulary_size()) + " ids + " + std::to_string(m.field_size) +
+         " out-of-vocabulary rows)";
   if (k != "lr" && k != "fm") {
     char buf[64];
     std::snprintf(buf, sizeof(buf), " dropout=%g%s", m.dropout, m.batch_norm ? " bn" : "");
@@ -73,26 +76,36 @@ void ReportDone(const TrainRun& run) {
   // The other ranks' lines would repeat rank 0's (docs/distributed.md).
   if (!run.report) return;
   const train::TrainResult& r = run.r;
+  // One write: a line built piecewise on stderr could be split by another thread's log line.
+  char buf[512];
+  std::string line;
   if (r.steps_this_run == 0) {
-    Logf("nothing to do: already at step %lld (%lld examples, %.2f epochs)",
-                 static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs);
+    std::snprintf(buf, sizeof buf, "nothing to do: already at step %lld (%lld examples, %.2f epochs)",
+                  static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs);
   } else if (!r.epoch_size_known) {
-    std::fprintf(stderr,
-                 "ctrain: done: %lld steps, %lld examples (%lld epochs completed; epoch size unknown until the "
-                 "first epoch ends), %.0f examples/s",
-                 static_cast<long long>(r.steps), static_cast<long long>(r.examples),
-                 static_cast<long long>(r.epochs), r.examples_per_sec);
+    std::snprintf(buf, sizeof buf,
+                  "done: %lld steps, %lld examples (%lld epochs completed; epoch size unknown until the first epoch "
+                  "ends), %.0f examples/s",
+                  static_cast<long long>(r.steps), static_cast<long long>(r.examples),
+                  static_cast<long long>(r.epochs), r.examples_per_sec);
   } else {
-    Logf("done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
-                 static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
+    std::snprintf(buf, sizeof buf, "done: %lld steps, %lld examples (%.2f epochs), %.0f examples/s",
+                  static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.epochs, r.examples_per_sec);
   }
-  if (r.evaluated) std::fprintf(stderr, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
-  if (r.streamed && r.steps_this_run > 0 && run.remote)
-    std::fprintf(stderr, ", input wait %.1f%% (data service)", 100.0 * r.input_wait_fraction);
-  else if (r.streamed && r.steps_this_run > 0)
-    std::fprintf(stderr, ", input wait %.1f%%, pipeline %.0f records/s", 100.0 * r.input_wait_fraction,
-                 r.pipeline.records_per_second);
-  std::fprintf(stderr, "\n");
+  line = buf;
+  if (r.evaluated) {
+    std::snprintf(buf, sizeof buf, ", valid auc %.5f logloss %.5f", r.eval.auc, r.eval.logloss);
+    line += buf;
+  }
+  if (r.streamed && r.steps_this_run > 0 && run.remote) {
+    std::snprintf(buf, sizeof buf, ", input wait %.1f%% (data service)", 100.0 * r.input_wait_fraction);
+    line += buf;
+  } else if (r.streamed && r.steps_this_run > 0) {
+    std::snprintf(buf, sizeof buf, ", input wait %.1f%%, pipeline %.0f records/s", 100.0 * r.input_wait_fraction,
+                  r.pipeline.records_per_second);
+    line += buf;
+  }
+  LogLine(line + "\n");
   if (r.streamed && r.input_wait_fraction > 0.1 && !r.input_suggestion.empty())
     Logf("%s\n", r.input_suggestion.c_str());
 }
@@ -152,6 +165,11 @@ Status WriteTrainMetrics(const TrainRun& run, const nlohmann::json& mpi_json, co
     }
     j["keyed_table_epochs"] = std::move(epochs);
   }
+  // --oov bucket: training ids read as their field's out-of-vocabulary row in one pass of the data (memory: the
+  // loaded rows; stream: the last epoch's pipeline, as pipeline.oov_ids; the data service's workers count theirs
+  // in their own statistics).
+  if (o.model.oov_buckets && !run.remote)
+    j["oov_ids"] = run.stream ? static_cast<int64_t>(r.pipeline.oov_ids) : run.tr_stats.oov_ids;
   // The rate the next step would run at, and --lr-decay plateau's reductions (the evaluation's step, the new rate).
   j["learning_rate"] = r.learning_rate;
   if (o.lr_plateau()) {

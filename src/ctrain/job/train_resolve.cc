@@ -62,6 +62,19 @@ Status ResolveModelOptions(TrainRun& run) {
     o.model.field_size = run.spec->field_size;
     o.model.feature_size = run.spec->feature_size;
   }
+  if (job.data.oov == "bucket") {  // one out-of-vocabulary row per field, after the vocabulary
+    if (o.table.keyed())
+      return InvalidArgumentError("--oov bucket: a keyed table (--embedding-table keyed) has no vocabulary to fall "
+                                  "out of (an unseen key reads the shared default row, counted as unknown_lookups); "
+                                  "leave --oov out");
+    if (run.spec)
+      return InvalidArgumentError("--oov bucket: a feature spec maps its own ids (a vocabulary's id 0 is its "
+                                  "out-of-vocabulary id; hashing never leaves its buckets); leave --oov out");
+    o.model.oov_buckets = true;
+    o.model.feature_size += o.model.field_size;
+  } else if (job.data.oov != "error") {
+    return InvalidArgumentError("--oov: expected error or bucket, got '" + job.data.oov + "'");
+  }
   o.optimizer.name = job.optimizer;
   o.optimizer.learning_rate = job.learning_rate;
   // The schedule (optim/lr_schedule.h): alone the warm-up starts from 0, under mpirun SetUpRank sets lr / N.

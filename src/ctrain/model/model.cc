@@ -94,6 +94,9 @@ Status ModelConfig::Validate() const {
   CTRAIN_RETURN_IF_ERROR(CheckModelKind(kind));
   if (feature_size < 1) return bad("feature_size must be >= 1, got " + std::to_string(feature_size));
   if (field_size < 1) return bad("field_size must be >= 1, got " + std::to_string(field_size));
+  if (oov_buckets && feature_size <= field_size)
+    return bad("with oov_buckets, feature_size " + std::to_string(feature_size) + " must exceed field_size " +
+               std::to_string(field_size) + " (the vocabulary, then one out-of-vocabulary row per field)");
   if (embedding_size < 1) return bad("embedding_size must be >= 1, got " + std::to_string(embedding_size));
   CTRAIN_RETURN_IF_ERROR(check_widths("deep_layers", deep_layers));
   if (!(dropout >= 0.0f && dropout < 1.0f))

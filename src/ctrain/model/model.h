@@ -44,6 +44,11 @@ struct ModelConfig {
   // resume and export refuse another kind by name.
   std::string kind = "deepfm";
   int64_t feature_size = 0;  // rows of w and V (ids must lie in [0, feature_size) for the tables; not checked here)
+  // --oov bucket: the last field_size rows of w and V are per-field out-of-vocabulary rows. The input's
+  // ids lie in [0, vocabulary_size()); the readers read an id at or above it in field f as row
+  // vocabulary_size() + f (data::ExampleReaderOptions::oov_buckets). false: feature_size is the id space.
+  bool oov_buckets = false;
+  int64_t vocabulary_size() const { return oov_buckets ? feature_size - field_size : feature_size; }
   int32_t field_size = 0;    // F: features per example (fixed-length batches)
   int32_t embedding_size = 8;                     // K
   std::vector<int32_t> deep_layers = {400, 400, 400};  // hidden widths; may be empty (deep = linear)

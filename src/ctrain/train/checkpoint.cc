@@ -457,9 +457,34 @@ StatusOr<Checkpoint> LoadCheckpoint(const std::string& path) {
   return ckpt;
 }
 
+namespace {
+
+// ReadIndex for a restore: a directory without an index but with checkpoint files lost its index (deleted, or
+// copied without it); reading it as "nothing saved" would train afresh over trained files.
+StatusOr<std::vector<IndexEntry>> ReadIndexToRestore(const std::string& model_dir, std::string* latest) {
+  StatusOr<std::vector<IndexEntry>> entries = ReadIndex(model_dir, latest);
+  if (entries.ok() || entries.status().code() != StatusCode::kNotFound) return entries;
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(model_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.starts_with("ckpt-") && name.ends_with(".bin")) files.push_back(name);
+  }
+  if (files.empty()) return entries;
+  std::sort(files.begin(), files.end());
+  std::string list;
+  for (size_t i = 0; i < files.size() && i < 3; ++i) list += (i ? ", " : "") + files[i];
+  if (files.size() > 3) list += ", ... (" + std::to_string(files.size()) + " files)";
+  return DataLossError(JoinPath(model_dir, kIndexName) + " does not exist, but " + model_dir +
+                       " holds checkpoint files (" + list + "): the index was deleted, or the directory copied "
+                       "without it. Restore it, or give another (empty) model dir; nothing is trained over them");
+}
+
+}  // namespace
+
 StatusOr<std::string> LatestCheckpointPath(const std::string& model_dir) {
   std::string latest;
-  CTRAIN_ASSIGN_OR_RETURN(auto entries, ReadIndex(model_dir, &latest));
+  CTRAIN_ASSIGN_OR_RETURN(auto entries, ReadIndexToRestore(model_dir, &latest));
   const std::string path = JoinPath(model_dir, latest);
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) {
@@ -473,7 +498,7 @@ StatusOr<std::string> LatestCheckpointPath(const std::string& model_dir) {
 
 StatusOr<Checkpoint> LoadLatestCheckpoint(const std::string& model_dir) {
   std::string latest;
-  CTRAIN_ASSIGN_OR_RETURN(auto entries, ReadIndex(model_dir, &latest));
+  CTRAIN_ASSIGN_OR_RETURN(auto entries, ReadIndexToRestore(model_dir, &latest));
   CTRAIN_ASSIGN_OR_RETURN(std::string path, LatestCheckpointPath(model_dir));
   CTRAIN_ASSIGN_OR_RETURN(Checkpoint ckpt, LoadCheckpoint(path));
   if (ckpt.step != entries.back().step)

@@ -114,9 +114,10 @@ Status SaveCheckpoint(const std::string& model_dir, int64_t step, const std::vec
 StatusOr<Checkpoint> LoadCheckpoint(const std::string& path);
 
 // Path of the file the index names. Errors: NotFound when model_dir has no
-// index (nothing saved yet); DataLoss when the index is unreadable JSON or
-// names a file that does not exist (never silently falls back: a trainer
-// would otherwise restart from scratch).
+// index and no ckpt-*.bin (nothing saved yet); DataLoss when the index is
+// unreadable JSON or names a file that does not exist, or is missing while
+// ckpt-*.bin files are there (named; never silently falls back: a trainer
+// would otherwise restart from scratch over them).
 StatusOr<std::string> LatestCheckpointPath(const std::string& model_dir);
 
 // LatestCheckpointPath + LoadCheckpoint; also checks that the file's step is

@@ -186,6 +186,7 @@ StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data:
     local.per_file.push_back({path, reader->format(), reader->compression(), record});
     ++local.files;
     local.records += record;
+    local.oov_ids += static_cast<int64_t>(reader->oov_ids());
   }
   if (!empty.empty()) {
     std::string m = "no examples in ";

@@ -116,6 +116,7 @@ struct DataOptions {
 struct LoadStats {
   int64_t files = 0;
   int64_t records = 0;        // rows loaded
+  int64_t oov_ids = 0;        // ids read as their field's out-of-vocabulary row (ExampleReaderOptions::oov_buckets)
   // Per input file in order: the format and compression it was read with
   // (never auto) and the examples it gave.
   struct File {

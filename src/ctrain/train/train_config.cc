@@ -127,6 +127,7 @@ optim::PlateauConfig TrainOptions::plateau_config() const {
 nlohmann::json ModelConfigToJson(const model::DeepFMConfig& c) {
   return nlohmann::json{{"kind", c.kind},
                         {"feature_size", c.feature_size},
+                        {"oov_buckets", c.oov_buckets},
                         {"field_size", c.field_size},
                         {"embedding_size", c.embedding_size},
                         {"deep_layers", c.deep_layers},
@@ -196,6 +197,7 @@ StatusOr<model::DeepFMConfig> ModelConfigFromJson(const nlohmann::json& j) {
   CTRAIN_RETURN_IF_ERROR(optional("model_structure", &c.model_structure));
   CTRAIN_RETURN_IF_ERROR(optional("cin_layer_units", &c.cin_layer_units));
   CTRAIN_RETURN_IF_ERROR(optional("num_dense_fields", &c.num_dense_fields));
+  CTRAIN_RETURN_IF_ERROR(optional("oov_buckets", &c.oov_buckets));
   CTRAIN_RETURN_IF_ERROR(optional("bottom_mlp", &c.bottom_mlp));
   CTRAIN_RETURN_IF_ERROR(optional("top_mlp", &c.top_mlp));
   CTRAIN_RETURN_IF_ERROR(optional("embedding_initializer", &c.embedding_initializer));

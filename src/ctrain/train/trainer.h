@@ -98,7 +98,7 @@ struct TrainResult {
   double last_loss = 0;         // mean training loss over the last epoch's (or run's) steps
   bool evaluated = false;       // `eval` holds a final validation result
   EvalResult eval;
-  bool restored = false;        // started from a checkpoint
+  bool restored = false;        // started from the model dir's own checkpoint (a warm start is not)
   // Early stopping / keep_best (TrainOptions::early_stopping_metric): training
   // stopped because the metric did not improve for early_stopping_patience
   // evaluations; the best value and the global step it was reached at

@@ -172,7 +172,8 @@ std::string CanonicalDir(const std::string& dir) { return CanonicalPath(dir); } 
 constexpr const char* kShapeKeys[] = {"kind",        "field_size",      "embedding_size",   "deep_layers",
                                       "batch_norm",  "use_first_order", "use_fm",           "use_deep",
                                       "cross_layers", "low_rank",       "num_experts",      "model_structure",
-                                      "cin_layer_units", "num_dense_fields", "bottom_mlp",   "top_mlp"};
+                                      "cin_layer_units", "num_dense_fields", "bottom_mlp",   "top_mlp",
+                                      "oov_buckets"};
 
 }  // namespace
 
@@ -216,7 +217,7 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
                                      std::to_string(d.hash_buckets) + " buckets; a different --feature-size (" +
                                      std::to_string(rows) + ") moves every hashed id (keep --feature-size " +
                                      std::to_string(old_rows) + ", or use a --feature-map vocabulary)");
-    d.feature_size = rows;  // the rows grew (checked above); the ids keep their meaning
+    d.feature_size = m.options.model.vocabulary_size();  // the rows grew (checked above); the ids keep their meaning
     if (!d.feature_map.empty()) {  // ids from a vocabulary: this run's must be it or extend it append-only
       std::optional<io::CriteoVocabulary> vocab;
       if (!m.options.data.feature_map.empty()) {
@@ -259,7 +260,16 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
       return InvalidArgumentError(ck->path + ": warm start: tensor '" + ref.name + "' has " +
                                   std::to_string(x->f32.size()) + " float values, expected " +
                                   std::to_string(table ? ref.count / rows * old_rows : ref.count));
-    std::memcpy(ref.data, x->f32.data(), x->f32.size() * sizeof(float));
+    if (table && m.options.model.oov_buckets && rows > old_rows) {
+      // The vocabulary's rows stay; the out-of-vocabulary rows (the last field_size) move after the grown one.
+      const size_t dim = ref.count / static_cast<size_t>(rows);
+      const size_t oov = static_cast<size_t>(m.options.model.field_size) * dim;
+      const size_t vocab = x->f32.size() - oov;
+      std::memcpy(ref.data, x->f32.data(), vocab * sizeof(float));
+      std::memcpy(ref.data + ref.count - oov, x->f32.data() + vocab, oov * sizeof(float));
+    } else {
+      std::memcpy(ref.data, x->f32.data(), x->f32.size() * sizeof(float));
+    }
     ++copied;
   }
   if (m.keys != nullptr) CTRAIN_RETURN_IF_ERROR(m.RestoreKeyed(ck->ckpt, optimizer_slots, /*warm=*/true));
@@ -280,17 +290,26 @@ Status Trainer::WarmStart(const std::string& from_dir, bool optimizer_slots) {
     std::snprintf(buf, sizeof buf, "ctrain: warm start from %s (step %lld): %lld tensors; the keyed table's %lld keys keep their rows; optimizer slots %s",
                   ck->path.c_str(), static_cast<long long>(step), static_cast<long long>(copied),
                   static_cast<long long>(m.keys->counters().live_rows), optimizer_slots ? "carried over" : "start afresh");
+  else if (m.options.model.oov_buckets)
+    std::snprintf(buf, sizeof buf,
+                  "ctrain: warm start from %s (step %lld): %lld tensors; vocabulary rows [0, %lld) and the %d "
+                  "out-of-vocabulary rows from the checkpoint%s; optimizer slots %s",
+                  ck->path.c_str(), static_cast<long long>(step), static_cast<long long>(copied),
+                  static_cast<long long>(mc.vocabulary_size()), m.options.model.field_size,
+                  rows > old_rows ? (", rows [" + std::to_string(mc.vocabulary_size()) + ", " +
+                                     std::to_string(m.options.model.vocabulary_size()) + ") newly initialised").c_str()
+                                  : "",
+                  optimizer_slots ? "carried over" : "start afresh");
   else
-
-  std::snprintf(buf, sizeof buf,
-                "ctrain: warm start from %s (step %lld): %lld tensors; embedding rows [0, %lld) from the checkpoint%s; "
-                "optimizer slots %s",
-                ck->path.c_str(), static_cast<long long>(step), static_cast<long long>(copied),
-                static_cast<long long>(old_rows),
-                rows > old_rows ? (", rows [" + std::to_string(old_rows) + ", " + std::to_string(rows) +
-                                   ") newly initialised").c_str()
-                                : "",
-                optimizer_slots ? "carried over" : "start afresh");
+    std::snprintf(buf, sizeof buf,
+                  "ctrain: warm start from %s (step %lld): %lld tensors; embedding rows [0, %lld) from the "
+                  "checkpoint%s; optimizer slots %s",
+                  ck->path.c_str(), static_cast<long long>(step), static_cast<long long>(copied),
+                  static_cast<long long>(old_rows),
+                  rows > old_rows ? (", rows [" + std::to_string(old_rows) + ", " + std::to_string(rows) +
+                                     ") newly initialised").c_str()
+                                  : "",
+                  optimizer_slots ? "carried over" : "start afresh");
   m.Log(buf);
   warm_started_ = true;
   return Status::OK();
@@ -329,6 +348,7 @@ Status Trainer::Restore(bool* restored) {
   CTRAIN_RETURN_IF_ERROR(ck->CopyInto(t));
   if (m.keys != nullptr) CTRAIN_RETURN_IF_ERROR(m.RestoreKeyed(ck->ckpt, /*slots=*/true, /*warm=*/false));
   m.SyncReplicas();
+  m.resumed = true;
   *restored = true;
   return Status::OK();
 }
@@ -447,6 +467,7 @@ Status Trainer::Impl::RestoreRemote(bool* restored) {
                 "continuing at epoch %lld, batch %lld", remote->Describe().c_str(), static_cast<long long>(step),
                 static_cast<long long>(pos.epoch + 1), static_cast<long long>(pos.batch_in_epoch));
   Log(buf);
+  resumed = true;
   *restored = true;
   return Status::OK();
 }

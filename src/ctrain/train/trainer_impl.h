@@ -82,6 +82,7 @@ struct Trainer::Impl {
   int64_t warm_start_step = 0, opt_step_base = 0;
   nlohmann::json warm_start_meta;  // null: not a warm-started run
   bool finished = false;           // this run completed (meta "finished"): a later warm start may start from it
+  bool resumed = false;            // Restore found this model dir's checkpoint (a warm start is not one)
   // Stream mode: DescribeStreamInputs of the run (null in memory mode); saved
   // as meta "train_inputs". restored_inputs: the checkpoint's (null if none).
   nlohmann::json train_inputs, restored_inputs;

@@ -243,7 +243,7 @@ Status Trainer::Impl::BeginRun(TrainResult* result) {
 }
 
 void Trainer::Impl::NoteRestoredState(TrainResult* result) const {
-  result->restored = pos.global_step > 0;
+  result->restored = resumed;  // from this model dir's checkpoint, not a warm start's
   result->early_stopped = early_stopped;
   result->best_metric = best_value;
   result->best_step = best_step;
@@ -299,8 +299,10 @@ Status Trainer::Impl::TrainStream(const StreamInput& input, const Dataset* valid
   source_reader = input.reader;
   // Ids are range-checked where they are parsed, so the error names the file and line/record.
   StreamInput checked = input;
-  if (checked.reader.id_limit <= 0 || checked.reader.id_limit > options.model.feature_size)
-    checked.reader.id_limit = options.model.feature_size;
+  // --oov bucket: ids at or above the vocabulary read as their field's out-of-vocabulary row.
+  if (checked.reader.id_limit <= 0 || checked.reader.id_limit > options.model.vocabulary_size())
+    checked.reader.id_limit = options.model.vocabulary_size();
+  checked.reader.oov_buckets = options.model.oov_buckets;
   std::unique_ptr<BatchSource> src;
   if (source_factory) {
     BatchSourceParams params;
