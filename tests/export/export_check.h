@@ -57,6 +57,30 @@ inline std::vector<double> RunChecker(const std::string& mode, const std::string
   return ReadPredictions(out);
 }
 
+// `ctrain predict` of `input` by the model in `model_dir` into `out`: its predictions, which must spread by more
+// than `min_spread` (a flat model would make the export comparisons say little).
+inline std::vector<double> PredictSpread(const std::string& model_dir, const std::string& input,
+                                         const std::string& out, double min_spread) {
+  const auto r = ctrain::testing::RunCtrain("predict --model-dir " + model_dir + " --input " + input + " -o " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  std::vector<double> want = ReadPredictions(out);
+  if (want.empty()) return want;
+  const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
+  EXPECT_GT(*hi - *lo, min_spread) << "the trained model's predictions should spread, or the comparison says little";
+  return want;
+}
+
+// `ctrain export --model-dir model_dir <args> -o path`, then export_check.py `mode` on `path` over `input`: its
+// predictions equal `want` to 1e-5. Returns the export's output (for the caller's own checks).
+inline std::string ExpectExportPredicts(const std::vector<double>& want, const std::string& model_dir,
+                                        const std::string& args, const std::string& mode, const std::string& path,
+                                        const std::string& input) {
+  const auto r = ctrain::testing::RunCtrain("export --model-dir " + model_dir + " " + args + " -o " + path);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  ExpectClose(want, RunChecker(mode, path, input, path + ".predictions.txt"), mode + " (" + args + ")");
+  return r.out;
+}
+
 // Mode padded: a --multi-hot graph on the input's one-hot rows spread over three
 // entries per field (returned), and on random multi-hot rows against the numpy
 // forward pass over `npy_dir` (checked by the script: exit 0 only within 1e-5).

@@ -5,7 +5,6 @@
 // numpy forward pass on it agrees too.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -18,9 +17,8 @@ namespace {
 
 using ctrain::testing::RunCtrain;
 using ctrain::testing::ScratchDirTest;
-using testing::ExpectClose;
-using testing::ReadPredictions;
-using testing::RunChecker;
+using testing::ExpectExportPredicts;
+using testing::PredictSpread;
 
 // LibSVM rows, F = 4: field 0 numeric (id 0, a real value), fields 1..3 keys far beyond any table size (61-bit
 // values); `unknown` of them drawn from keys training never saw. The click probability follows field 1's key and
@@ -57,27 +55,13 @@ TEST_F(KeyedExportTest, OnnxAndNpyPredictAsCtrainPredict) {
                      "--embedding-table keyed --embedding-size 4 --deep-layers 16,8 --batch-size 50 --epochs 3 " +
                      "--learning-rate 0.005 --dropout 0 --progress none --model-dir " + P("m"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  r = RunCtrain("predict --model-dir " + P("m") + " --input " + P("test.libsvm") + " -o " + P("pred.txt"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const std::vector<double> want = ReadPredictions(P("pred.txt"));
+  const std::vector<double> want = PredictSpread(P("m"), P("test.libsvm"), P("pred.txt"), 0.3);
   ASSERT_EQ(want.size(), 300u);
-  const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
-  ASSERT_GT(*hi - *lo, 0.3) << "the trained model's predictions should spread, or the comparison says little";
-
-  r = RunCtrain("export --model-dir " + P("m") + " --format onnx -o " + P("model.onnx"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("keyed table of"), std::string::npos) << r.out;
-  ExpectClose(want, RunChecker("onnx", P("model.onnx"), P("test.libsvm"), P("onnx.txt")), "onnx");
-
-  r = RunCtrain("export --model-dir " + P("m") + " --multi-hot -o " + P("multi_hot.onnx"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  ExpectClose(want, RunChecker("multi_hot", P("multi_hot.onnx"), P("test.libsvm"), P("multi_hot.txt")),
-              "multi-hot onnx");
-
-  r = RunCtrain("export --model-dir " + P("m") + " --format npy -o " + P("npy"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string out = ExpectExportPredicts(want, P("m"), "--format onnx", "onnx", P("model.onnx"), P("test.libsvm"));
+  EXPECT_NE(out.find("keyed table of"), std::string::npos) << out;
+  ExpectExportPredicts(want, P("m"), "--multi-hot", "multi_hot", P("multi_hot.onnx"), P("test.libsvm"));
+  ExpectExportPredicts(want, P("m"), "--format npy", "npy", P("npy"), P("test.libsvm"));
   EXPECT_TRUE(std::filesystem::exists(P("npy/embeddings.keys.npy")));
-  ExpectClose(want, RunChecker("npy", P("npy"), P("test.libsvm"), P("npy.txt")), "npy");
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 // (tests/python/export_check.py, which maps the ids itself) agrees too.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,9 +16,8 @@ namespace {
 
 using ctrain::testing::RunCtrain;
 using ctrain::testing::ScratchDirTest;
-using testing::ExpectClose;
-using testing::ReadPredictions;
-using testing::RunChecker;
+using testing::ExpectExportPredicts;
+using testing::PredictSpread;
 
 // LibSVM rows, F = 4, vocabulary ids [0, 40) (field f: f * 10 + [0, 10)); with probability `unknown` a field's
 // id is one beyond it (100 and up). The click follows field 1's id and field 0's value.
@@ -54,25 +52,11 @@ TEST_F(OovExportTest, OnnxAndNpyReadUnknownIdsAsTheirFieldsRow) {
                      "--oov bucket --embedding-size 4 --deep-layers 16,8 --batch-size 50 --epochs 3 " +
                      "--learning-rate 0.005 --dropout 0 --progress none --model-dir " + P("m"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  r = RunCtrain("predict --model-dir " + P("m") + " --input " + P("test.libsvm") + " -o " + P("pred.txt"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  const std::vector<double> want = ReadPredictions(P("pred.txt"));
+  const std::vector<double> want = PredictSpread(P("m"), P("test.libsvm"), P("pred.txt"), 0.2);
   ASSERT_EQ(want.size(), 300u);
-  const auto [lo, hi] = std::minmax_element(want.begin(), want.end());
-  ASSERT_GT(*hi - *lo, 0.2) << "the trained model's predictions should spread, or the comparison says little";
-
-  r = RunCtrain("export --model-dir " + P("m") + " --format onnx -o " + P("model.onnx"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  ExpectClose(want, RunChecker("onnx", P("model.onnx"), P("test.libsvm"), P("onnx.txt")), "onnx");
-
-  r = RunCtrain("export --model-dir " + P("m") + " --multi-hot -o " + P("multi_hot.onnx"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  ExpectClose(want, RunChecker("multi_hot", P("multi_hot.onnx"), P("test.libsvm"), P("multi_hot.txt")),
-              "multi-hot onnx");
-
-  r = RunCtrain("export --model-dir " + P("m") + " --format npy -o " + P("npy"));
-  ASSERT_EQ(r.exit_code, 0) << r.out;
-  ExpectClose(want, RunChecker("npy", P("npy"), P("test.libsvm"), P("npy.txt")), "npy");
+  ExpectExportPredicts(want, P("m"), "--format onnx", "onnx", P("model.onnx"), P("test.libsvm"));
+  ExpectExportPredicts(want, P("m"), "--multi-hot", "multi_hot", P("multi_hot.onnx"), P("test.libsvm"));
+  ExpectExportPredicts(want, P("m"), "--format npy", "npy", P("npy"), P("test.libsvm"));
 }
 
 }  // namespace
