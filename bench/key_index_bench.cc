@@ -7,7 +7,9 @@
 //   kind "evict":     one eviction pass over all live rows (steps-to-live frees
 //                     a tenth of them, then the shards are rebuilt), ms per
 //                     checkpoint and ns per live row;
-//   kind "snapshot":  the checkpoint's snapshot of the index, ms.
+//   kind "snapshot":  the checkpoint's snapshot of the index, ms;
+//   kind "restore":   that snapshot restored into a fresh index (a resume), ms
+//                     and ns per key.
 // Keys are uniform 62-bit values (hashed Criteo categories); the InitRow
 // callback does nothing, so only the index is timed.
 // Output: one JSON object per line.
@@ -101,5 +103,19 @@ int main(int argc, char** argv) {
   std::printf("{\"bench\":\"key_index\",\"kind\":\"evict\",\"live\":%lld,\"freed\":%zu,\"ms\":%.1f,"
               "\"ns_per_live_row\":%.1f}\n",
               static_cast<long long>(live), freed.size(), ev * 1e3, ev * 1e9 / std::max<int64_t>(live, 1));
+
+  // restore: the snapshot taken above into a fresh index (a resume or a warm start).
+  auto fresh = ctrain::train::KeyIndex::Create(o, 0, [](int64_t, int64_t) {});
+  if (!fresh.ok()) return 1;
+  t0 = Clock::now();
+  const ctrain::Status st = (*fresh)->Restore(snap);
+  const double rs = Since(t0);
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s\n", st.ToString().c_str());
+    return 1;
+  }
+  std::printf("{\"bench\":\"key_index\",\"kind\":\"restore\",\"live\":%zu,\"ms\":%.1f,"
+              "\"ns_per_key\":%.1f}\n",
+              snap.keys.size(), rs * 1e3, rs * 1e9 / std::max<size_t>(snap.keys.size(), 1));
   return 0;
 }

@@ -53,7 +53,9 @@ struct alignas(64) KeyIndex::Shard {
     return i;
   }
   // REQUIRES: key absent, exclusive lock held. The table grows by half when 7/8 full: between 58 % and 88 %
-  // full, 18 to 28 bytes per key (a doubling table at most 80 % full wanders between 20 and 40).
+  // full, 18 to 28 bytes per key (a doubling table at most 80 % full wanders between 20 and 40). Growing by a
+  // quarter (70 to 88 %, at most 23 bytes) made a batch's lookups 35-70 % slower at 2 M keys
+  // (bench/key_index_bench, docs/performance.md §13): the longer probes cost more than the 4 bytes save.
   void Insert(uint64_t h, int64_t key, uint32_t row, uint32_t stamp) CTRAIN_NO_THREAD_SAFETY_ANALYSIS {
     if ((size + 1) * 8 > static_cast<int64_t>(slots.size()) * 7) Grow();
     slots[Probe(h, key)] = Entry{key, row, stamp};
@@ -65,6 +67,9 @@ struct alignas(64) KeyIndex::Shard {
     for (const Entry& e : old)
       if (e.row != kEmpty) Insert(KeyHash(e.key), e.key, e.row, e.stamp);
   }
+  // The slots for a rebuild of `keys` keys (a restore, an eviction pass): 70 % full, so that the rebuild never
+  // grows and the next 25 % of keys fit before the first Grow (16 bytes / 0.7 = 23 bytes per key).
+  static size_t SlotsFor(int64_t keys) { return std::max<size_t>(16, static_cast<size_t>(keys) * 10 / 7 + 1); }
 };
 
 namespace {
@@ -402,10 +407,13 @@ std::vector<int64_t> KeyIndex::Evict(int64_t step, const std::function<double(in
       evicted_since_clean_.push_back(live[i].key);
     }
   if (freed.empty()) return freed;
-  // Rebuild the shards without the evicted keys (linear probing has no cheap delete).
+  // Rebuild the shards without the evicted keys (linear probing has no cheap delete), each presized for its keys.
+  std::vector<int64_t> per_shard(kShards, 0);
+  for (size_t i = 0; i < live.size(); ++i)
+    if (!evict[i]) ++per_shard[ShardOf(KeyHash(live[i].key))];
   for (int s = 0; s < kShards; ++s) {
     WriterLock l(shards_[s].mu);
-    shards_[s].Reset(16);
+    shards_[s].Reset(Shard::SlotsFor(per_shard[s]));
   }
   for (size_t i = 0; i < live.size(); ++i) {
     if (evict[i]) continue;
@@ -507,9 +515,11 @@ Status KeyIndex::Restore(const KeyIndexSnapshot& s) {
     used[r] = 1;
     top = std::max(top, r + 1);
   }
+  std::vector<int64_t> per_shard(kShards, 0);  // each shard presized for its keys: no rehash while restoring
+  for (size_t i = 0; i < n; ++i) ++per_shard[ShardOf(KeyHash(s.keys[i]))];
   for (int sh = 0; sh < kShards; ++sh) {
     WriterLock l(shards_[sh].mu);
-    shards_[sh].Reset(16);
+    shards_[sh].Reset(Shard::SlotsFor(per_shard[sh]));
     shards_[sh].pending.clear();
   }
   evicted_since_clean_.clear();
