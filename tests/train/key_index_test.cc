@@ -7,6 +7,7 @@
 
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -134,6 +135,60 @@ TEST(KeyIndex, EvictsByStepsToLiveByL2AndThenLeastRecentlySeen) {
   const int64_t r9 = seen({9}, 21)[0];
   EXPECT_EQ(r9, std::min(r1, r2));
   EXPECT_EQ(ix->inits[r9], 9);
+}
+
+// Eviction deletes in place (backward shift): after rounds of random admissions and evictions, with clusters
+// that wrap around the shards' ends, every live key still finds its own row, every evicted key reads the default
+// row, and a pass that evicts most keys shrinks the shards without losing one.
+TEST(KeyIndex, InPlaceEvictionKeepsEveryLiveKeyReachable) {
+  KeyedTableOptions o;
+  o.steps_to_live = 2;
+  o.max_rows = 40000;
+  auto ix = Make(o);
+  std::mt19937_64 rng(11);
+  std::map<int64_t, int64_t> row_of;   // live key -> row
+  std::map<int64_t, int64_t> last_of;  // live key -> last step it was seen
+  for (int64_t step = 1; step <= 12; ++step) {
+    std::vector<int64_t> keys(step == 1 ? 30000 : 3000);
+    for (int64_t& k : keys) k = static_cast<int64_t>(rng() >> 40);  // 2^24 keys: repeats and neighbours
+    if (step > 1)  // some known keys again
+      for (int i = 0; i < 2000 && !row_of.empty(); ++i) {
+        auto it = row_of.lower_bound(static_cast<int64_t>(rng() >> 40));
+        if (it != row_of.end()) keys.push_back(it->first);
+      }
+    std::vector<int64_t> ids = keys;
+    ix->index->Translate(ids, 1, 0, true, step);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ASSERT_NE(ids[i], ix->index->default_row());
+      auto [it, fresh] = row_of.emplace(keys[i], ids[i]);
+      ASSERT_EQ(it->second, ids[i]) << "key " << keys[i] << " moved rows";
+      last_of[keys[i]] = step;
+    }
+    if (step % 3 == 0) {
+      const std::vector<int64_t> freed = ix->index->Evict(step, nullptr);
+      size_t expect = 0;
+      for (auto it = last_of.begin(); it != last_of.end();) {
+        if (step - it->second > o.steps_to_live) {
+          ++expect;
+          row_of.erase(it->first);
+          it = last_of.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      ASSERT_EQ(freed.size(), expect) << "step " << step;
+    }
+    ASSERT_EQ(ix->index->counters().live_rows, static_cast<int64_t>(row_of.size()));
+    for (const auto& [key, row] : row_of) ASSERT_EQ(ix->index->Find(key), row) << "key " << key;
+  }
+  // Far past every key's last step: everything goes, and the shards shrink back.
+  ASSERT_EQ(ix->index->Evict(100, nullptr).size(), row_of.size());
+  EXPECT_EQ(ix->index->counters().live_rows, 0);
+  for (const auto& [key, row] : row_of) ASSERT_EQ(ix->index->Find(key), ix->index->default_row());
+  std::vector<int64_t> again = {row_of.begin()->first};
+  ix->index->Translate(again, 1, 0, true, 101);
+  EXPECT_NE(again[0], ix->index->default_row());
+  EXPECT_EQ(ix->index->Find(row_of.begin()->first), again[0]);
 }
 
 TEST(KeyIndex, RefusesAdmissionWhenFullAndCountsIt) {

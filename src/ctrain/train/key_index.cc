@@ -44,13 +44,32 @@ struct alignas(64) KeyIndex::Shard {
     slots.assign(n, Entry{0, kEmpty, 0});
     size = 0;
   }
-  // The slot holding `key`, or the empty slot where it would go. The home slot is the hash's low 32 bits scaled
-  // to the table's size (Lemire's fastrange), so that the size need not be a power of two.
+  // The home slot of hash `h`: its low 32 bits scaled to the table's size (Lemire's fastrange), so that the size
+  // need not be a power of two.
+  size_t Home(uint64_t h) const CTRAIN_NO_THREAD_SAFETY_ANALYSIS {
+    return static_cast<size_t>(((h & 0xffffffffu) * slots.size()) >> 32);
+  }
+  // The slot holding `key`, or the empty slot where it would go.
   size_t Probe(uint64_t h, int64_t key) const CTRAIN_NO_THREAD_SAFETY_ANALYSIS {
     const size_t n = slots.size();
-    size_t i = static_cast<size_t>(((h & 0xffffffffu) * n) >> 32);
+    size_t i = Home(h);
     while (slots[i].row != kEmpty && slots[i].key != key) i = i + 1 == n ? 0 : i + 1;
     return i;
+  }
+  // REQUIRES: slot i holds a key, exclusive lock held. Empties it by backward shift (Knuth's algorithm R for
+  // linear probing): each later entry of the cluster whose home is not cyclically in (i, j] moves into the
+  // hole, so every key stays reachable from its home without tombstones.
+  void Erase(size_t i) CTRAIN_NO_THREAD_SAFETY_ANALYSIS {
+    const size_t n = slots.size();
+    for (size_t j = i + 1 == n ? 0 : i + 1; slots[j].row != kEmpty; j = j + 1 == n ? 0 : j + 1) {
+      const size_t home = Home(KeyHash(slots[j].key));
+      const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+      if (stays) continue;
+      slots[i] = slots[j];
+      i = j;
+    }
+    slots[i] = Entry{0, kEmpty, 0};
+    --size;
   }
   // REQUIRES: key absent, exclusive lock held. The table grows by half when 7/8 full: between 58 % and 88 %
   // full, 18 to 28 bytes per key (a doubling table at most 80 % full wanders between 20 and 40). Growing by a
@@ -67,9 +86,19 @@ struct alignas(64) KeyIndex::Shard {
     for (const Entry& e : old)
       if (e.row != kEmpty) Insert(KeyHash(e.key), e.key, e.row, e.stamp);
   }
-  // The slots for a rebuild of `keys` keys (a restore, an eviction pass): 70 % full, so that the rebuild never
-  // grows and the next 25 % of keys fit before the first Grow (16 bytes / 0.7 = 23 bytes per key).
+  // The slots for a rebuild of `keys` keys (a restore, a shrink): 70 % full, so that the rebuild never grows and
+  // the next 25 % of keys fit before the first Grow (16 bytes / 0.7 = 23 bytes per key).
   static size_t SlotsFor(int64_t keys) { return std::max<size_t>(16, static_cast<size_t>(keys) * 10 / 7 + 1); }
+  // After deletions: a table under a quarter full is rebuilt at SlotsFor(size), so that a large eviction (a
+  // steps-to-live rule that frees most keys) gives its memory back.
+  void ShrinkIfSparse() CTRAIN_NO_THREAD_SAFETY_ANALYSIS {
+    if (slots.size() <= 16 || static_cast<size_t>(size) * 4 >= slots.size()) return;
+    const int64_t keys = size;
+    std::vector<Entry> old = std::move(slots);
+    Reset(SlotsFor(keys));
+    for (const Entry& e : old)
+      if (e.row != kEmpty) Insert(KeyHash(e.key), e.key, e.row, e.stamp);
+  }
 };
 
 namespace {
@@ -374,7 +403,8 @@ std::vector<int64_t> KeyIndex::Evict(int64_t step, const std::function<double(in
     for (const Shard::Entry& e : shards_[s].slots)
       if (e.row != kEmpty) live.push_back({e.key, e.row, e.stamp & kStepMask, e.stamp});
   }
-  std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) { return a.key < b.key; });
+  // No sort of the live keys: the rules below do not depend on their order (LRU's comparator is a total order),
+  // and the evicted ones are put in key order at the end.
   std::vector<char> evict(live.size(), 0);
   int64_t kept = static_cast<int64_t>(live.size());
   for (size_t i = 0; i < live.size(); ++i) {
@@ -400,26 +430,26 @@ std::vector<int64_t> KeyIndex::Evict(int64_t step, const std::function<double(in
     for (size_t j = 0; j < drop; ++j) evict[idx[j]] = 1;
     evicted_lru_ += static_cast<int64_t>(drop);
   }
+  std::vector<std::pair<int64_t, int64_t>> out;  // (key, row) of the evicted, in key order
+  for (size_t i = 0; i < live.size(); ++i)
+    if (evict[i]) out.emplace_back(live[i].key, live[i].row);
+  std::sort(out.begin(), out.end());
   std::vector<int64_t> freed;
-  for (size_t i = 0; i < live.size(); ++i)
-    if (evict[i]) {
-      freed.push_back(live[i].row);
-      evicted_since_clean_.push_back(live[i].key);
-    }
-  if (freed.empty()) return freed;
-  // Rebuild the shards without the evicted keys (linear probing has no cheap delete), each presized for its keys.
-  std::vector<int64_t> per_shard(kShards, 0);
-  for (size_t i = 0; i < live.size(); ++i)
-    if (!evict[i]) ++per_shard[ShardOf(KeyHash(live[i].key))];
-  for (int s = 0; s < kShards; ++s) {
-    WriterLock l(shards_[s].mu);
-    shards_[s].Reset(Shard::SlotsFor(per_shard[s]));
+  freed.reserve(out.size());
+  for (const auto& [key, row] : out) {
+    freed.push_back(row);
+    evicted_since_clean_.push_back(key);
   }
-  for (size_t i = 0; i < live.size(); ++i) {
-    if (evict[i]) continue;
-    const uint64_t h = KeyHash(live[i].key);
-    WriterLock l(shards_[ShardOf(h)].mu);
-    shards_[ShardOf(h)].Insert(h, live[i].key, live[i].row, live[i].stamp);
+  if (freed.empty()) return freed;
+  // Delete the evicted keys in place (backward shift), shard by shard: the cost follows the evicted keys, not
+  // the live ones.
+  std::vector<std::vector<int64_t>> gone(kShards);
+  for (const auto& [key, row] : out) gone[ShardOf(KeyHash(key))].push_back(key);
+  for (int s = 0; s < kShards; ++s) {
+    if (gone[s].empty()) continue;
+    WriterLock l(shards_[s].mu);
+    for (int64_t key : gone[s]) shards_[s].Erase(shards_[s].Probe(KeyHash(key), key));
+    shards_[s].ShrinkIfSparse();
   }
   std::vector<int64_t> sorted = freed;
   std::sort(sorted.begin(), sorted.end(), std::greater<>());  // the lowest row is taken first
