@@ -329,13 +329,6 @@ class CriteoExampleReader final : public ExampleReader {
 
 }  // namespace
 
-Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, int32_t id_base,
-                    std::string_view where, bool limit_is_model) {
-  for (int32_t f = 0; f < field_size; ++f)
-    if (ids[f] < 0 || ids[f] >= id_limit) return IdRangeError(f, field_size, ids[f], id_limit, id_base, where, limit_is_model);
-  return Status::OK();
-}
-
 Status IdRangeError(int32_t f, int32_t field_size, int64_t id, int64_t id_limit, int32_t id_base,
                     std::string_view where, bool limit_is_model) {
   std::string m(where);

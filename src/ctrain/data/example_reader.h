@@ -86,14 +86,12 @@ struct ExampleReaderOptions {
   bool criteo_pad_missing_trailing = false;
 };
 
-// The id-range rule of ExampleReaderOptions::id_limit for one example.
-// `where` is the location prefix ("file:line" or "file: record i at offset o").
-// The hint names the likely cause: an id one past the top with id_base 0 or
-// an id below id_base points at --id-base, not at --feature-size; with
-// `limit_is_model` (eval/predict) it never suggests --feature-size.
-Status CheckIdRange(const int64_t* ids, int32_t field_size, int64_t id_limit, int32_t id_base,
-                    std::string_view where, bool limit_is_model = false);
-// CheckIdRange's error for field f (0-based) of `field_size` holding `id`.
+// The error of the id-range rule (IdRange below) for field f (0-based) of
+// `field_size` holding `id`. `where` is the location prefix ("file:line" or
+// "file: record i at offset o"). The hint names the likely cause: an id one
+// past the top with id_base 0 or an id below id_base points at --id-base, not
+// at --feature-size; with `limit_is_model` (eval/predict) it never suggests
+// --feature-size.
 Status IdRangeError(int32_t f, int32_t field_size, int64_t id, int64_t id_limit, int32_t id_base,
                     std::string_view where, bool limit_is_model);
 

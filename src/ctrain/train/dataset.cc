@@ -143,7 +143,7 @@ StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const DataO
 
 StatusOr<Dataset> LoadDataset(const std::vector<std::string>& paths, const data::ExampleReaderOptions& options,
                               LoadStats* stats) {
-  // The readers check the id range (data::CheckIdRange), so the error names
+  // The readers check the id range (data::IdRange), so the error names
   // the file and line or record; the default limit is feature_size.
   data::ExampleReaderOptions ro = options;
   if (ro.id_limit <= 0) ro.id_limit = ro.feature_size;

@@ -16,7 +16,7 @@
 // Every id is checked by the reader against ExampleReaderOptions::id_limit
 // (default: feature_size); an id outside [0, limit) is the reader's
 // InvalidArgument error naming the file and line (or record and offset), the
-// field and the id as written (data::CheckIdRange). Nothing is skipped silently: readers count what they
+// field and the id as written (data::IdRange). Nothing is skipped silently: readers count what they
 // skip (blank/comment lines) and LoadDataset reports that in `stats`.
 //
 // Thread safety: a const Dataset may be read from many threads.
@@ -147,7 +147,7 @@ std::string InputDisplayName(const std::string& path);
 
 // Reads all `paths` (in order) into one Dataset.
 // Errors: the readers' errors (they name file, record/line and byte offset);
-// InvalidArgument from data::CheckIdRange for an id outside [0, id_limit)
+// InvalidArgument from data::IdRange for an id outside [0, id_limit)
 // (id_limit 0 = feature_size), e.g. "<file>:<line>: field 16 of 39: feature id
 // 118 (as written, id_base 1) is outside [1, 101): increase --feature-size";
 // InvalidArgument "no input files" for an empty list; InvalidArgument

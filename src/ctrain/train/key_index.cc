@@ -80,9 +80,11 @@ struct alignas(64) KeyIndex::Shard {
     slots[Probe(h, key)] = Entry{key, row, stamp};
     ++size;
   }
-  void Grow() CTRAIN_NO_THREAD_SAFETY_ANALYSIS {
+  void Grow() CTRAIN_NO_THREAD_SAFETY_ANALYSIS { Rehash(slots.size() + slots.size() / 2); }
+  // Every entry moved into a table of n slots.
+  void Rehash(size_t n) CTRAIN_NO_THREAD_SAFETY_ANALYSIS {
     std::vector<Entry> old = std::move(slots);
-    Reset(old.size() + old.size() / 2);
+    Reset(n);
     for (const Entry& e : old)
       if (e.row != kEmpty) Insert(KeyHash(e.key), e.key, e.row, e.stamp);
   }
@@ -93,11 +95,7 @@ struct alignas(64) KeyIndex::Shard {
   // steps-to-live rule that frees most keys) gives its memory back.
   void ShrinkIfSparse() CTRAIN_NO_THREAD_SAFETY_ANALYSIS {
     if (slots.size() <= 16 || static_cast<size_t>(size) * 4 >= slots.size()) return;
-    const int64_t keys = size;
-    std::vector<Entry> old = std::move(slots);
-    Reset(SlotsFor(keys));
-    for (const Entry& e : old)
-      if (e.row != kEmpty) Insert(KeyHash(e.key), e.key, e.row, e.stamp);
+    Rehash(SlotsFor(size));
   }
 };
 
