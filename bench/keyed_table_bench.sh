@@ -19,7 +19,10 @@
 #
 #   bash bench/keyed_table_bench.sh                 # 1 M keys, 3 rounds
 #   KEYS=20000000 ROWS=600000 RUNS=2 bash bench/keyed_table_bench.sh
-# Environment: BUILD_DIR (build), KEYS (1000000), ROWS (250000 training rows), RUNS (3), EPOCHS (2).
+#   RANKS=2 bash bench/keyed_table_bench.sh         # both tables under mpirun -np 2 (the keyed table's key
+#                                                   # allgather; examples/s over all ranks; the RSS is the
+#                                                   # largest rank's)
+# Environment: BUILD_DIR (build), KEYS (1000000), ROWS (250000 training rows), RUNS (3), EPOCHS (2), RANKS (1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -27,11 +30,12 @@ KEYS=${KEYS:-1000000}
 ROWS=${ROWS:-250000}
 RUNS=${RUNS:-3}
 EPOCHS=${EPOCHS:-2}
+RANKS=${RANKS:-1}
 CTRAIN="$BUILD_DIR/ctrain"
 [ -x "$CTRAIN" ] || { echo "missing $CTRAIN (build first: scripts/build.sh)" >&2; exit 1; }
 OUT=$(mktemp -d /tmp/keyed_table_bench.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
-echo "== $KEYS keys, $ROWS rows, 1 + $EPOCHS epochs, $RUNS rounds; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+echo "== $KEYS keys, $ROWS rows, 1 + $EPOCHS epochs, $RUNS rounds, $RANKS rank(s); load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 
 python3 - "$OUT/train.libsvm" "$KEYS" "$ROWS" <<'EOF'
 import sys
@@ -64,10 +68,15 @@ print(m["examples_per_sec"], rss_train, rss, m.get("keyed_table", {}).get("live_
 EOF
 JOB=(--train "$OUT/train.libsvm" --format libsvm --field-size 39 --feature-size "$KEYS" --embedding-size 32
      --deep-layers 400,400,400 --batch-size 1024 --optimizer adam --progress none)
+LAUNCH=()
+if [ "$RANKS" -gt 1 ]; then  # the cores split between the ranks (batch 1024 per rank)
+  LAUNCH=(mpirun --oversubscribe --allow-run-as-root --mca btl self,vader -np "$RANKS")
+  JOB+=(--intra-op-parallelism-threads "$(( $(nproc) / RANKS > 0 ? $(nproc) / RANKS : 1 ))")
+fi
 run() {  # table round -> "examples/s rss_train_kib rss_checkpoint_kib live_rows"
   local table=$1 dir="$OUT/$1.$2" extra=()
   [ "$table" = keyed ] && extra=(--embedding-table keyed --max-rows "$KEYS")
-  python3 "$OUT/run.py" "$dir" "$EPOCHS" "$CTRAIN" train "${JOB[@]}" "${extra[@]}"
+  python3 "$OUT/run.py" "$dir" "$EPOCHS" "${LAUNCH[@]}" "$CTRAIN" train "${JOB[@]}" "${extra[@]}"
   rm -rf "$dir"
 }
 declare -A EPS RSS CKPT

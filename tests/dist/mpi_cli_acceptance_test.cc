@@ -2,7 +2,8 @@
 // shards end together, per-rank pipe channels and the refusal of a shared
 // one, rank 0 alone writes, --lr-scaling, a stalled rank named and the job
 // shut down, --check-replicas-every, --lr-decay plateau (rank 0's decision on
-// every rank).
+// every rank), keyed tables (every rank's keys translated alike; rank 0's
+// resumed index reaches the others).
 // "acceptance" in the file name labels these slow: they start real mpirun
 // jobs, which the sanitizer stage skips (LeakSanitizer reports Open MPI's own
 // allocations at exit); the trainer's side of the seam is covered there by
@@ -198,6 +199,39 @@ TEST_F(MpiCliTest, PlateauDecisionsReachEveryRank) {
   for (int k = 0; k < 7; ++k) EXPECT_EQ(m["lr_drops"][k]["step"], 4 + 2 * k);
   EXPECT_EQ(m["learning_rate"].get<double>(), static_cast<double>(0.004f) / 128);
   EXPECT_NE(r.out.find("lr plateau at step 8: valid logloss"), std::string::npos) << r.out;
+}
+
+// A keyed table under mpirun: each step's keys from both ranks are admitted alike on every rank (the replica
+// check compares indexes, rows and slots every step), and a run cut at step 6 and resumed from rank 0's
+// checkpoint ends where the uninterrupted one does.
+TEST_F(MpiCliTest, KeyedTableTrainsAlikeOnEveryRankAndResumes) {
+  Synth("tr.libsvm", 0, 512);
+  const std::string keyed = " --embedding-table keyed --min-count 2 --max-rows 400 --steps-to-live 4"
+                            " --save-checkpoints-steps 4 --check-replicas-every 1 --batch-size 32 --epochs 2"
+                            " --shuffle false --train " + P("tr.libsvm") + kSmall;
+  RunResult full = Shell(Mpirun(2) + "train" + keyed + " --model-dir " + P("full") + " --metrics-json " + P("f.json"));
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  EXPECT_EQ(full.out.find("diverged"), std::string::npos) << full.out;
+  EXPECT_NE(full.out.find("keyed table after epoch 2: live "), std::string::npos) << full.out;
+  RunResult cut = Shell(Mpirun(2) + "train" + keyed + " --model-dir " + P("cut") + " --max-steps 6");
+  ASSERT_EQ(cut.exit_code, 0) << cut.out;
+  RunResult rest = Shell(Mpirun(2) + "train" + keyed + " --model-dir " + P("cut") + " --metrics-json " + P("c.json"));
+  ASSERT_EQ(rest.exit_code, 0) << rest.out;
+  EXPECT_EQ(rest.out.find("diverged"), std::string::npos) << rest.out;
+  const nlohmann::json f = nlohmann::json::parse(Slurp(P("f.json"))), c = nlohmann::json::parse(Slurp(P("c.json")));
+  EXPECT_EQ(f["steps"], 16);
+  EXPECT_GT(f["keyed_table"]["admitted"].get<int64_t>(), 0) << f.dump();
+  EXPECT_GT(f["keyed_table"]["filtered"].get<int64_t>(), 0) << f.dump();
+  EXPECT_GT(f["keyed_table"]["evicted_steps"].get<int64_t>() + f["keyed_table"]["evicted_lru"].get<int64_t>(), 0)
+      << f.dump();
+  EXPECT_EQ(c["keyed_table"], f["keyed_table"]);
+  EXPECT_TRUE(c["restored"].get<bool>()) << c.dump();
+  for (const char* dir : {"full", "cut"})
+    ASSERT_EQ(RunCtrain(std::string("predict --model-dir ") + P(dir) + " --input " + P("tr.libsvm") + " -o " +
+                        P(std::string(dir) + ".txt"))
+                  .exit_code,
+              0);
+  EXPECT_EQ(Slurp(P("full.txt")), Slurp(P("cut.txt")));
 }
 
 }  // namespace

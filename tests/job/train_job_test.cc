@@ -127,19 +127,20 @@ TEST(ExplicitOptions, FlagNames) {
 }
 
 }  // namespace
-// The options every mpirun rank must agree on (docs/distributed.md#failure-behaviour): all 42
+// The options every mpirun rank must agree on (docs/distributed.md#failure-behaviour): all 49
 // names of the list in train_option_schema.cc are options of the table (a misspelt one would
 // silently not be compared), and no per-rank option is among them.
 TEST(TrainOptionSchema, TheOptionsEveryRankMustAgreeOnAreInTheTable) {
   int n = 0;
   for (const OptionSpec& s : TrainOptionSchema()) n += s.same_on_every_rank ? 1 : 0;
-  EXPECT_EQ(n, 42);
+  EXPECT_EQ(n, 49);
   for (const char* per_rank : {"train", "valid", "model_dir", "metrics_json", "monitor_dir", "shard_index",
                                "num_shards", "consumer_index", "seed", "intra_op_parallelism_threads", "cache"})
     EXPECT_FALSE(FindTrainOption(per_rank)->same_on_every_rank) << per_rank;
   EXPECT_TRUE(FindTrainOption("feature_size")->same_on_every_rank);
   EXPECT_TRUE(FindTrainOption("learning_rate")->same_on_every_rank);
   EXPECT_TRUE(FindTrainOption("model")->same_on_every_rank);
+  EXPECT_TRUE(FindTrainOption("min_count")->same_on_every_rank);  // each rank's keyed index admits alike
 }
 
 // A finished run records the settings that decide its model (job/finished_run.h): every option every rank

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ctrain/train/trainer.h"
+#include "testing/temp_dir.h"
 
 namespace ctrain::train {
 namespace {
@@ -155,7 +156,7 @@ struct RankRun {
 
 // Trains shards[r] on rank r of a loopback job with options[r]; stop[r] (may be null) is rank r's stop flag.
 std::vector<RankRun> RunJobWith(const std::vector<Dataset>& shards, const std::vector<TrainOptions>& options,
-                                const std::vector<const std::atomic<int>*>& stop = {}) {
+                                const std::vector<const std::atomic<int>*>& stop = {}, bool restore = false) {
   const int n = static_cast<int>(shards.size());
   Hub hub(n);
   std::vector<RankRun> runs(n);
@@ -163,6 +164,11 @@ std::vector<RankRun> RunJobWith(const std::vector<Dataset>& shards, const std::v
     StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(options[r]);
     EXPECT_TRUE(t.ok()) << t.status().ToString();
     runs[r].trainer = std::move(*t);
+    if (restore && !options[r].model_dir.empty()) {  // as the CLI: rank 0 alone has the model dir
+      bool restored = false;
+      EXPECT_TRUE(runs[r].trainer->Restore(&restored).ok());
+      EXPECT_TRUE(restored);
+    }
     runs[r].exchange = std::make_unique<LoopbackExchange>(&hub, r);
     runs[r].trainer->set_gradient_exchange(runs[r].exchange.get());
     if (r < static_cast<int>(stop.size())) runs[r].trainer->set_stop_flag(stop[r]);
@@ -274,6 +280,83 @@ TEST(GradientExchange, RankZeroStateIsBroadcastAtTheStart) {
   ASSERT_TRUE(st0.ok()) << st0.ToString();
   ASSERT_TRUE(st1.ok()) << st1.ToString();
   EXPECT_EQ(Predictions(*t0), Predictions(*t1));
+}
+
+// Keyed tables under mpirun (docs/distributed.md#keyed-tables): all fields keyed, a live-row bound and
+// steps-to-live that evict at every other step, so admission, eviction and row reuse all happen.
+TrainOptions Keyed(int64_t batch, int32_t min_count) {
+  TrainOptions o = Small(batch);
+  o.table.embedding_table = "keyed";
+  o.table.min_count = min_count;
+  o.table.max_rows = 1000;  // between evictions up to 2000 rows: every key of the data fits, none refused
+  o.table.steps_to_live = 3;
+  o.save_checkpoints_steps = 2;  // eviction points (without a model dir nothing is written)
+  o.model.embedding_initializer = "normal:0.01";
+  return o;
+}
+
+// Each rank's keys are translated in one batch of every rank's keys, so a 2-rank job (with or without towers)
+// admits, evicts and learns what one trainer of the combined batch does.
+TEST(GradientExchange, TwoKeyedRanksOfBatchBEqualOneKeyedTrainerOfBatch2B) {
+  for (const auto& [min_count, towers] : std::vector<std::pair<int32_t, int32_t>>{{1, 1}, {2, 1}, {1, 2}}) {
+    SCOPED_TRACE("min_count " + std::to_string(min_count) + ", towers " + std::to_string(towers));
+    StatusOr<std::unique_ptr<Trainer>> one = Trainer::Create(Keyed(64, min_count));
+    ASSERT_TRUE(one.ok()) << one.status().ToString();
+    TrainResult r1;
+    ASSERT_TRUE((*one)->Train(All(), nullptr, &r1).ok());
+    ASSERT_GT(r1.keyed_table.evicted_steps + r1.keyed_table.evicted_lru, 0);
+    if (min_count > 1) {
+      ASSERT_GT(r1.keyed_table.filtered, 0);
+    }
+    // Rows of rank 0's shard then rank 1's per step: for min_count 2 the sighting that admits a key can be
+    // another example's than in one trainer's batch, so the counts agree exactly but the models differ a little.
+    TrainOptions o = Keyed(32, min_count);
+    o.parallel.towers = towers;  // each rank's towers' keys, in tower order
+    std::vector<RankRun> two = RunJob({Shard(2, 0), Shard(2, 1)}, o);
+    for (auto& run : two) {
+      ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+      EXPECT_EQ(run.result.steps, r1.steps);
+      EXPECT_EQ(run.result.keyed_table.ToJson(), r1.keyed_table.ToJson());
+      EXPECT_EQ(run.exchange->hash_checks, r1.steps);  // every step: same index, rows and slots on both ranks
+      if (min_count == 1) {
+        EXPECT_NEAR(run.result.last_loss, r1.last_loss, 1e-5);
+      }
+    }
+    EXPECT_EQ(Predictions(*two[0].trainer), Predictions(*two[1].trainer));
+    if (min_count == 1) {
+      const std::vector<float> p1 = Predictions(**one), p2 = Predictions(*two[0].trainer);
+      ASSERT_EQ(p1.size(), p2.size());
+      double worst = 0;
+      for (size_t i = 0; i < p1.size(); ++i) worst = std::max(worst, std::fabs(double{p1[i]} - p2[i]));
+      EXPECT_LE(worst, 1e-5);
+    }
+  }
+}
+
+// Rank 1 starts with another seed and no checkpoint; rank 0 resumes a keyed checkpoint cut mid-run. Its index,
+// rows and slots reach rank 1 (and its seed starts the rows admitted later), so the job ends as the
+// uninterrupted one does, bit for bit.
+TEST(GradientExchange, KeyedResumeOnRankZeroReachesEveryRank) {
+  const std::string full = testing::TestTempDir("exchange", "keyed_full"),
+                    cut = testing::TestTempDir("exchange", "keyed_cut");
+  TrainOptions o0 = Keyed(32, 2), o1 = Keyed(32, 2);
+  o1.seed = 99;
+  o0.model_dir = full;
+  std::vector<RankRun> a = RunJobWith({Shard(2, 0), Shard(2, 1)}, {o0, o1});
+  ASSERT_TRUE(a[0].status.ok()) << a[0].status.ToString();
+  ASSERT_TRUE(a[1].status.ok()) << a[1].status.ToString();
+  EXPECT_EQ(Predictions(*a[0].trainer), Predictions(*a[1].trainer));
+  o0.model_dir = cut;
+  o0.max_steps = o1.max_steps = 7;  // after the checkpoint of step 6
+  std::vector<RankRun> b = RunJobWith({Shard(2, 0), Shard(2, 1)}, {o0, o1});
+  ASSERT_TRUE(b[0].status.ok()) << b[0].status.ToString();
+  o0.max_steps = o1.max_steps = 0;
+  std::vector<RankRun> c = RunJobWith({Shard(2, 0), Shard(2, 1)}, {o0, o1}, {}, /*restore=*/true);
+  for (auto& run : c) {
+    ASSERT_TRUE(run.status.ok()) << run.status.ToString();
+    EXPECT_EQ(run.result.keyed_table.ToJson(), a[0].result.keyed_table.ToJson());
+    EXPECT_EQ(Predictions(*run.trainer), Predictions(*a[0].trainer));
+  }
 }
 
 }  // namespace

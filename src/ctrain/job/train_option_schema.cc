@@ -31,9 +31,9 @@ constexpr ModeSet kPipeline = M::kLocalStream | M::kTowers | M::kHogwild | M::kM
 constexpr ModeSet kService = M::kLocalStream | M::kTowers | M::kHogwild | M::kMpirun | M::kDataService;
 constexpr ModeSet kNotPs = AllModesBut(kPs);
 constexpr ModeSet kSync = AllModesBut(static_cast<ModeSet>(M::kHogwild));
+// Keyed embedding tables: every mode but the parameter servers (their shards are positional).
+constexpr ModeSet kKeyed = kNotPs;
 // Autotune measures local thread layouts on local rows, on cores no other rank shares.
-// Keyed embedding tables: one process's tables (its batches read locally or from the data service).
-constexpr ModeSet kKeyed = M::kLocalMemory | M::kLocalStream | M::kTowers | M::kHogwild | M::kDataService;
 constexpr ModeSet kLocalLayouts = AllModesBut(kPs | M::kDataService | M::kMpirun);
 
 template <class T>
@@ -553,9 +553,9 @@ std::vector<OptionSpec> Build() {
                                                 "checkpoints", kAll)
           .bind(FIELD(train_options.negative_downsampling_rate)));
   // Keyed embeddings (train/key_index.h, docs/training.md#keyed-embeddings).
-  const std::string keyed_why = "keyed tables are built for one trainer process (memory, stream, --towers, "
-                                "--hogwild, the data service); mpirun's key exchange and the parameter servers' "
-                                "key partitioning are not built yet";
+  const std::string keyed_why = "the parameter servers hold positional shards (keys partitioned by hash across "
+                                "servers are not built yet); train keyed tables locally, under mpirun or with the "
+                                "data service";
   add(Entry("embedding_table", {}, "", "fixed (rows [0, --feature-size), ids are rows) | keyed (ids are 64-bit keys, "
                                       "rows made on admission and evicted at checkpoints)", kKeyed)
           .why(keyed_why)
@@ -596,17 +596,16 @@ std::vector<OptionSpec> Build() {
         "check_replicas_every", "lr_warmup_steps", "lr_decay", "lr_decay_steps", "lr_decay_rate",
         "lr_decay_staircase", "lr_decay_alpha", "negative_downsampling", "model", "cross_layers", "low_rank",
         "num_experts", "model_structure", "cin_layer_units", "num_dense_fields", "bottom_mlp", "top_mlp",
-        "embedding_initializer", "numeric_embedding_initializer", "oov"}) {
+        "embedding_initializer", "numeric_embedding_initializer", "oov", "embedding_table", "max_rows", "min_count",
+        "admission", "bloom_counters", "steps_to_live", "l2_weight_threshold"}) {
     auto it = std::find_if(t.begin(), t.end(), [&](const OptionSpec& s) { return s.name == name; });
-    if (it != t.end()) it->same_on_every_rank = it->defines_result = true;  // all 42 are in the table
+    if (it != t.end()) it->same_on_every_rank = it->defines_result = true;  // all 49 are in the table
   }                                                                          // (tests/job/train_job_test.cc)
   // And the per-rank options that still decide the trained model (OptionSpec::defines_result).
   for (const char* name :
        {"seed", "dropout_seed", "shuffle", "warm_start_from", "warm_start_optimizer", "early_stopping_metric",
         "early_stopping_patience", "early_stopping_min_delta", "lr_plateau_metric", "lr_plateau_factor",
-        "lr_plateau_patience", "lr_plateau_cooldown", "lr_plateau_min_lr", "lr_plateau_min_delta", "gauc_field",
-        "embedding_table", "max_rows", "min_count", "admission", "bloom_counters", "steps_to_live",
-        "l2_weight_threshold"}) {
+        "lr_plateau_patience", "lr_plateau_cooldown", "lr_plateau_min_lr", "lr_plateau_min_delta", "gauc_field"}) {
     auto it = std::find_if(t.begin(), t.end(), [&](const OptionSpec& s) { return s.name == name; });
     if (it != t.end()) it->defines_result = true;
   }

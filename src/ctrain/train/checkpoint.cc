@@ -288,6 +288,24 @@ const NamedTensor* Checkpoint::Find(std::string_view name) const {
   return nullptr;
 }
 
+Status ForEachTensorChunk(const TensorRef& t, const std::function<Status(std::string_view)>& fn) {
+  const size_t data_len = static_cast<size_t>(NumElements(t.shape)) * DTypeSize(t.dtype);
+  if (data_len == 0) return Status::OK();
+  if (t.rows == nullptr) return fn(std::string_view(static_cast<const char*>(t.data), data_len));
+  const size_t row_bytes = data_len / t.rows->size();  // gathered rows, through a bounded buffer
+  const size_t per_chunk = std::max<size_t>(1, (size_t{4} << 20) / row_bytes);
+  std::string chunk;
+  for (size_t i = 0; i < t.rows->size(); i += per_chunk) {
+    const size_t n = std::min(per_chunk, t.rows->size() - i);
+    chunk.resize(n * row_bytes);
+    for (size_t j = 0; j < n; ++j)
+      std::memcpy(chunk.data() + j * row_bytes,
+                  static_cast<const char*>(t.data) + static_cast<size_t>((*t.rows)[i + j]) * row_bytes, row_bytes);
+    CTRAIN_RETURN_IF_ERROR(fn(chunk));
+  }
+  return Status::OK();
+}
+
 std::string CheckpointFileName(int64_t step) { return "ckpt-" + std::to_string(step) + ".bin"; }
 
 Status SaveCheckpoint(const std::string& model_dir, int64_t step, std::span<const TensorRef> tensors,
@@ -341,24 +359,10 @@ Status SaveCheckpoint(const std::string& model_dir, int64_t step, std::span<cons
     PutU32(&buf, io::Crc32c(buf.data(), buf.size()));
     CTRAIN_RETURN_IF_ERROR(out->Append(buf));
     uint32_t crc = 0;
-    if (t.rows == nullptr) {
-      const std::string_view data(static_cast<const char*>(t.data), data_len);
-      if (data_len > 0) CTRAIN_RETURN_IF_ERROR(out->Append(data));
-      crc = io::Crc32c(data.data(), data.size());
-    } else if (data_len > 0) {  // gathered rows, through a bounded buffer
-      const size_t row_bytes = data_len / t.rows->size();
-      const size_t per_chunk = std::max<size_t>(1, (size_t{4} << 20) / row_bytes);
-      std::string chunk;
-      for (size_t i = 0; i < t.rows->size(); i += per_chunk) {
-        const size_t n = std::min(per_chunk, t.rows->size() - i);
-        chunk.resize(n * row_bytes);
-        for (size_t j = 0; j < n; ++j)
-          std::memcpy(chunk.data() + j * row_bytes,
-                      static_cast<const char*>(t.data) + static_cast<size_t>((*t.rows)[i + j]) * row_bytes, row_bytes);
-        crc = io::Crc32c(chunk.data(), chunk.size(), crc);
-        CTRAIN_RETURN_IF_ERROR(out->Append(chunk));
-      }
-    }
+    CTRAIN_RETURN_IF_ERROR(ForEachTensorChunk(t, [&](std::string_view chunk) {
+      crc = io::Crc32c(chunk.data(), chunk.size(), crc);
+      return out->Append(chunk);
+    }));
     buf.clear();
     PutU32(&buf, crc);
     CTRAIN_RETURN_IF_ERROR(out->Append(buf));

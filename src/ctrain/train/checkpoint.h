@@ -19,8 +19,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -90,6 +92,12 @@ struct CheckpointOptions {
   // checkpoint it keeps needs it.
   std::string base;
 };
+
+// The bytes of `t` in order (gathered rows included), handed to `fn` in
+// chunks of at most 4 MiB when gathered (one chunk otherwise); stops at fn's
+// first error. SaveCheckpoint writes with it; the trainer broadcasts and
+// hashes keyed tables with it.
+Status ForEachTensorChunk(const TensorRef& t, const std::function<Status(std::string_view)>& fn);
 
 // File name of the checkpoint of `step`: "ckpt-<step>.bin".
 std::string CheckpointFileName(int64_t step);

@@ -12,12 +12,12 @@ bool IsTableTensor(const std::string& name) {
          name.starts_with("embeddings/V/");
 }
 
-const std::vector<int64_t>* I64(const Checkpoint& c, const char* name) {
-  const NamedTensor* t = c.Find(name);
-  return t != nullptr && t->dtype == DType::kI64 ? &t->i64 : nullptr;
-}
-
 }  // namespace
+
+const std::vector<int64_t>* FindI64Tensor(const Checkpoint& c, const char* name) {
+  const NamedTensor* t = c.Find(name);
+  return t != nullptr && t->dtype == DType::kI64 && t->shape.size() == 1 ? &t->i64 : nullptr;
+}
 
 bool IsKeyedDelta(const nlohmann::json& meta) { return meta.is_object() && meta.contains("keyed_delta"); }
 
@@ -32,11 +32,11 @@ StatusOr<Checkpoint> ComposeKeyedDelta(const Checkpoint& base, const Checkpoint&
   const std::vector<int64_t>* b[3];
   const std::vector<int64_t>* d[3];
   for (int j = 0; j < 3; ++j) {
-    b[j] = I64(base, kIdx[j]);
-    d[j] = I64(delta, kIdx[j]);
+    b[j] = FindI64Tensor(base, kIdx[j]);
+    d[j] = FindI64Tensor(delta, kIdx[j]);
     if (b[j] == nullptr || d[j] == nullptr) return DataLossError(where + ": no int64 tensor '" + kIdx[j] + "'");
   }
-  const std::vector<int64_t>* evicted = I64(delta, kEvictedKeysTensor);
+  const std::vector<int64_t>* evicted = FindI64Tensor(delta, kEvictedKeysTensor);
   if (evicted == nullptr) return DataLossError(where + ": no int64 tensor '" + std::string(kEvictedKeysTensor) + "'");
   const size_t nb = b[0]->size(), nd = d[0]->size();
   if (b[1]->size() != nb || b[2]->size() != nb || d[1]->size() != nd || d[2]->size() != nd)

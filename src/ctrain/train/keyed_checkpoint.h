@@ -27,6 +27,10 @@ inline constexpr char kEvictedKeysTensor[] = "embeddings/evicted_keys";
 // In a composed checkpoint: the delta's own changed keys (its evicted keys keep their name).
 inline constexpr char kDeltaKeysTensor[] = "embeddings/delta_keys";
 
+// The 1-D int64 tensor `name` of `c` (the keyed tables' index tensors), or
+// nullptr when it is missing or of another dtype or rank.
+const std::vector<int64_t>* FindI64Tensor(const Checkpoint& c, const char* name);
+
 // True when `meta` is an incremental checkpoint's.
 bool IsKeyedDelta(const nlohmann::json& meta);
 

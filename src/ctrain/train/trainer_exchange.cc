@@ -1,6 +1,7 @@
 // Training as one of N mpirun ranks (docs/distributed.md): the fused
 // allreduce of the dense gradients, the allgather of sparse rows, rank 0's
-// state broadcast, the per-step vote and the replica hash check.
+// state broadcast, the per-step vote and the replica hash check; with a keyed
+// table, the per-step allgather of keys and the broadcast of rank 0's index.
 #include "ctrain/base/log.h"
 #include "ctrain/train/trainer_impl.h"
 
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <cstring>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include "ctrain/train/gradient_exchange.h"
 #include "ctrain/train/rank_agreement.h"
@@ -104,8 +107,88 @@ Status Trainer::Impl::BroadcastState() {
   pos.epoch = p[1];
   pos.batch_in_epoch = p[2];
   pos.examples = p[3];
+  if (keys != nullptr) CTRAIN_RETURN_IF_ERROR(BroadcastKeyed());
   SyncReplicas();
   if (options.lr_plateau()) CTRAIN_RETURN_IF_ERROR(BroadcastPlateau());  // rank 0 restored it; the others start afresh
+  return Status::OK();
+}
+
+Status Trainer::Impl::BroadcastKeyed() {
+  // Rank 0 packs its keyed tensors as a checkpoint holds them (AddKeyedTensors): a JSON head naming each
+  // tensor, then their bytes; the other ranks restore from that as from a checkpoint (RestoreKeyed).
+  std::string bytes;
+  if (exch->is_chief()) {
+    CheckpointTensors t;
+    AddKeyedTensors(&t);
+    nlohmann::json head = {{"keyed_table", keys->counters().ToJson()},
+                           {"seed", key_init_seed},
+                           {"tensors", nlohmann::json::array()}};
+    std::string body;
+    for (const TensorRef& r : t.i64) {
+      head["tensors"].push_back({{"name", r.name}, {"dtype", static_cast<int>(r.dtype)}, {"shape", r.shape}});
+      CTRAIN_RETURN_IF_ERROR(ForEachTensorChunk(r, [&](std::string_view c) {
+        body.append(c);
+        return Status::OK();
+      }));
+    }
+    const std::string h = head.dump();
+    const uint64_t hn = h.size();
+    bytes.reserve(sizeof hn + h.size() + body.size());
+    bytes.append(reinterpret_cast<const char*>(&hn), sizeof hn).append(h).append(body);
+  }
+  uint64_t len = bytes.size();
+  CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<uint64_t>(&len, 1)), "the keyed table's size"));
+  bytes.resize(len);
+  CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<char>(bytes.data(), bytes.size())),
+                                         "initial parameters: the keyed table"));
+  if (exch->is_chief()) return Status::OK();
+  uint64_t hn = 0;
+  if (len < sizeof hn) return DataLossError("rank 0's keyed table: " + std::to_string(len) + " bytes");
+  std::memcpy(&hn, bytes.data(), sizeof hn);
+  if (hn > len - sizeof hn) return DataLossError("rank 0's keyed table: a head of " + std::to_string(hn) + " bytes");
+  const nlohmann::json head = nlohmann::json::parse(bytes.substr(sizeof hn, hn), nullptr, /*allow_exceptions=*/false);
+  if (!head.is_object() || !head.contains("tensors"))
+    return DataLossError("rank 0's keyed table: its head is not the JSON sent");
+  key_init_seed = head.value("seed", key_init_seed);  // rows admitted from now on start as rank 0's do
+  Checkpoint ck;
+  ck.path = "rank 0's keyed table";
+  ck.step = pos.global_step;
+  ck.meta["keyed_table"] = head["keyed_table"];
+  size_t at = sizeof hn + hn;
+  for (const auto& d : head["tensors"]) {
+    NamedTensor x;
+    x.name = d.value("name", "");
+    x.dtype = static_cast<DType>(d.value("dtype", 0));
+    x.shape = d.value("shape", std::vector<int64_t>());
+    const size_t n = static_cast<size_t>(x.num_elements()), nb = n * DTypeSize(x.dtype);
+    if (nb > len - at) return DataLossError("rank 0's keyed table: tensor '" + x.name + "' runs past the bytes sent");
+    if (x.dtype == DType::kI64) x.i64.resize(n); else x.f32.resize(n);
+    std::memcpy(x.dtype == DType::kI64 ? static_cast<void*>(x.i64.data()) : static_cast<void*>(x.f32.data()),
+                bytes.data() + at, nb);
+    at += nb;
+    ck.tensors.push_back(std::move(x));
+  }
+  return RestoreKeyed(ck, /*slots=*/true, /*warm=*/false);
+}
+
+Status Trainer::Impl::TranslateAcrossRanks(std::span<data::Batch* const> batches, int64_t step) {
+  step_keys.clear();
+  for (const data::Batch* b : batches) {
+    if (b->multi_hot() || b->variable_length())  // the same data definition on every rank: every rank stops here
+      return InvalidArgumentError("--embedding-table keyed: this batch is multi-hot or variable-length (a feature "
+                                  "spec's multi-hot fields); keyed tables take one id per field so far");
+    step_keys.insert(step_keys.end(), b->ids.begin(), b->ids.end());
+  }
+  CTRAIN_RETURN_IF_ERROR(exch->AllgatherRows(step_keys, {}, 0, &gathered_ids, &gathered_rows, &gathered_counts,
+                                             "step " + std::to_string(step) + ": the batches' keys"));
+  const int32_t F = options.model.field_size;
+  keys->Translate(gathered_ids, F, keyed_first_field(), /*train=*/true, step);
+  size_t at = 0;
+  for (int32_t r = 0; r < exch->rank(); ++r) at += static_cast<size_t>(gathered_counts[r]);
+  for (data::Batch* b : batches) {
+    std::copy_n(gathered_ids.begin() + static_cast<std::ptrdiff_t>(at), b->ids.size(), b->ids.begin());
+    at += b->ids.size();
+  }
   return Status::OK();
 }
 
@@ -126,10 +209,12 @@ Status Trainer::Impl::BroadcastPlateau() {
 Status Trainer::Impl::CheckReplicas() {
   uint64_t h = 1469598103934665603ULL;
   CheckpointTensors t = Tensors();
-  for (const auto& r : t.refs) {
-    const auto* b = reinterpret_cast<const unsigned char*>(r.data);
-    for (size_t i = 0; i < r.count * sizeof(float); ++i) h = (h ^ b[i]) * 1099511628211ULL;
-  }
+  auto hash = [&h](std::string_view c) {
+    for (unsigned char b : c) h = (h ^ b) * 1099511628211ULL;
+    return Status::OK();
+  };
+  for (const auto& r : t.refs) (void)hash(std::string_view(reinterpret_cast<const char*>(r.data), r.count * sizeof(float)));
+  for (const TensorRef& r : t.i64) (void)ForEachTensorChunk(r, hash);  // a keyed table: its index and live rows
   std::vector<uint64_t> all;
   CTRAIN_RETURN_IF_ERROR(exch->AllgatherU64(h, &all, "step " + std::to_string(pos.global_step) + ": replica hashes"));
   std::string bad;

@@ -17,6 +17,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,8 @@ struct Trainer::Impl {
 
   // ---- keyed embeddings (options.table keyed; trainer_keyed.cc, train/key_index.h) ----
   std::unique_ptr<KeyIndex> keys;  // null: positional tables
+  // The seed a key's row starts from (options.seed; under mpirun rank 0's, BroadcastKeyed).
+  uint64_t key_init_seed = 0;
   // The fields whose ids are keys: [keyed_first_field(), F). The numeric fields
   // before them keep ids 0..N-1, the index's reserved rows.
   int32_t keyed_first_field() const { return options.model.num_dense_fields; }
@@ -278,6 +281,17 @@ struct Trainer::Impl {
   // (initial values, or the checkpoint rank 0 restored). Each rank keeps its
   // own train_rows (its shard's size).
   Status BroadcastState();
+  // Keyed tables under mpirun (docs/distributed.md#keyed-tables): rank 0's
+  // index, rows and slots into every rank (a restore or warm start on rank 0
+  // reaches the others).
+  Status BroadcastKeyed();
+  // Keyed tables under mpirun: every rank's keys of this step (its towers'
+  // batches, in tower order) are gathered in rank order and translated on
+  // every rank as one batch, so every rank admits, counts and numbers rows
+  // alike (the replicas' indexes stay identical, so the sparse gradients can
+  // then travel by row); `batches` get their own keys' rows.
+  Status TranslateAcrossRanks(std::span<data::Batch* const> batches, int64_t step);
+  std::vector<int64_t> step_keys;  // this rank's keys of the step (TranslateAcrossRanks)
 
   // --check-replicas-every: FNV-1a of every parameter and slot, compared across ranks.
   Status CheckReplicas();

@@ -21,15 +21,12 @@ constexpr char kBloom[] = "embeddings/bloom";
 
 // The i64 tensor `name` of `ck` (a missing optional one reads empty).
 StatusOr<std::vector<int64_t>> I64Tensor(const Checkpoint& ck, const char* name, bool required) {
-  const NamedTensor* t = ck.Find(name);
-  if (t == nullptr) {
-    if (!required) return std::vector<int64_t>();
-    return NotFoundError(ck.path + ": no tensor '" + std::string(name) +
-                         "': not a keyed-table checkpoint (trained with --embedding-table fixed?)");
-  }
-  if (t->dtype != DType::kI64 || t->shape.size() != 1)
+  if (const std::vector<int64_t>* v = FindI64Tensor(ck, name)) return *v;
+  if (ck.Find(name) != nullptr)
     return InvalidArgumentError(ck.path + ": tensor '" + std::string(name) + "' is not a 1-D int64 tensor");
-  return t->i64;
+  if (!required) return std::vector<int64_t>();
+  return NotFoundError(ck.path + ": no tensor '" + std::string(name) +
+                       "': not a keyed-table checkpoint (trained with --embedding-table fixed?)");
 }
 
 }  // namespace
@@ -42,12 +39,13 @@ Status Trainer::Impl::InitKeyedTables(optim::OptimizerConfig cfg, const LocalTab
   const int64_t glorot_rows = options.table.live_bound();
   model::EmbeddingInit key_init = init;
   key_init.numeric_rows = 0;
+  key_init_seed = options.seed;
   CTRAIN_ASSIGN_OR_RETURN(
       keys, KeyIndex::Create(options.table, D, [this, K, glorot_rows, key_init](int64_t row, int64_t key) {
         thread_local std::vector<float> v;
         v.resize(static_cast<size_t>(K));
         float w = 0;
-        model::InitEmbeddingRows(options.seed, glorot_rows, K, key, 1, &w, v.data(), key_init);
+        model::InitEmbeddingRows(key_init_seed, glorot_rows, K, key, 1, &w, v.data(), key_init);
         w_table->ResetRow(row, &w);
         v_table->ResetRow(row, v.data());
       }));

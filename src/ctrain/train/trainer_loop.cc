@@ -233,9 +233,6 @@ Status Trainer::Impl::BeginRun(TrainResult* result) {
   if (exch != nullptr) {
     if (options.parallel.hogwild > 0)
       return InvalidArgumentError("--hogwild cannot run under mpirun: distributed training is synchronous");
-    if (keys != nullptr)
-      return InvalidArgumentError("--embedding-table keyed cannot run under mpirun yet: each rank would number "
-                                  "its keys' rows its own way (the sparse rows would have to be exchanged by key)");
     CTRAIN_RETURN_IF_ERROR(BroadcastState());
   }
   saved_this_run = false;

@@ -179,7 +179,12 @@ Status Trainer::Impl::SyncStep(int64_t B, const FillFn& fill, double* loss_out) 
   } else if (T == 1) {
     Replica& rep = replicas[0];
     fill(rep, 0, B);
-    Compute(rep, key, step);
+    const bool across = keys != nullptr && exch != nullptr;  // a keyed table under mpirun: every rank's keys at once
+    if (across) {
+      data::Batch* b = &rep.batch;
+      CTRAIN_RETURN_IF_ERROR(TranslateAcrossRanks(std::span<data::Batch* const>(&b, 1), step));
+    }
+    Compute(rep, key, step, /*translated=*/across);
     CTRAIN_RETURN_IF_ERROR(StepStatus(rep, step));
     double loss = rep.loss.loss;
     if (exch != nullptr)
@@ -204,8 +209,18 @@ Status Trainer::Impl::SyncStep(int64_t B, const FillFn& fill, double* loss_out) 
       pool->Run([&](int32_t t) {
         if (lo[t + 1] > lo[t]) fill(replicas[t], lo[t], lo[t + 1]);
       });
-      for (int32_t t = 0; t < T; ++t)
-        replicas[t].status = lo[t + 1] > lo[t] ? TranslateKeys(replicas[t].batch, /*train=*/true, step) : Status::OK();
+      if (exch != nullptr) {  // under mpirun: every rank's towers at once, in rank then tower order
+        std::vector<data::Batch*> batches;
+        for (int32_t t = 0; t < T; ++t) {
+          replicas[t].status = Status::OK();
+          if (lo[t + 1] > lo[t]) batches.push_back(&replicas[t].batch);
+        }
+        CTRAIN_RETURN_IF_ERROR(TranslateAcrossRanks(batches, step));
+      } else {
+        for (int32_t t = 0; t < T; ++t)
+          replicas[t].status =
+              lo[t + 1] > lo[t] ? TranslateKeys(replicas[t].batch, /*train=*/true, step) : Status::OK();
+      }
     }
     pool->Run([&](int32_t t) {
       Replica& rep = replicas[t];
