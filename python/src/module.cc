@@ -133,9 +133,6 @@ class DataServiceIterator {
                       uint64_t seed, const std::string& cursor_json)
       : epochs_(epochs) {
     SetDataOptions(reader, &flags_);
-    if (flags_.criteo_pad_missing_trailing)  // as `ctrain train --data-service` refuses it
-      Raise(InvalidArgumentError("criteo_pad_missing_trailing is not supported with the data service (its dataset "
-                                 "definition does not carry it: the workers would refuse the short rows)"));
     dataservice::DataServiceSettings cf;
     cf.address = address;
     for (auto [k, v] : client) {

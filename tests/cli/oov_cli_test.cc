@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_harness.h"
+#include "dataservice/cluster.h"
 
 namespace ctrain::testing {
 namespace {
@@ -116,6 +117,26 @@ TEST_F(OovCliTest, BucketReadsEachFieldsOwnRowCountedInMemoryAndStreamAndInPredi
     r = RunCtrain("eval --model-dir " + dir + " --input " + P("te.libsvm") + " --feature-size 40");
     EXPECT_EQ(r.exit_code, 0) << r.out;
   }
+}
+
+// Through the data service: the dataset definition carries oov_buckets to the workers, which read and count;
+// the trainer's metrics add up the counts of its splits (the last epoch's, and the run's in data_service).
+TEST_F(OovCliTest, BucketThroughTheDataServiceIsCountedByTheWorkers) {
+  int64_t train_oov = 0;
+  Write("tr.libsvm", Rows(1000, 1, 0.05, 100, &train_oov));
+  ASSERT_GT(train_oov, 0);
+  fs::create_directories(P("ds"));
+  DataServiceCluster c(P("ds"));
+  ASSERT_NE(c.StartDispatcher(), "");
+  ASSERT_NE(c.StartWorker(), "");
+  ASSERT_TRUE(c.WaitForLiveWorkers(1)) << c.Logs();
+  const RunResult r = RunCtrainBounded(Train("--train " + P("tr.libsvm") + " --feature-size 40 --oov bucket "
+                                             "--data-service " + c.address() + " --data-service-wait-seconds 30 "
+                                             "--metrics-json " + P("m.json")));
+  ASSERT_EQ(r.exit_code, 0) << r.out << c.Logs();
+  const nlohmann::json m = nlohmann::json::parse(Slurp(P("m.json")), nullptr, false);
+  EXPECT_EQ(m.value("oov_ids", int64_t{-1}), train_oov) << m.dump();
+  EXPECT_EQ(m["data_service"].value("oov_ids", int64_t{-1}), 2 * train_oov) << m.dump();  // both epochs
 }
 
 TEST_F(OovCliTest, AWarmStartWithAGrownVocabularyKeepsTheOutOfVocabularyRows) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cli_harness.h"
+#include "dataservice/cluster.h"
 #include "ctrain/io/example.h"
 #include "ctrain/io/tfrecord.h"
 
@@ -97,6 +98,57 @@ TEST_F(UserFilesCli, CriteoPadMissingTrailingInEveryCommand) {
     if (std::string(mode) == "stream") EXPECT_EQ(ms["pipeline"]["criteo_padded_rows"], expect_padded) << ms.dump();
     else EXPECT_NE(r.out.find("padded_rows=" + std::to_string(expect_padded)), std::string::npos) << r.out;
   }
+}
+
+// The same through the data service: the dataset definition carries the flag to the workers, which pad and
+// count; the trainer's metrics add up their splits' counts. Without the flag the workers refuse the short
+// row, naming file, line and the flag.
+TEST_F(UserFilesCli, CriteoPadMissingTrailingThroughTheDataService) {
+  std::string stripped, full;
+  int expect_padded = 0;
+  for (int r = 0; r < 90; ++r) {
+    const std::vector<std::string> c = CriteoCells(r);
+    const size_t keep = r % 4 == 0 ? 40 : 40 - static_cast<size_t>(r % 4);
+    expect_padded += keep < 40;
+    stripped += Join(c, keep) + "\n";
+    full += Join(c, 40) + "\n";
+  }
+  Write("stripped.tsv", stripped);
+  Write("full.tsv", full);
+  fs::create_directories(P("ds"));
+  DataServiceCluster c(P("ds"));
+  ASSERT_NE(c.StartDispatcher(), "");
+  ASSERT_NE(c.StartWorker(), "");
+  ASSERT_TRUE(c.WaitForLiveWorkers(1)) << c.Logs();
+  const std::string read = "data-service read --data-service " + c.address() + " --format criteo-tsv "
+                           "--feature-size 1000 --batch-size 16 --num-splits 3 --json ";
+  RunResult r = RunCtrainBounded(read + "--train " + P("stripped.tsv") + " --discard");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("stripped.tsv:2: expected 40 cells, got 39"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--criteo-pad-missing-trailing"), std::string::npos) << r.out;
+  r = RunCtrainBounded(read + "--criteo-pad-missing-trailing --train " + P("stripped.tsv") + " -o " + P("s.libsvm"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << c.Logs();
+  ASSERT_NE(r.out.rfind("\n{"), std::string::npos) << r.out;
+  const json j = json::parse(r.out.substr(r.out.rfind("\n{") + 1));
+  EXPECT_EQ(j["data_service"]["criteo_padded_rows"], expect_padded) << j.dump();
+  ASSERT_EQ(RunCtrainBounded(read + "--train " + P("full.tsv") + " -o " + P("f.libsvm")).exit_code, 0);
+  EXPECT_EQ(Slurp(P("s.libsvm")), Slurp(P("f.libsvm")));  // one split at a time in order: the same lines
+  EXPECT_FALSE(Slurp(P("s.libsvm")).empty());
+  // Training: the figures of the full file, and the count in the pipeline's and the data service's metrics.
+  const std::string train = "train --data-service " + c.address() + " --format criteo-tsv --feature-size 1000 "
+                            "--embedding-size 4 --deep-layers 8 --batch-size 16 --shuffle false --progress none "
+                            "--intra-op-parallelism-threads 1 --data-service-wait-seconds 30 --metrics-json ";
+  r = RunCtrainBounded(train + P("ms.json") + " --criteo-pad-missing-trailing --train " + P("stripped.tsv") +
+                       " --training-job-name s");
+  ASSERT_EQ(r.exit_code, 0) << r.out << c.Logs();
+  r = RunCtrainBounded(train + P("mf.json") + " --train " + P("full.tsv") + " --training-job-name f");
+  ASSERT_EQ(r.exit_code, 0) << r.out << c.Logs();
+  const json ms = json::parse(Slurp(P("ms.json"))), mf = json::parse(Slurp(P("mf.json")));
+  EXPECT_EQ(ms["train_loss"], mf["train_loss"]);
+  EXPECT_EQ(ms["steps"], mf["steps"]);
+  EXPECT_EQ(ms["pipeline"]["criteo_padded_rows"], expect_padded) << ms.dump();
+  EXPECT_EQ(ms["data_service"]["criteo_padded_rows"], expect_padded) << ms.dump();
+  EXPECT_EQ(mf["pipeline"]["criteo_padded_rows"], 0) << mf.dump();
 }
 
 // A Spark/Hadoop output directory: _SUCCESS, .crc files and a README next to

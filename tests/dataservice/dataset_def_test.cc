@@ -234,6 +234,7 @@ TEST(DatasetFingerprint, StableAndSensitiveToEachField) {
       [](proto::DatasetDef* d) { d->set_max_skipped_records(3); },
       [](proto::DatasetDef* d) { d->set_max_line_bytes(4096); },
       [](proto::DatasetDef* d) { d->set_oov_buckets(true); },
+      [](proto::DatasetDef* d) { d->set_criteo_pad_missing_trailing(true); },
       [](proto::DatasetDef* d) { d->set_num_parallel_reads(2); },
       [](proto::DatasetDef* d) { d->set_shuffle_buffer_size(100); },
       [](proto::DatasetDef* d) { d->set_seed(1); },

@@ -52,6 +52,19 @@ def va10k_split(shared_data, tmp_path_factory):
 VA10K = dict(format="libsvm", field_size=39, id_base=1, feature_size=921)
 
 
+def write_stripped_criteo(directory, n):
+    """Writes `n` Criteo TSV rows twice: full.tsv (40 cells) and stripped.tsv, where row r lacks its last
+    r % 4 cells (empty ones, as some public copies of Kaggle's train.txt drop them). Returns both paths."""
+    full, stripped = [], []
+    for r in range(n):
+        cells = [str(r % 2)] + [str(r + i) for i in range(13)] + ["c%d" % ((r + j) % 3) for j in range(23)] + [""] * 3
+        full.append("\t".join(cells))
+        stripped.append("\t".join(cells[:40 - r % 4]))
+    (directory / "full.tsv").write_text("\n".join(full) + "\n")
+    (directory / "stripped.tsv").write_text("\n".join(stripped) + "\n")
+    return directory / "full.tsv", directory / "stripped.tsv"
+
+
 def run_with_tensorflow(code: str, **values):
     """Runs `code` (asserts) in a fresh Python process that imports TensorFlow; skips when it is not
     installed. TensorFlow and PyTorch loaded into one process crash (a segfault in torch's first

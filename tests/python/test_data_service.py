@@ -11,7 +11,7 @@ import pytest
 
 import ctrain
 
-from conftest import VA10K
+from conftest import VA10K, write_stripped_criteo
 
 
 class Server:
@@ -135,3 +135,16 @@ def test_data_service_errors(cli, va10k_split):
         list(ctrain.DataService("127.0.0.1:1").pipeline(str(tr), num_splits=0, **VA10K))
     with pytest.raises(TypeError):
         ctrain.DataService("127.0.0.1:1").pipeline(str(tr), bogus=1)
+
+
+def test_data_service_pads_stripped_criteo_rows(service, tmp_path):
+    # The dataset definition carries criteo_pad_missing_trailing to the workers: the stripped rows arrive as the
+    # full file's rows (without it, the workers refuse the first short row).
+    write_stripped_criteo(tmp_path, 40)
+    want = rows([ctrain.read(tmp_path / "full.tsv")])
+    ds = ctrain.DataService(service)
+    got = list(ds.pipeline(str(tmp_path / "stripped.tsv"), batch_size=8, num_splits=2, job_name="padded",
+                           criteo_pad_missing_trailing=True))
+    assert rows(got) == want
+    with pytest.raises(Exception, match=r"stripped.tsv:2: expected 40 cells, got 39"):
+        list(ds.pipeline(str(tmp_path / "stripped.tsv"), batch_size=8, num_splits=2, job_name="refused"))

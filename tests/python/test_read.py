@@ -6,7 +6,7 @@ import pytest
 
 import ctrain
 
-from conftest import SHARED
+from conftest import SHARED, write_stripped_criteo
 
 # Reader options per shared file (SOURCES.md); files not in the seed's layout fail, and
 # must fail in Python with the CLI's message.
@@ -181,13 +181,7 @@ def test_pipeline_options_are_checked_at_construction(tmp_path):
 
 def test_criteo_rows_with_stripped_trailing_cells(tmp_path):
     # Some public copies of Kaggle's train.txt drop a row's trailing empty cells (37-39 cells).
-    full, stripped = [], []
-    for r in range(12):
-        cells = [str(r % 2)] + [str(r + i) for i in range(13)] + ["c%d" % ((r + j) % 3) for j in range(23)] + [""] * 3
-        full.append("\t".join(cells))
-        stripped.append("\t".join(cells[:40 - r % 4]))
-    (tmp_path / "full.tsv").write_text("\n".join(full) + "\n")
-    (tmp_path / "stripped.tsv").write_text("\n".join(stripped) + "\n")
+    write_stripped_criteo(tmp_path, 12)
     with pytest.raises(ValueError, match=r"stripped.tsv:2: expected 40 cells, got 39 .*--criteo-pad-missing-trailing"):
         ctrain.read(tmp_path / "stripped.tsv")
     want = ctrain.read(tmp_path / "full.tsv")

@@ -130,9 +130,6 @@ struct ReadFlags {
 Status RunRead(ReadFlags& fl) {
   if (fl.output.empty() == !fl.discard) return InvalidArgumentError("give exactly one of --output FILE and --discard");
   if (fl.pace_us < 0) return InvalidArgumentError("--pace-us must be >= 0");
-  if (fl.data.criteo_pad_missing_trailing)  // as `ctrain train --data-service` refuses it
-    return InvalidArgumentError("--criteo-pad-missing-trailing is not supported with the data service (its dataset "
-                                "definition does not carry it: the workers would refuse the short rows)");
   {  // the output must not replace an input, before any work
     std::vector<io::FlagPath> in, out;
     for (const std::string& p : fl.train) in.push_back({"--train", p});

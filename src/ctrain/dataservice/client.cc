@@ -139,6 +139,9 @@ class DataServiceSource final : public train::BatchSource {
   std::map<int32_t, int64_t> partial_;  // unit -> batches consumed (from the cursor)
   bool no_more_units_ = false;
   int64_t epoch_records_ = 0, epoch_batches_ = 0;
+  // The workers' counts of the splits that ended in this epoch (BatchFrame, end_of_split); guarded by mu_.
+  uint64_t epoch_padded_rows_ = 0, epoch_oov_ids_ = 0;
+  uint64_t padded_rows_ = 0, oov_ids_ = 0;  // the same over the run
   json cursor_;  // the restored cursor
 
   mutable std::mutex mu_;
@@ -230,6 +233,11 @@ Status DataServiceSource::BeginEpoch(int64_t epoch, int64_t) {
   no_more_units_ = false;
   epoch_records_ = 0;
   epoch_batches_ = 0;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    epoch_padded_rows_ = 0;
+    epoch_oov_ids_ = 0;
+  }
   if (!cursor_.is_null() && cursor_.value("epoch", int64_t{-1}) == epoch) {
     try {
       for (const json& u : cursor_.at("done")) done_.insert(u.get<int32_t>());
@@ -328,6 +336,10 @@ void DataServiceSource::ReaderLoop(Stream* s) {
                                  " arrived");
       }
       s->ended = true;
+      epoch_padded_rows_ += f.criteo_padded_rows();
+      epoch_oov_ids_ += f.oov_ids();
+      padded_rows_ += f.criteo_padded_rows();
+      oov_ids_ += f.oov_ids();
       s->split_batches = f.split_batches();
       s->split_examples = f.split_examples();
       close_writes();
@@ -673,6 +685,8 @@ data::PipelineStats DataServiceSource::stats() const {
   st.records = static_cast<uint64_t>(epoch_records_);
   st.batches = static_cast<uint64_t>(epoch_batches_);
   std::lock_guard<std::mutex> l(mu_);
+  st.criteo_padded_rows = epoch_padded_rows_;
+  st.oov_ids = epoch_oov_ids_;
   uint32_t i = 0;
   for (const auto& [name, r] : input_reads_) {
     data::InputReadStats in = r;
@@ -691,10 +705,12 @@ json DataServiceSource::Metrics() const {
   in.batches_per_sec = total > 0 ? batches_ / total : 0;
   in.workers = static_cast<int32_t>(workers_seen_.size());
   int64_t peak_buffered = 0, peak_committed = 0, largest = 0, input_bytes = 0;
+  uint64_t padded = 0, oov = 0;
   {
     std::lock_guard<std::mutex> l(mu_);
     peak_buffered = peak_buffered_bytes_, peak_committed = peak_committed_bytes_, largest = largest_frame_bytes_;
     input_bytes = worker_input_bytes_;
+    padded = padded_rows_, oov = oov_ids_;
   }
   return json{{"dispatcher", opt_.dispatcher},
               {"job_name", job_},
@@ -714,6 +730,8 @@ json DataServiceSource::Metrics() const {
               {"committed_bytes_peak", peak_committed},
               {"largest_batch_bytes", largest},
               {"worker_input_bytes", input_bytes},
+              {"criteo_padded_rows", padded},  // the workers' counts of the splits that ended
+              {"oov_ids", oov},
               {"input_wait_fraction", wait},
               {"advice", InputAdvice(in)}};
 }

@@ -46,6 +46,7 @@ StatusOr<proto::DatasetDef> MakeDatasetDef(const train::StreamInput& input, cons
   def.set_feature_size(r.feature_size);
   def.set_id_limit(r.id_limit);
   def.set_oov_buckets(r.oov_buckets);
+  def.set_criteo_pad_missing_trailing(r.criteo_pad_missing_trailing);
   if (!feature_map.empty()) {
     std::error_code ec;
     def.set_feature_map(std::filesystem::absolute(feature_map, ec).lexically_normal().string());
@@ -130,6 +131,7 @@ std::string DatasetFingerprint(const proto::DatasetDef& def) {
   num(static_cast<int64_t>(def.seed())), num(def.reshuffle_each_iteration()), num(def.batch_size());
   num(def.drop_remainder()), add(def.order()), num(def.read_chunk_records());
   if (def.oov_buckets()) add("oov_buckets");  // older definitions keep their fingerprint
+  if (def.criteo_pad_missing_trailing()) add("criteo_pad_missing_trailing");
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
@@ -152,6 +154,7 @@ StatusOr<SplitReadPlan> PlanSplitRead(const proto::DatasetDef& def, const proto:
   r.feature_size = def.feature_size();
   r.id_limit = def.id_limit();
   r.oov_buckets = def.oov_buckets();
+  r.criteo_pad_missing_trailing = def.criteo_pad_missing_trailing();
   r.schema.label_key = def.label_key();
   r.schema.ids_key = def.ids_key();
   r.schema.values_key = def.values_key();

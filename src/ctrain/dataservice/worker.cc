@@ -184,6 +184,9 @@ struct Worker::Impl final : public proto::Worker::Service {
         end.set_split_batches(seq);
         end.set_split_examples(examples);
         inputs_to(&end);
+        const data::PipelineStats counted = (*pipe)->stats();
+        end.set_criteo_padded_rows(counted.criteo_padded_rows);
+        end.set_oov_ids(counted.oov_ids);
       } else {  // in band: the call itself ends OK once the client has read this
         const Status located = st.WithContext(split_name);
         end.set_error_code(static_cast<int>(located.code()));

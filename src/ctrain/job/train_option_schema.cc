@@ -181,9 +181,8 @@ std::vector<OptionSpec> Build() {
   add(Entry("criteo_pad_missing_trailing", {}, "", "Criteo text: read a row whose trailing empty cells were stripped "
                                                   "(fewer than 40 cells) with the missing cells empty (counted as "
                                                   "padded_rows)",
-            AllModesBut(static_cast<ModeSet>(M::kDataService)))
+            kAll)
           .switch_()
-          .why("the data service's dataset definition does not carry it: its workers would refuse the short rows")
           .bind(FIELD(data.criteo_pad_missing_trailing)));
   add(Entry("feature_size", {}, "rows", "Rows of the embedding tables (the id space; Criteo hash buckets)", kAll)
           .bind(FIELD(data.feature_size)));

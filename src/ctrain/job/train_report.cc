@@ -166,9 +166,9 @@ Status WriteTrainMetrics(const TrainRun& run, const nlohmann::json& mpi_json, co
     j["keyed_table_epochs"] = std::move(epochs);
   }
   // --oov bucket: training ids read as their field's out-of-vocabulary row in one pass of the data (memory: the
-  // loaded rows; stream: the last epoch's pipeline, as pipeline.oov_ids; the data service's workers count theirs
-  // in their own statistics).
-  if (o.model.oov_buckets && !run.remote)
+  // loaded rows; stream: the last epoch's pipeline, as pipeline.oov_ids; with the data service, the workers'
+  // counts of that epoch's splits, carried in their end frames).
+  if (o.model.oov_buckets)
     j["oov_ids"] = run.stream ? static_cast<int64_t>(r.pipeline.oov_ids) : run.tr_stats.oov_ids;
   // The rate the next step would run at, and --lr-decay plateau's reductions (the evaluation's step, the new rate).
   j["learning_rate"] = r.learning_rate;
