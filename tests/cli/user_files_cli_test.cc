@@ -149,6 +149,15 @@ TEST_F(UserFilesCli, CriteoPadMissingTrailingThroughTheDataService) {
   EXPECT_EQ(ms["pipeline"]["criteo_padded_rows"], expect_padded) << ms.dump();
   EXPECT_EQ(ms["data_service"]["criteo_padded_rows"], expect_padded) << ms.dump();
   EXPECT_EQ(mf["pipeline"]["criteo_padded_rows"], 0) << mf.dump();
+  // Only splits the trainer took whole count: one step of 16 rows completes none of the 3 splits of 30 rows,
+  // though their workers may have read (and counted) them all already.
+  r = RunCtrainBounded(train + P("mx.json") + " --criteo-pad-missing-trailing --train " + P("stripped.tsv") +
+                       " --training-job-name x --num-splits 3 --data-service-max-open-splits 3 --max-steps 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out << c.Logs();
+  const json mx = json::parse(Slurp(P("mx.json")));
+  EXPECT_EQ(mx["data_service"]["splits_completed"], 0) << mx.dump();
+  EXPECT_EQ(mx["data_service"]["criteo_padded_rows"], 0) << mx.dump();
+  EXPECT_EQ(mx["data_service"]["worker_input_bytes"], 0) << mx.dump();
 }
 
 // A Spark/Hadoop output directory: _SUCCESS, .crc files and a README next to

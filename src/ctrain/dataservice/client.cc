@@ -49,6 +49,9 @@ struct Stream {
   int64_t duplicates = 0;             // frames below the next seq: they used a credit too
   bool ended = false;                 // end frame received
   int64_t split_batches = 0, split_examples = 0;
+  // The end frame's counts of the whole split; they count once the trainer has taken every batch of it.
+  int64_t input_bytes = 0;
+  uint64_t padded_rows = 0, oov_ids = 0;
   bool failed = false;                // transport failure: re-read elsewhere
   std::string failure;                // why (the gRPC status)
   bool writes_done = false;           // WritesDone sent: no more credits
@@ -139,7 +142,8 @@ class DataServiceSource final : public train::BatchSource {
   std::map<int32_t, int64_t> partial_;  // unit -> batches consumed (from the cursor)
   bool no_more_units_ = false;
   int64_t epoch_records_ = 0, epoch_batches_ = 0;
-  // The workers' counts of the splits that ended in this epoch (BatchFrame, end_of_split); guarded by mu_.
+  // The workers' counts of the splits the trainer took whole in this epoch (BatchFrame, end_of_split); guarded by
+  // mu_.
   uint64_t epoch_padded_rows_ = 0, epoch_oov_ids_ = 0;
   uint64_t padded_rows_ = 0, oov_ids_ = 0;  // the same over the run
   json cursor_;  // the restored cursor
@@ -328,7 +332,7 @@ void DataServiceSource::ReaderLoop(Stream* s) {
       for (const proto::InputRead& in : f.inputs()) {
         data::InputReadStats& r = input_reads_[in.name()];
         r.name = in.name(), r.format = in.format(), r.compression = in.compression();
-        worker_input_bytes_ += static_cast<int64_t>(in.input_bytes());
+        s->input_bytes += static_cast<int64_t>(in.input_bytes());
       }
       if (f.split_batches() != expected) {
         s->error = DataLossError("worker " + s->worker + ": " + SplitName(s->split) + " ended after " +
@@ -336,10 +340,8 @@ void DataServiceSource::ReaderLoop(Stream* s) {
                                  " arrived");
       }
       s->ended = true;
-      epoch_padded_rows_ += f.criteo_padded_rows();
-      epoch_oov_ids_ += f.oov_ids();
-      padded_rows_ += f.criteo_padded_rows();
-      oov_ids_ += f.oov_ids();
+      s->padded_rows = f.criteo_padded_rows();
+      s->oov_ids = f.oov_ids();
       s->split_batches = f.split_batches();
       s->split_examples = f.split_examples();
       close_writes();
@@ -641,6 +643,11 @@ StatusOr<bool> DataServiceSource::Next(data::Batch* batch) {
     CloseStream(s);
     {
       std::lock_guard<std::mutex> g(mu_);
+      worker_input_bytes_ += s->input_bytes;  // a split the trainer took whole
+      epoch_padded_rows_ += s->padded_rows;
+      epoch_oov_ids_ += s->oov_ids;
+      padded_rows_ += s->padded_rows;
+      oov_ids_ += s->oov_ids;
       streams_.erase(it);
     }
     proto::CompleteSplitRequest creq;
@@ -730,7 +737,7 @@ json DataServiceSource::Metrics() const {
               {"committed_bytes_peak", peak_committed},
               {"largest_batch_bytes", largest},
               {"worker_input_bytes", input_bytes},
-              {"criteo_padded_rows", padded},  // the workers' counts of the splits that ended
+              {"criteo_padded_rows", padded},  // the workers' counts of the completed splits
               {"oov_ids", oov},
               {"input_wait_fraction", wait},
               {"advice", InputAdvice(in)}};

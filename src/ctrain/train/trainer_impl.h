@@ -200,7 +200,8 @@ struct Trainer::Impl {
   // slots. warm: a new run's start (rows renumbered, counters from zero).
   Status RestoreKeyed(const Checkpoint& ck, bool slots, bool warm);
   // Eviction before a checkpoint (KeyIndex::Evict); the freed rows are zeroed.
-  void EvictKeys();
+  // Returns the rows freed.
+  int64_t EvictKeys();
 
   // Pulls the rows of rep.unique_ids into rep.w_rows / rep.v_rows.
   Status PullRows(Replica& rep);

@@ -76,7 +76,7 @@ Status Trainer::Impl::TranslateKeys(data::Batch& b, bool train, int64_t step) {
   return Status::OK();
 }
 
-void Trainer::Impl::EvictKeys() {
+int64_t Trainer::Impl::EvictKeys() {
   const int32_t K = v_table->dim();
   const std::vector<int64_t> freed = keys->Evict(pos.global_step, [this, K](int64_t row) {
     const float* v = v_table->data() + row * K;
@@ -91,6 +91,7 @@ void Trainer::Impl::EvictKeys() {
   if (!freed.empty())
     Log("ctrain: keyed table at step " + std::to_string(pos.global_step) + ": evicted " +
         std::to_string(freed.size()) + " rows; " + keys->counters().Summary());
+  return static_cast<int64_t>(freed.size());
 }
 
 void Trainer::Impl::AddKeyedTensors(CheckpointTensors* t, bool delta) {

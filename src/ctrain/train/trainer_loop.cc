@@ -185,7 +185,18 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
                     secs > 0 ? prog.examples / secs : 0.0);
     Log(buf);
     if (keys != nullptr) {  // the epoch end's eviction, before its evaluation (as at every scheduled checkpoint)
-      EvictKeys();
+      const int64_t freed = EvictKeys();
+      if (freed > 0 && eval_step == pos.global_step && valid != nullptr) {
+        // This step was evaluated before the eviction (a stream learns of its end one read later; mpirun's
+        // plateau evaluates where the ranks meet): the decisions taken on that evaluation stand, and the
+        // reported metrics are measured again on the model the checkpoint holds.
+        CTRAIN_ASSIGN_OR_RETURN(result->eval, Evaluate(*valid));
+        char line[256];
+        std::snprintf(line, sizeof line, "epoch end step %lld, after evicting %lld rows: valid auc %.5f logloss %.5f",
+                      static_cast<long long>(pos.global_step), static_cast<long long>(freed), result->eval.auc,
+                      result->eval.logloss);
+        Log(line);
+      }
       result->keyed_table_epochs.push_back({finished_epoch, keys->counters()});
       Log("ctrain: keyed table after epoch " + std::to_string(finished_epoch) + ": " +
           result->keyed_table_epochs.back().counters.Summary());
