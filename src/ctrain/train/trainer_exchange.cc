@@ -123,18 +123,22 @@ Status Trainer::Impl::BroadcastKeyed() {
     nlohmann::json head = {{"keyed_table", keys->counters().ToJson()},
                            {"seed", key_init_seed},
                            {"tensors", nlohmann::json::array()}};
-    std::string body;
+    size_t body = 0;
     for (const TensorRef& r : t.i64) {
       head["tensors"].push_back({{"name", r.name}, {"dtype", static_cast<int>(r.dtype)}, {"shape", r.shape}});
-      CTRAIN_RETURN_IF_ERROR(ForEachTensorChunk(r, [&](std::string_view c) {
-        body.append(c);
-        return Status::OK();
-      }));
+      size_t n = DTypeSize(r.dtype);
+      for (int64_t d : r.shape) n *= static_cast<size_t>(d);
+      body += n;
     }
     const std::string h = head.dump();
     const uint64_t hn = h.size();
-    bytes.reserve(sizeof hn + h.size() + body.size());
-    bytes.append(reinterpret_cast<const char*>(&hn), sizeof hn).append(h).append(body);
+    bytes.reserve(sizeof hn + h.size() + body);  // one buffer: the tensors' bytes go straight in
+    bytes.append(reinterpret_cast<const char*>(&hn), sizeof hn).append(h);
+    for (const TensorRef& r : t.i64)
+      CTRAIN_RETURN_IF_ERROR(ForEachTensorChunk(r, [&](std::string_view c) {
+        bytes.append(c);
+        return Status::OK();
+      }));
   }
   uint64_t len = bytes.size();
   CTRAIN_RETURN_IF_ERROR(exch->Broadcast(std::as_writable_bytes(std::span<uint64_t>(&len, 1)), "the keyed table's size"));
@@ -153,7 +157,7 @@ Status Trainer::Impl::BroadcastKeyed() {
   Checkpoint ck;
   ck.path = "rank 0's keyed table";
   ck.step = pos.global_step;
-  ck.meta["keyed_table"] = head["keyed_table"];
+  ck.meta["keyed_table"] = head.value("keyed_table", nlohmann::json::object());
   size_t at = sizeof hn + hn;
   for (const auto& d : head["tensors"]) {
     NamedTensor x;
