@@ -178,9 +178,8 @@ Status Trainer::Impl::BroadcastKeyed() {
 Status Trainer::Impl::TranslateAcrossRanks(std::span<data::Batch* const> batches, int64_t step) {
   step_keys.clear();
   for (const data::Batch* b : batches) {
-    if (b->multi_hot() || b->variable_length())  // the same data definition on every rank: every rank stops here
-      return InvalidArgumentError("--embedding-table keyed: this batch is multi-hot or variable-length (a feature "
-                                  "spec's multi-hot fields); keyed tables take one id per field so far");
+    // The same data definition on every rank: every rank stops here alike.
+    CTRAIN_RETURN_IF_ERROR(CheckKeyedBatch(*b));
     step_keys.insert(step_keys.end(), b->ids.begin(), b->ids.end());
   }
   CTRAIN_RETURN_IF_ERROR(exch->AllgatherRows(step_keys, {}, 0, &gathered_ids, &gathered_rows, &gathered_counts,

@@ -183,6 +183,9 @@ struct Trainer::Impl {
   // Replaces a batch's keys by their rows (train: admitting; else lookups only).
   // Errors: InvalidArgument for a multi-hot or variable-length batch.
   Status TranslateKeys(data::Batch& b, bool train, int64_t step);
+  // The batch check TranslateKeys and TranslateAcrossRanks share: InvalidArgument for a multi-hot or
+  // variable-length batch (keyed tables take one id per field).
+  static Status CheckKeyedBatch(const data::Batch& b);
   // Checkpoint tensors of the keyed tables (gathered into keyed_save; see docs/checkpoint.md#keyed-tables);
   // delta: an incremental checkpoint's (the changed rows and the evicted keys since the last full one).
   void AddKeyedTensors(CheckpointTensors* t, bool delta = false);

@@ -68,10 +68,15 @@ Status Trainer::Impl::InitKeyedTables(optim::OptimizerConfig cfg, const LocalTab
   return Status::OK();
 }
 
-Status Trainer::Impl::TranslateKeys(data::Batch& b, bool train, int64_t step) {
+Status Trainer::Impl::CheckKeyedBatch(const data::Batch& b) {
   if (b.multi_hot() || b.variable_length())
     return InvalidArgumentError("--embedding-table keyed: this batch is multi-hot or variable-length (a feature "
                                 "spec's multi-hot fields); keyed tables take one id per field so far");
+  return Status::OK();
+}
+
+Status Trainer::Impl::TranslateKeys(data::Batch& b, bool train, int64_t step) {
+  CTRAIN_RETURN_IF_ERROR(CheckKeyedBatch(b));
   keys->Translate(b.ids, b.field_size, keyed_first_field(), train, step);
   return Status::OK();
 }
