@@ -104,8 +104,7 @@ TEST_P(PsCheckpointRemapTest, EveryIdKeepsItsValuesAndSlotsAndTrainingContinuesA
   const std::string name = std::to_string(ch.from_shards) + ch.from_partitioner + "_" +
                            std::to_string(ch.to_shards) + ch.to_partitioner + "_" + ch.optimizer;
   const std::string dir = ctrain::testing::TestTempDir("ps_checkpoint_remap", name);
-  const std::string old_copy = dir + "_old";
-  std::filesystem::remove_all(old_copy);
+  const std::string old_copy = ctrain::testing::TestTempDir("ps_checkpoint_remap", name + "_old", /*create=*/false);
   const proto::ModelSpec spec = Spec(SmallModel(kRows, 4), ch.optimizer);
   int64_t step = 0;
   {
