@@ -25,6 +25,8 @@
 
 #include <nanobind/nanobind.h>
 
+#include "ctrain/base/signals.h"
+
 namespace ctrain::python {
 
 class CallThread {
@@ -95,6 +97,9 @@ class CallThread {
 
  private:
   void Loop() {
+    // Python's handlers run on its main thread; a signal that landed here, inside a GEMM kernel, would write
+    // its frame into the heap (base/signals.h).
+    BlockAsyncSignalsOnThisThread();
     std::unique_lock<std::mutex> l(mu_);
     for (;;) {
       cv_.wait(l, [this] { return quit_ || task_ != nullptr; });

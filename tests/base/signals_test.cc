@@ -4,14 +4,17 @@
 #include "ctrain/base/signals.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace ctrain {
@@ -30,6 +33,16 @@ bool Exists(const std::string& p) {
 void Touch(const std::string& p) {
   FILE* f = std::fopen(p.c_str(), "w");
   if (f != nullptr) std::fclose(f);
+}
+
+// Sends `sig` to this process, as `kill`, `timeout` and a launcher do (InstallInterruptHandlers' signal
+// thread takes it, not this one), and waits up to 5 s for it to act: the process dies, or the interrupt is
+// recorded as pending.
+void Send(int sig) {
+  ::kill(::getpid(), sig);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (PendingInterrupt() != sig && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 // Runs `body` in a forked child with default signal dispositions; returns its wait status.
@@ -56,7 +69,10 @@ TEST(Signals, EachInterruptRemovesRegisteredTempFilesAndKeepsItsExitStatus) {
     const int status = InChild([&] {
       InstallInterruptHandlers();
       RegisterTempFile(tmp);
-      ::raise(sig);
+      if (sig == SIGPIPE)
+        ::raise(sig);  // a write(2) to a closed pipe signals the writing thread
+      else
+        Send(sig);
       ::_exit(3);  // not reached
     });
     ASSERT_TRUE(WIFSIGNALED(status)) << status;
@@ -74,7 +90,7 @@ TEST(Signals, UnregisteredFilesSurvive) {
     InstallInterruptHandlers();
     const int slot = RegisterTempFile(done);
     UnregisterTempFile(slot);  // e.g. after the rename
-    ::raise(SIGTERM);
+    Send(SIGTERM);
   });
   ASSERT_TRUE(WIFSIGNALED(status));
   EXPECT_EQ(WTERMSIG(status), SIGTERM);
@@ -89,11 +105,11 @@ TEST(Signals, DeferralRecordsTheFirstSignalAndTheSecondExitsAtOnce) {
     InstallInterruptHandlers();
     InterruptDeferral defer;
     RegisterTempFile(tmp);
-    ::raise(SIGTERM);
+    Send(SIGTERM);
     // Still alive: the signal is pending for the trainer to act on.
     if (PendingInterrupt() != SIGTERM || *PendingInterruptFlag() != SIGTERM) ::_exit(4);
     if (!Exists(tmp)) ::_exit(5);
-    ::raise(SIGINT);  // a second signal (e.g. while the checkpoint is written)
+    Send(SIGINT);  // a second signal (e.g. while the checkpoint is written)
     ::_exit(6);       // not reached
   });
   ASSERT_TRUE(WIFSIGNALED(status)) << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -105,7 +121,7 @@ TEST(Signals, SigpipeDuringADeferredStopIsIgnored) {
   const int status = InChild([&] {
     InstallInterruptHandlers();
     InterruptDeferral defer;
-    ::raise(SIGINT);
+    Send(SIGINT);
     ::raise(SIGPIPE);  // e.g. `| tee` ended by the same Ctrl-C
     ::_exit(PendingInterrupt() == SIGINT ? 9 : 8);
   });
@@ -123,7 +139,7 @@ TEST(Signals, DeferralSaysWhatThisProcessDoes) {
     InstallInterruptHandlers();
     InterruptDeferral outer("stopping the data-service worker");
     { InterruptDeferral inner("finishing the output files"); }
-    ::raise(SIGTERM);
+    Send(SIGTERM);
     ::_exit(PendingInterrupt() == SIGTERM ? 9 : 8);
   });
   ASSERT_TRUE(WIFEXITED(status)) << status;
@@ -145,7 +161,7 @@ TEST(Signals, DeferralByDefaultSaysTheTrainerStopsAfterTheCurrentStep) {
     if (f == nullptr) ::_exit(7);
     InstallInterruptHandlers();
     InterruptDeferral defer;
-    ::raise(SIGINT);
+    Send(SIGINT);
     ::_exit(0);
   });
   ASSERT_TRUE(WIFEXITED(status)) << status;
@@ -179,13 +195,46 @@ TEST(Signals, IgnoredSignalsStayIgnored) {
     ::signal(SIGHUP, SIG_IGN);  // nohup
     InstallInterruptHandlers();
     RegisterTempFile(tmp);
-    ::raise(SIGHUP);
+    ::kill(::getpid(), SIGHUP);  // discarded at once: ignored
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ::_exit(7);
   });
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 7);
   EXPECT_TRUE(Exists(tmp));
   ::unlink(tmp.c_str());
+}
+
+// The interrupts never run a handler on the threads that compute: oneDNN's GEMM kernels may point rsp
+// at the heap (uxlfoundation/oneDNN#4845), where a handler's frame would land. The thread that installs
+// the handlers, and every thread started after, block SIGINT, SIGTERM and SIGHUP; SIGPIPE (sent to the
+// thread whose write failed) is not blocked.
+TEST(Signals, InterruptsAreBlockedOnTheInstallingThreadAndTheThreadsItStarts) {
+  auto routed = [](const sigset_t& m) {
+    return sigismember(&m, SIGINT) == 1 && sigismember(&m, SIGTERM) == 1 && sigismember(&m, SIGHUP) == 1 &&
+           sigismember(&m, SIGPIPE) == 0;
+  };
+  const int status = InChild([&] {
+    sigset_t before;
+    ::pthread_sigmask(SIG_BLOCK, nullptr, &before);
+    if (sigismember(&before, SIGTERM) != 0) ::_exit(2);
+    InstallInterruptHandlers();
+    sigset_t self, later;
+    ::pthread_sigmask(SIG_BLOCK, nullptr, &self);
+    std::thread([&] { ::pthread_sigmask(SIG_BLOCK, nullptr, &later); }).join();
+    if (!routed(self)) ::_exit(3);
+    if (!routed(later)) ::_exit(4);
+    // ... and a deferred SIGTERM is still recorded while this thread never enters a system call.
+    InterruptDeferral defer;
+    ::kill(::getpid(), SIGTERM);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (PendingInterrupt() == 0 && std::chrono::steady_clock::now() < end) {
+    }
+    ::_exit(PendingInterrupt() == SIGTERM ? 9 : 5);
+  });
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 9) << "2: blocked before; 3: not blocked on the installing thread; 4: not blocked "
+                                       "on a later thread; 5: the deferred SIGTERM was not recorded";
 }
 
 TEST(Signals, RegistryIsBounded) {

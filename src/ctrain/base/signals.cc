@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 namespace ctrain {
 namespace {
@@ -50,7 +51,10 @@ void UnlinkTempFiles() {
   ::_exit(128 + signo);
 }
 
-void Handler(int signo) {
+// What an interrupt does: record it (deferred), or unlink and die. Runs on the
+// signal thread (SignalLoop), or as the handler of a thread that does not block
+// the signal (one started before InstallInterruptHandlers, SIGPIPE): async-signal-safe.
+void OnSignal(int signo) {
   const int saved_errno = errno;
   // Stopping after a deferred interrupt: a closed stderr pipe (`ctrain train 2>&1 | tee log`,
   // Ctrl-C ends tee too) must not cut the checkpoint short; the write just fails with EPIPE.
@@ -74,11 +78,23 @@ void Handler(int signo) {
   Die(signo);
 }
 
+void Handler(int signo) { OnSignal(signo); }
+
+// The signal thread: takes the routed interrupts (blocked in every other thread) one at a time.
+void SignalLoop(sigset_t routed) {
+  for (;;) {
+    int signo = 0;
+    if (::sigwait(&routed, &signo) == 0) OnSignal(signo);
+  }
+}
+
 }  // namespace
 
 void InstallInterruptHandlers() {
   static std::once_flag once;
   std::call_once(once, [] {
+    sigset_t routed;
+    sigemptyset(&routed);
     for (int signo : kSignals) {
       struct sigaction old;
       if (::sigaction(signo, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // nohup, `cmd &`
@@ -89,8 +105,23 @@ void InstallInterruptHandlers() {
       for (int s : kSignals) sigaddset(&sa.sa_mask, s);  // one handler at a time
       sa.sa_flags = SA_RESTART;
       ::sigaction(signo, &sa, nullptr);
+      // SIGPIPE comes from a write(2) on the thread that wrote, never from inside a kernel: it stays a handler.
+      if (signo != SIGPIPE) sigaddset(&routed, signo);
     }
+    // The interrupts go to a thread of their own: a handler must never run on a thread inside oneDNN's
+    // GEMM kernels, which may point rsp at a heap workspace (uxlfoundation/oneDNN#4845, fixed in 3.11.1;
+    // Debian ships 2.x), where the kernel would write the handler's frame. Threads inherit the mask, so
+    // blocking them here, before the program starts any, keeps them off every later thread.
+    ::pthread_sigmask(SIG_BLOCK, &routed, nullptr);
+    std::thread(SignalLoop, routed).detach();
   });
+}
+
+void BlockAsyncSignalsOnThisThread() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD, SIGWINCH}) sigaddset(&set, s);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 int RegisterTempFile(std::string_view path) {

@@ -16,11 +16,27 @@
 // A signal that was ignored when the process started (nohup, `cmd &` in a
 // non-interactive shell) stays ignored.
 //
-// The handler is async-signal-safe: it reads a fixed-size table of fixed-size
-// paths and calls only unlink(2), write(2), sigaction(2), pthread_sigmask(3)
-// and raise(3); it allocates nothing and takes no lock. The table holds
-// kMaxTempFiles paths of up to kMaxTempPath - 1 bytes; a file that does not
-// fit is simply not covered (RegisterTempFile returns -1).
+// SIGINT, SIGTERM and SIGHUP are taken by a thread of their own (sigwait):
+// InstallInterruptHandlers() blocks them in the calling thread, so that every
+// thread started after it (OpenMP teams, the input pipeline, gRPC) inherits the
+// block, and none of them ever runs a handler. That matters: oneDNN's GEMM
+// kernels may point rsp at a heap workspace while they run
+// (uxlfoundation/oneDNN#4845, fixed in oneDNN 3.11.1; Debian ships 2.x), and
+// a handler on such a thread has its frame written into the heap. A signal sent
+// to the process (`kill`, `timeout`, a launcher, Ctrl-C) reaches the signal
+// thread; one sent to a thread that blocks it (raise(3), pthread_kill(3)) stays
+// pending there. SIGPIPE stays a handler: it is sent to the thread whose write
+// failed, which is in a system call, not in a kernel. So call it first thing,
+// before the program starts threads: a thread started earlier keeps the signals
+// unblocked and takes them with the same (handler) logic. A child that the
+// program forks and executes inherits the block: reset the mask before exec
+// (launch/supervisor.cc does).
+//
+// The handler logic is async-signal-safe: it reads a fixed-size table of
+// fixed-size paths and calls only unlink(2), write(2), sigaction(2),
+// pthread_sigmask(3) and raise(3); it allocates nothing and takes no lock. The
+// table holds kMaxTempFiles paths of up to kMaxTempPath - 1 bytes; a file that
+// does not fit is simply not covered (RegisterTempFile returns -1).
 //
 // Without InstallInterruptHandlers() (a library user) the registry is kept but
 // nothing reacts to signals.
@@ -36,8 +52,16 @@ namespace ctrain {
 inline constexpr int kMaxTempFiles = 64;
 inline constexpr int kMaxTempPath = 4096;
 
-// Installs the handlers for SIGINT, SIGTERM, SIGHUP and SIGPIPE. Idempotent.
+// Installs the handlers for SIGINT, SIGTERM, SIGHUP and SIGPIPE and starts the
+// signal thread (see above). Idempotent.
 void InstallInterruptHandlers();
+
+// Blocks, on the calling thread and the threads it starts from now on, the
+// signals an embedder may handle asynchronously: SIGINT, SIGTERM, SIGHUP,
+// SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGCHLD and SIGWINCH. For a thread that
+// runs kernels while another takes the signals (the Python package's call
+// thread: Python runs its handlers on its main thread), for the reason above.
+void BlockAsyncSignalsOnThisThread();
 
 // Records `path` as an in-progress temporary file that an interrupt must
 // unlink. Returns the slot to pass to UnregisterTempFile, or -1 when the table

@@ -1,5 +1,9 @@
 #include "ctrain/report/report.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +22,51 @@
 namespace ctrain::report {
 namespace fs = std::filesystem;
 namespace {
+
+// Runs `gnuplot script` and returns its wait status and its stdout and stderr together. The child starts
+// with an empty signal mask and default dispositions: this process blocks its interrupts on every thread
+// (base/signals.h), and a popen(3) child would inherit that.
+StatusOr<std::pair<int, std::string>> RunGnuplot(const std::string& gnuplot, const std::string& script) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoError(script, "pipe", errno);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::string g = gnuplot, sc = script;
+  char* argv[] = {g.data(), sc.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, gnuplot.c_str(), &fa, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(fds[1]);
+  if (rc != 0) {
+    ::close(fds[0]);
+    return ErrnoError(gnuplot, "cannot run gnuplot", rc);
+  }
+  std::string out;
+  char buf[512];
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+    if (n == 0 || (n < 0 && errno != EINTR)) break;
+  }
+  ::close(fds[0]);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return std::make_pair(st, out);
+}
+
 
 std::string Fmt(const char* f, double v) {
   char b[64];
@@ -345,13 +394,8 @@ StatusOr<std::vector<std::string>> WriteCharts(const RunData& run, const std::st
   }
   for (const std::string& png : pngs) {
     const std::string gp = png.substr(0, png.size() - 4) + ".gp";
-    const std::string cmd = "'" + gnuplot + "' '" + gp + "' 2>&1";
-    FILE* p = ::popen(cmd.c_str(), "r");
-    if (p == nullptr) return InternalError(gp + ": cannot run gnuplot");
-    std::string out;
-    char buf[512];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    const int st = ::pclose(p);
+    CTRAIN_ASSIGN_OR_RETURN(auto run, RunGnuplot(gnuplot, gp));
+    const auto& [st, out] = run;
     if (st != 0 || !fs::exists(png)) return InternalError(gp + ": gnuplot failed: " + out);
   }
   return pngs;
