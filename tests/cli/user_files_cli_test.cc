@@ -100,6 +100,29 @@ TEST_F(UserFilesCli, CriteoPadMissingTrailingInEveryCommand) {
   }
 }
 
+// An option of one format on another is refused, naming the file and the format, in every command and
+// reading mode (memory readers, the stream pipeline, byte-range splits, convert), never silently ignored.
+TEST_F(UserFilesCli, FormatOptionsOnAnotherFormatAreRefusedByName) {
+  std::string libsvm;
+  for (int r = 0; r < 40; ++r) libsvm += std::to_string(r % 2) + " 1:1 " + std::to_string(2 + r % 5) + ":1\n";
+  Write("a.libsvm", libsvm);
+  const std::string want = P("a.libsvm") + ": --criteo-pad-missing-trailing reads Criteo TSV/CSV rows whose trailing "
+                           "empty cells were stripped, but this input is libsvm";
+  const std::string train = "train --criteo-pad-missing-trailing --train " + P("a.libsvm") +
+                            " --field-size 2 --feature-size 10 --progress none --batch-size 8 --input-mode ";
+  for (const std::string& cmd : {train + "memory", train + "stream", train + "stream --num-shards 2 --shard-index 1",
+                                 "convert --criteo-pad-missing-trailing -i " + P("a.libsvm") + " -o " + P("o.libsvm"),
+                                 "inspect --criteo-pad-missing-trailing " + P("a.libsvm")}) {
+    SCOPED_TRACE(cmd);
+    RunResult r = RunCtrain(cmd);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_NE(r.out.find(want), std::string::npos) << r.out;
+  }
+  // The same file with its own format's options trains.
+  EXPECT_EQ(RunCtrain("train --train " + P("a.libsvm") + " --field-size 2 --feature-size 10 --progress none "
+                      "--batch-size 8 --input-mode stream").exit_code, 0);
+}
+
 // The same through the data service: the dataset definition carries the flag to the workers, which pad and
 // count; the trainer's metrics add up their splits' counts. Without the flag the workers refuse the short
 // row, naming file, line and the flag.

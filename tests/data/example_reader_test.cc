@@ -9,6 +9,7 @@
 
 #include "ctrain/io/compression.h"
 #include "ctrain/io/file.h"
+#include "ctrain/data/raw_record_reader.h"
 
 namespace ctrain::data {
 namespace {
@@ -132,6 +133,39 @@ TEST(ExampleReader, LocationNamesTheLastRecord) {
   EXPECT_EQ(id, -1);  // a TFRecord keeps the sign; the LibSVM writer refuses it
   EXPECT_EQ((*r)->Location(), CasePath("B37/neg_id.tfr") + ": record 1 at offset 71");
   EXPECT_FALSE((*r)->empty_input());
+}
+
+// A format's own option on another format is refused once the format is known, by the memory reader and
+// the pipeline's record reader alike, naming the file and the format found.
+TEST(CheckOptionsForFormat, EachFormatOptionOnlyOnItsFormat) {
+  ExampleReaderOptions pad;
+  pad.criteo_pad_missing_trailing = true;
+  EXPECT_TRUE(CheckOptionsForFormat("a.tsv", RecordFormat::kCriteoTsv, pad).ok());
+  EXPECT_TRUE(CheckOptionsForFormat("a.csv", RecordFormat::kCriteoCsv, pad).ok());
+  for (RecordFormat f : {RecordFormat::kLibSvm, RecordFormat::kTFRecord, RecordFormat::kLibFfm}) {
+    Status s = CheckOptionsForFormat("a", f, pad);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message().rfind("a: --criteo-pad-missing-trailing reads Criteo TSV/CSV rows", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find("but this input is " + std::string(RecordFormatName(f))), std::string::npos);
+  }
+  ExampleReaderOptions no_label;
+  no_label.labels = io::LabelMode::kAbsent;
+  EXPECT_TRUE(CheckOptionsForFormat("a", RecordFormat::kLibSvm, no_label).ok());
+  EXPECT_EQ(CheckOptionsForFormat("a.tfr", RecordFormat::kTFRecord, no_label).message().rfind("a.tfr: --no-label", 0),
+            0u);
+  EXPECT_EQ(CheckOptionsForFormat("a.ffm", RecordFormat::kLibFfm, {}).message(), LibFfmNeedsSpecMessage("a.ffm"));
+  EXPECT_TRUE(CheckOptionsForFormat("a", RecordFormat::kLibSvm, {}).ok());
+
+  const std::string path = std::string(::testing::TempDir()) + "/check_options_for_format.libsvm";
+  ASSERT_TRUE(io::WriteStringToFileAtomic(path, "1 1:1 2:1\n0 1:1 3:1\n").ok());
+  pad.field_size = 2;
+  auto memory = OpenExampleReader(path, pad);
+  ASSERT_FALSE(memory.ok());
+  EXPECT_NE(memory.status().message().find(path + ": --criteo-pad-missing-trailing"), std::string::npos);
+  auto raw = RawRecordReader::Open(path, pad);
+  ASSERT_FALSE(raw.ok());
+  EXPECT_NE(raw.status().message().find("but this input is libsvm"), std::string::npos) << raw.status().ToString();
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -349,6 +349,11 @@ StatusOr<json> InspectOne(const std::string& path, const InspectFlags& fl) {
     out["records"] = 0;
     return out;
   }
+  if (fl.criteo_pad_missing_trailing) {  // a Criteo option: refused on another format, naming it
+    data::ExampleReaderOptions ro;
+    ro.criteo_pad_missing_trailing = true;
+    CTRAIN_RETURN_IF_ERROR(data::CheckOptionsForFormat(path, in.format, ro));
+  }
   switch (in.format) {
     case data::RecordFormat::kTFRecord: return InspectTFRecord(std::move(in.stream), std::move(out));
     case data::RecordFormat::kLibSvm: return InspectLibSvm(std::move(in.stream), fl.id_base, mlb, std::move(out));

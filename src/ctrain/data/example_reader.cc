@@ -363,6 +363,20 @@ Status IdRangeError(int32_t f, int32_t field_size, int64_t id, int64_t id_limit,
   return InvalidArgumentError(m);
 }
 
+Status CheckOptionsForFormat(const std::string& name, RecordFormat format, const ExampleReaderOptions& options) {
+  if (options.criteo_pad_missing_trailing && format != RecordFormat::kCriteoTsv &&
+      format != RecordFormat::kCriteoCsv)
+    return InvalidArgumentError(name + ": --criteo-pad-missing-trailing reads Criteo TSV/CSV rows whose trailing "
+                                "empty cells were stripped, but this input is " +
+                                std::string(RecordFormatName(format)) +
+                                " (drop the flag, or pass --format criteo-tsv / criteo-csv if it is Criteo text)");
+  if (format == RecordFormat::kLibFfm) return InvalidArgumentError(LibFfmNeedsSpecMessage(name));
+  if (format == RecordFormat::kTFRecord && options.labels == io::LabelMode::kAbsent)
+    return InvalidArgumentError(name + ": --no-label reads LibSVM and Criteo text without the label column; a "
+                                "TFRecord example is read with its '" + options.schema.label_key + "' feature");
+  return Status::OK();
+}
+
 std::string LibFfmNeedsSpecMessage(const std::string& name) {
   return name + ": libFFM (field:feature:value) is read through a feature spec, each libFFM field a multi-hot field: "
                 "`ctrain inspect " + name + " --suggest-spec spec.json`, then pass --feature-spec spec.json to "
@@ -522,6 +536,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenExampleReader(const std::string& pa
 namespace {
 StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, const ExampleReaderOptions& options,
                                                      SniffedStream o) {
+  CTRAIN_RETURN_IF_ERROR(CheckOptionsForFormat(path, o.format, options));
   switch (o.format) {
     case RecordFormat::kLibSvm: {
       io::LibSvmOptions lo;
@@ -534,9 +549,6 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
                                                                      IdRange::Of(options, options.id_base)));
     }
     case RecordFormat::kTFRecord: {
-      if (options.labels == io::LabelMode::kAbsent)
-        return InvalidArgumentError(path + ": --no-label reads LibSVM and Criteo text without the label column; a "
-                                    "TFRecord example is read with its '" + options.schema.label_key + "' feature");
       io::TFRecordReaderOptions to;
       to.compression = io::Compression::kNone;  // the stream is already decompressed
       to.skip_corrupt_records = options.skip_corrupt_records;
@@ -563,8 +575,7 @@ StatusOr<std::unique_ptr<ExampleReader>> OpenSniffed(const std::string& path, co
       CTRAIN_ASSIGN_OR_RETURN(auto r, io::CriteoReader::Open(std::move(o.stream), co));
       return std::unique_ptr<ExampleReader>(new CriteoExampleReader(std::move(r), o.compression, o.format, options));
     }
-    case RecordFormat::kLibFfm:
-      return InvalidArgumentError(LibFfmNeedsSpecMessage(path));
+    case RecordFormat::kLibFfm:  // refused above
     case RecordFormat::kAuto: break;
   }
   return InternalError("unreachable format");

@@ -86,6 +86,13 @@ struct ExampleReaderOptions {
   bool criteo_pad_missing_trailing = false;
 };
 
+// The options that apply to some formats only, checked once a file's format is
+// known (memory readers, the pipeline's record readers, byte-range splits):
+// InvalidArgument, starting "<name>: ", for libFFM without a feature spec
+// (LibFfmNeedsSpecMessage), --no-label on TFRecord (its label is a feature of
+// the example), and --criteo-pad-missing-trailing on anything but Criteo text.
+Status CheckOptionsForFormat(const std::string& name, RecordFormat format, const ExampleReaderOptions& options);
+
 // The error of the id-range rule (IdRange below) for field f (0-based) of
 // `field_size` holding `id`. `where` is the location prefix ("file:line" or
 // "file: record i at offset o"). The hint names the likely cause: an id one

@@ -139,6 +139,7 @@ StatusOr<std::unique_ptr<RawRecordReader>> OpenRange(const std::string& path, co
   StatusOr<SniffResult> sniffed = SniffFile(path, options.compression, options.format);
   if (!sniffed.ok() || sniffed->compression != io::Compression::kNone) return none;  // errors: as the whole file
   const RecordFormat fmt = sniffed->format;
+  CTRAIN_RETURN_IF_ERROR(CheckOptionsForFormat(path, fmt, options));
   const bool tfrecord = fmt == RecordFormat::kTFRecord && !options.skip_corrupt_records;
   if (!tfrecord && !IsText(fmt)) return none;
   const auto [begin, end] = SplitByteRange(static_cast<uint64_t>(size), range.index, range.count);
@@ -180,8 +181,7 @@ StatusOr<std::unique_ptr<RawRecordReader>> RawRecordReader::Open(const std::stri
   auto stream = std::move(sniffed.stream);
   const io::Compression detected = sniffed.compression;
   const RecordFormat fmt = sniffed.format;
-  if (fmt == RecordFormat::kLibFfm)
-    return InvalidArgumentError(LibFfmNeedsSpecMessage(stream->name()));
+  CTRAIN_RETURN_IF_ERROR(CheckOptionsForFormat(stream->name(), fmt, options));
   if (fmt == RecordFormat::kTFRecord) {
     io::TFRecordReaderOptions to;
     to.compression = io::Compression::kNone;  // already decompressed
