@@ -84,9 +84,10 @@ TEST_F(OovCliTest, BucketReadsEachFieldsOwnRowCountedInMemoryAndStreamAndInPredi
     const nlohmann::json m = nlohmann::json::parse(Slurp(dir + ".json"), nullptr, false);
     // One pass of the training data: memory mode's load, stream mode's last epoch (pipeline.oov_ids).
     EXPECT_EQ(m.value("oov_ids", int64_t{-1}), train_oov) << m.dump();
-    if (mode == "memory")
+    if (mode == "memory") {
       EXPECT_NE(r.out.find(std::to_string(train_oov) + " ids out of vocabulary (read as their field's OOV row)"),
                 std::string::npos) << r.out;
+    }
     const std::string ckpt = Checkpoints(dir);  // the vocabulary, then one row per field
     EXPECT_NE(ckpt.find("\"feature_size\":" + std::to_string(kVocab + 4) + ","), std::string::npos);
     EXPECT_NE(ckpt.find("\"oov_buckets\":true"), std::string::npos);

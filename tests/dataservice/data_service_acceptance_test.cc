@@ -175,7 +175,7 @@ TEST_F(DataServiceAcceptanceTest, TrainingThroughOneWorkerIsBitIdenticalToLocalT
                              "--intra-op-parallelism-threads 1 --progress none ";
   RunResult local = RunCtrainBounded(common + "--model-dir '" + dir_ + "/local'", 300);
   ASSERT_EQ(local.exit_code, 0) << local.out;
-  for (const std::string& mode : {"--processing-mode parallel_epochs", "--num-splits 1"}) {
+  for (const std::string mode : {"--processing-mode parallel_epochs", "--num-splits 1"}) {
     const std::string m = dir_ + "/remote" + std::to_string(mode.size());
     RunResult remote = RunCtrainBounded(common + "--model-dir '" + m + "' --data-service " + c.address() + " " + mode, 300);
     ASSERT_EQ(remote.exit_code, 0) << remote.out << c.Logs();

@@ -515,7 +515,9 @@ std::vector<int64_t> CheckFrames(const std::vector<proto::BatchFrame>& frames, i
   EXPECT_EQ(end.split_batches(), kBatches);
   EXPECT_EQ(end.split_examples(), kRecords);
   EXPECT_TRUE(end.payload().empty());
-  if (first == 0) EXPECT_EQ(examples, kRecords);
+  if (first == 0) {
+    EXPECT_EQ(examples, kRecords);
+  }
   EXPECT_FALSE(end.inputs().empty());
   if (!end.inputs().empty()) {
     EXPECT_EQ(end.inputs(0).format(), "libsvm");

@@ -67,9 +67,10 @@ TEST(BarsExamples, EveryFileIsAValidConfigWithTheBenchmarksRecipe) {
       for (auto it = values.begin(); it != values.end(); ++it) {
         const OptionSpec* spec = FindTrainOption(it.key());
         ASSERT_NE(spec, nullptr) << it.key();
-        if (!spec->models.empty())
+        if (!spec->models.empty()) {
           EXPECT_NE(std::find(spec->models.begin(), spec->models.end(), o.model), spec->models.end())
               << spec->flag() << " is not read by --model " << o.model;
+        }
       }
     }
     const Status modes = CheckOptionModes(values, RunModes(o, false, false));

@@ -265,7 +265,9 @@ TEST_P(OptionMatrix, EveryModelTrainsInThisMode) {
     Outcome o = Run(extra, kind);
     ASSERT_TRUE(o.status.ok()) << o.status.ToString();
     EXPECT_GT(CountCheckpoints(last_dir_ + "/model"), 0);
-    if (kind != "deepfm") EXPECT_NE(o.figures, deepfm.figures) << "--model " << kind << " computed DeepFM's figures";
+    if (kind != "deepfm") {
+      EXPECT_NE(o.figures, deepfm.figures) << "--model " << kind << " computed DeepFM's figures";
+    }
     if (mode != TrainMode::kPsAsync && mode != TrainMode::kPsSync) {  // the servers hold a PS job's checkpoint
       StatusOr<model::ModelConfig> mc = train::ReadCheckpointModelConfig(last_dir_ + "/model");
       ASSERT_TRUE(mc.ok()) << mc.status().ToString();

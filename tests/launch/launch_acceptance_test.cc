@@ -212,7 +212,9 @@ TEST_F(LaunchAcceptance, ReportPrintsTablesAndVerdictsAndWritesCharts) {
                         "runb_utilization.png"}) {
     const std::string bytes = Slurp(*dir_ + "/rep/" + f);
     EXPECT_GT(bytes.size(), 100u) << f;
-    if (std::string(f).find(".png") != std::string::npos) EXPECT_EQ(bytes.substr(1, 3), "PNG") << f;
+    if (std::string(f).find(".png") != std::string::npos) {
+      EXPECT_EQ(bytes.substr(1, 3), "PNG") << f;
+    }
   }
   EXPECT_EQ(Slurp(*dir_ + "/rep/report.csv").substr(0, 19), "run,instance_group,");
 }

@@ -21,7 +21,7 @@ Contract JobContract(const std::string& job_dir, const std::string& current_host
   c.resources.hosts = {"algo-1", "algo-2"};
   c.resources.groups = {{"data", "ml.c5.xlarge", {"algo-1"}}, {"train", "ml.m5.xlarge", {"algo-2"}}};
   c.hyperparameters = {{"data_group", "data"}, {"epochs", "3"}};
-  if (current_host == "algo-1") c.channels = {{"train", InputMode::kFile, job_dir + "/data"}};  // B51: the data group's
+  if (current_host == "algo-1") c.channels = {{"train", InputMode::kFile, job_dir + "/data", {}}};  // B51: the data group's
   return c;
 }
 

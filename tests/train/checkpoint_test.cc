@@ -123,7 +123,7 @@ TEST_F(CheckpointTest, ExactBytesOfSmallFile) {
 
 TEST_F(CheckpointTest, KeepsLastN) {
   for (int64_t step : {10, 20, 30, 40, 50}) {
-    ASSERT_TRUE(SaveCheckpoint(dir_, step, Tensors(step), {{"step", step}}, CheckpointOptions{.keep_last = 3}).ok());
+    ASSERT_TRUE(SaveCheckpoint(dir_, step, Tensors(step), {{"step", step}}, CheckpointOptions{.keep_last = 3, .base = {}}).ok());
   }
   EXPECT_FALSE(fs::exists(Path("ckpt-10.bin")));
   EXPECT_FALSE(fs::exists(Path("ckpt-20.bin")));
@@ -140,7 +140,7 @@ TEST_F(CheckpointTest, KeepsLastN) {
   ASSERT_TRUE(old.ok());
   EXPECT_EQ(old->meta["step"], 30);
   // keep_last 1 prunes to one; re-saving an existing step replaces it.
-  ASSERT_TRUE(SaveCheckpoint(dir_, 50, Tensors(5), {}, CheckpointOptions{.keep_last = 1}).ok());
+  ASSERT_TRUE(SaveCheckpoint(dir_, 50, Tensors(5), {}, CheckpointOptions{.keep_last = 1, .base = {}}).ok());
   EXPECT_FALSE(fs::exists(Path("ckpt-30.bin")));
   EXPECT_FALSE(fs::exists(Path("ckpt-40.bin")));
   EXPECT_EQ(LoadLatestCheckpoint(dir_)->Find("embedding")->f32[0], 5.0f);
@@ -297,7 +297,7 @@ TEST_F(CheckpointTest, InvalidSaves) {
   s = SaveCheckpoint(dir_, 1, short_data, {});
   EXPECT_EQ(s.message(), "checkpoint: tensor 0 'a': shape [3] needs 3 elements, has 1");
   EXPECT_EQ(SaveCheckpoint(dir_, -1, Tensors(1), {}).code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(SaveCheckpoint(dir_, 1, Tensors(1), {}, CheckpointOptions{.keep_last = 0}).code(),
+  EXPECT_EQ(SaveCheckpoint(dir_, 1, Tensors(1), {}, CheckpointOptions{.keep_last = 0, .base = {}}).code(),
             StatusCode::kInvalidArgument);
   EXPECT_FALSE(fs::exists(Path("checkpoint")));
 }

@@ -18,7 +18,7 @@ namespace ctrain::exporter {
 
 Status WriteDlrmHead(GraphBuilder& b, const ExportedModel& m, std::vector<std::string>* terms) {
   const model::ModelConfig& c = m.config;
-  const int64_t F = c.field_size, K = c.embedding_size, N = c.num_dense_fields;
+  const int64_t F = c.field_size, N = c.num_dense_fields;
   const int64_t T = F - N + (N > 0 ? 1 : 0);
   const std::string axis1 = "axes_1";  // written by ExportOnnx
   std::string x;                       // the bottom output [batch, K]
