@@ -263,6 +263,61 @@ TEST(PsRpcTest, AServerRestartedWithoutACheckpointIsInitialisedAgain) {
   EXPECT_NE(all.find("restarted without a checkpoint: initialising it again"), std::string::npos) << all;
 }
 
+// A shard that comes back from its checkpoint has lost the updates after it: the worker counts them and says
+// so (issue #21 item 7), whether it learns of the restart from a Pull or from a Push.
+TEST(PsRpcTest, UpdatesLostToARestartFromTheCheckpointAreCountedAndSaid) {
+  const std::string dir = ctrain::testing::TestTempDir("ps_rpc", "lost_updates");
+  const model::DeepFMConfig m = SmallModel(50, 4);
+  std::vector<int64_t> ids = {2, 7};
+  std::vector<float> w(2), v(8), gw = {1, 1}, gv(8, 1.0f);
+  std::vector<std::string> lines;
+  ClientOptions co;
+  co.max_wait = std::chrono::milliseconds(5000);
+  co.log = [&](const std::string& l) { lines.push_back(l); };
+  std::unique_ptr<PsClient> c;
+  ServerOptions o;
+  o.shard.model_dir = dir;
+  o.shard.log = [](const std::string&) {};
+  {
+    StatusOr<std::unique_ptr<ParameterServer>> server = ParameterServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    co.addresses = {(*server)->address()};
+    o.server.port = std::stoi(co.addresses[0].substr(co.addresses[0].rfind(':') + 1));
+    c = std::move(PsClient::Connect(co)).value();
+    ASSERT_TRUE(c->Init(Spec(m, "sgd")).ok());
+    ASSERT_TRUE(c->Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok());
+    std::vector<std::string> paths;
+    int64_t step = 0;
+    ASSERT_TRUE(c->Save({{"epoch", 0}}, {}, &paths, &step).ok());
+    ASSERT_EQ(step, 1);
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(c->Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok());
+    ASSERT_TRUE(c->Pull(ids, w.data(), v.data(), nullptr).ok());  // update 4
+    EXPECT_EQ(c->stats().lost_updates, 0);
+  }
+  {  // back from the checkpoint of update 1; the worker learns of it from its Pull
+    StatusOr<std::unique_ptr<ParameterServer>> server = ParameterServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    ASSERT_TRUE(c->Pull(ids, w.data(), v.data(), nullptr).ok());
+    EXPECT_EQ(c->stats().lost_updates, 3);
+    ASSERT_TRUE(c->Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok());  // update 2: nothing more lost
+    ASSERT_TRUE(c->Pull(ids, w.data(), v.data(), nullptr).ok());
+    EXPECT_EQ(c->stats().lost_updates, 3);
+  }
+  {  // again from update 1; this time the worker's next call is a Push
+    StatusOr<std::unique_ptr<ParameterServer>> server = ParameterServer::Start(o);
+    ASSERT_TRUE(server.ok()) << server.status().ToString();
+    ASSERT_TRUE(c->Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok());
+    EXPECT_EQ(c->stats().lost_updates, 4);
+  }
+  std::string all;
+  for (const auto& l : lines) all += l + "\n";
+  EXPECT_NE(all.find("parameter server shard 0 at " + co.addresses[0] + " went back from update 4 to 1 (it "
+                     "restarted from its checkpoint): the 3 updates applied after that are lost"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("went back from update 2 to 1"), std::string::npos) << all;
+}
+
 // Dense parameters are spread over the servers (ps/dense_placement.h), pulled and pushed in spec order.
 TEST(PsRpcTest, DenseParametersAreSpreadOverTheServers) {
   EXPECT_EQ(PlaceDense({96, 8, 8, 1, 1}, 2), (std::vector<int32_t>{0, 1, 1, 1, 1}));

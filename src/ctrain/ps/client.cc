@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <mutex>
 #include <thread>
 
 #include <grpcpp/client_context.h>
@@ -52,6 +53,8 @@ struct PsClient::Impl {
   std::string restored_meta;
   int64_t initial_step = 0;
   std::vector<int64_t> versions;  // per shard: the version of the last pull
+  std::vector<int64_t> applied;   // per shard: the updates it had applied when it last answered (-1: not yet)
+  std::mutex note_mu;             // NoteApplied
   ClientStats stats;
   // Per-shard scratch, reused across steps.
   std::vector<proto::PullRequest> pull_req;
@@ -69,6 +72,20 @@ struct PsClient::Impl {
   }
   std::string Name(int32_t s) const {
     return "parameter server shard " + std::to_string(s) + " at " + options.addresses[s];
+  }
+
+  // Shard s says it has applied `now` updates (Init, a Pull's version, a Push's step before its own update).
+  // A shard only counts up; fewer than it said before means it restarted from an older state (its checkpoint,
+  // or nothing): the updates in between, this worker's and the others', are gone. Counted and said.
+  void NoteApplied(int32_t s, int64_t now) {
+    std::lock_guard<std::mutex> l(note_mu);  // Init may run on the shards' threads (a re-initialised shard)
+    const int64_t before = applied[s];
+    applied[s] = now;
+    if (before < 0 || now >= before) return;
+    stats.lost_updates += before - now;
+    Log(Name(s) + " went back from update " + std::to_string(before) + " to " + std::to_string(now) +
+        " (it restarted from " + (now > 0 ? "its checkpoint" : "no checkpoint") + "): the " +
+        std::to_string(before - now) + " updates applied after that are lost, this worker's and any other's");
   }
 
   // Runs `once` for shard s, waiting for the shard while it is unavailable
@@ -133,6 +150,7 @@ struct PsClient::Impl {
       restored_meta = resp.restored_meta_json();
       initial_step = resp.global_step();
     }
+    NoteApplied(s, resp.global_step());
     if (!part.has_value()) {
       const nlohmann::json mj = nlohmann::json::parse(spec.model_json(), nullptr, false);
       CTRAIN_ASSIGN_OR_RETURN(train::Partitioner p,
@@ -175,6 +193,7 @@ StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions& optio
   }
   const size_t S = impl->stubs.size();
   impl->versions.assign(S, 0);
+  impl->applied.assign(S, -1);
   impl->pull_req.resize(S), impl->pull_resp.resize(S), impl->push_req.resize(S), impl->push_resp.resize(S);
   impl->pos.resize(S);
   return std::unique_ptr<PsClient>(new PsClient(std::move(impl)));
@@ -256,6 +275,7 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
       if (v_rows != nullptr) std::memcpy(v_rows + p * K, v + i * K, K * sizeof(float));
     }
     m.versions[s] = r.version();
+    m.NoteApplied(s, r.version());
   }
   if (dense != nullptr) {
     dense->resize(m.dense_sizes.size());
@@ -341,6 +361,10 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
   for (int32_t s = 0; s < S; ++s) {
     m.stats.bytes_received += static_cast<int64_t>(m.push_resp[s].ByteSizeLong());
     if (m.push_resp[s].dropped_stale()) ++m.stats.dropped_stale;
+    // The step before this push's own update (none when it was dropped), then the step after it.
+    const int64_t after = m.push_resp[s].global_step();
+    m.NoteApplied(s, after - (m.push_resp[s].dropped_stale() ? 0 : 1));
+    m.NoteApplied(s, after);
   }
   return Status::OK();
 }

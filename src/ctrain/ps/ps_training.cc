@@ -68,7 +68,8 @@ nlohmann::json PsMetricsJson(const PsTrainResult& r, int32_t worker_index, int32
                    {"rpc_seconds_per_step", c.rpc_seconds / steps},
                    {"protobuf_seconds_per_step", c.protobuf_seconds / steps},
                    {"seconds_per_step", r.train.seconds / steps},
-                   {"dropped_stale", c.dropped_stale}};
+                   {"dropped_stale", c.dropped_stale},
+                   {"lost_updates", c.lost_updates}};
   if (!r.servers.is_null()) j["servers"] = r.servers;
   return j;
 }
@@ -77,12 +78,14 @@ std::string PsMetricsLine(const nlohmann::json& m) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "ps: worker %d per step: %.1f pulls + %.1f pushes, %.0f bytes sent, %.0f received; %.2f ms of "
-                "%.2f ms in the calls (network + servers), %.2f ms packing; %lld stale pushes dropped",
+                "%.2f ms in the calls (network + servers), %.2f ms packing; %lld stale pushes dropped; %lld updates "
+                "lost to server restarts",
                 m.value("worker_index", 0), m.value("pulls_per_step", 0.0), m.value("pushes_per_step", 0.0),
                 m.value("bytes_sent_per_step", 0.0), m.value("bytes_received_per_step", 0.0),
                 1e3 * m.value("rpc_seconds_per_step", 0.0), 1e3 * m.value("seconds_per_step", 0.0),
                 1e3 * m.value("encode_seconds_per_step", 0.0),
-                static_cast<long long>(m.value("dropped_stale", int64_t{0})));
+                static_cast<long long>(m.value("dropped_stale", int64_t{0})),
+                static_cast<long long>(m.value("lost_updates", int64_t{0})));
   return buf;
 }
 
