@@ -130,13 +130,14 @@ TEST(PsCliTest, KillingAServerMakesWorkersWaitAndARestartFromItsCheckpointContin
   EXPECT_NE(err.find("epoch 12/12"), std::string::npos) << err;
   EXPECT_NE(c.Logs().find("restored "), std::string::npos) << c.Logs();
   // The updates after shard 1's last checkpoint died with it: said when it came back, and counted.
-  const std::regex back("shard 1 at [0-9.:]+ went back from update ([0-9]+) to ([0-9]+) \\(it restarted from its "
-                        "checkpoint\\): the ([0-9]+) updates applied after that are lost");
+  const std::regex back("shard 1 at [0-9.:]+ restarted from its checkpoint of update ([0-9]+) \\(it had applied at "
+                        "least ([0-9]+)\\): ([0-9]+) of this worker's updates, applied after that, are lost");
   std::smatch mb;
   ASSERT_TRUE(std::regex_search(err, mb, back)) << err;
-  const int64_t lost = std::stoll(mb[1]) - std::stoll(mb[2]);
-  EXPECT_EQ(std::stoll(mb[3]), lost);
-  EXPECT_NE(err.find("; " + std::to_string(lost) + " updates lost to server restarts"), std::string::npos) << err;
+  const int64_t lost = std::stoll(mb[3]);
+  EXPECT_EQ(lost, std::stoll(mb[2]) - std::stoll(mb[1])) << "one worker: every update after the checkpoint is its own";
+  EXPECT_NE(err.find("; " + std::to_string(lost) + " of its updates lost to server restarts"), std::string::npos)
+      << err;
   // eval loads the sharded checkpoint.
   RunResult ev = RunCtrain("eval --model-dir " + model + " --input " + dir + "/tr.libsvm --format libsvm");
   EXPECT_EQ(ev.exit_code, 0) << ev.out;

@@ -263,59 +263,83 @@ TEST(PsRpcTest, AServerRestartedWithoutACheckpointIsInitialisedAgain) {
   EXPECT_NE(all.find("restarted without a checkpoint: initialising it again"), std::string::npos) << all;
 }
 
-// A shard that comes back from its checkpoint has lost the updates after it: the worker counts them and says
-// so (issue #21 item 7), whether it learns of the restart from a Pull or from a Push.
-TEST(PsRpcTest, UpdatesLostToARestartFromTheCheckpointAreCountedAndSaid) {
+// A shard that comes back from its checkpoint has lost the updates after it: every worker sees the restart (each
+// answer names the server's life) and counts exactly its own lost pushes, whether its next call is a Pull or a
+// Push, and whether or not it ever waited for the server (issue #21 item 7).
+TEST(PsRpcTest, UpdatesLostToARestartAreCountedByEachWorkerExactly) {
   const std::string dir = ctrain::testing::TestTempDir("ps_rpc", "lost_updates");
   const model::DeepFMConfig m = SmallModel(50, 4);
   std::vector<int64_t> ids = {2, 7};
   std::vector<float> w(2), v(8), gw = {1, 1}, gv(8, 1.0f);
-  std::vector<std::string> lines;
-  ClientOptions co;
-  co.max_wait = std::chrono::milliseconds(5000);
-  co.log = [&](const std::string& l) { lines.push_back(l); };
-  std::unique_ptr<PsClient> c;
+  std::vector<std::string> lines0, lines1;
   ServerOptions o;
   o.shard.model_dir = dir;
   o.shard.log = [](const std::string&) {};
+  auto connect = [&](int32_t k, std::vector<std::string>* lines, const std::string& address) {
+    ClientOptions co;
+    co.max_wait = std::chrono::milliseconds(5000);
+    co.worker_index = k;
+    co.log = [lines](const std::string& l) { lines->push_back(l); };
+    co.addresses = {address};
+    return std::move(PsClient::Connect(co)).value();
+  };
+  auto push = [&](PsClient& c) { ASSERT_TRUE(c.Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok()); };
+  auto pull = [&](PsClient& c) { ASSERT_TRUE(c.Pull(ids, w.data(), v.data(), nullptr).ok()); };
+  std::unique_ptr<PsClient> c0, c1;
+  std::string address;
   {
     StatusOr<std::unique_ptr<ParameterServer>> server = ParameterServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
-    co.addresses = {(*server)->address()};
-    o.server.port = std::stoi(co.addresses[0].substr(co.addresses[0].rfind(':') + 1));
-    c = std::move(PsClient::Connect(co)).value();
-    ASSERT_TRUE(c->Init(Spec(m, "sgd")).ok());
-    ASSERT_TRUE(c->Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok());
+    address = (*server)->address();
+    o.server.port = std::stoi(address.substr(address.rfind(':') + 1));
+    proto::ModelSpec spec = Spec(m, "sgd");
+    spec.set_num_workers(2);
+    c0 = connect(0, &lines0, address);
+    c1 = connect(1, &lines1, address);
+    ASSERT_TRUE(c0->Init(spec).ok());
+    ASSERT_TRUE(c1->Init(spec).ok());
+    push(*c0), push(*c1), push(*c0);  // updates 1, 2, 3
     std::vector<std::string> paths;
     int64_t step = 0;
-    ASSERT_TRUE(c->Save({{"epoch", 0}}, {}, &paths, &step).ok());
-    ASSERT_EQ(step, 1);
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE(c->Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok());
-    ASSERT_TRUE(c->Pull(ids, w.data(), v.data(), nullptr).ok());  // update 4
-    EXPECT_EQ(c->stats().lost_updates, 0);
+    ASSERT_TRUE(c0->Save({{"epoch", 0}}, {}, &paths, &step).ok());
+    ASSERT_EQ(step, 3);
+    push(*c0), push(*c1), push(*c1), push(*c0), push(*c1);  // updates 4..8: two of worker 0's, three of worker 1's
+    pull(*c0);
   }
-  {  // back from the checkpoint of update 1; the worker learns of it from its Pull
+  {  // back from the checkpoint of update 3; worker 0 learns of it from a Pull, worker 1 from a Push
     StatusOr<std::unique_ptr<ParameterServer>> server = ParameterServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
-    ASSERT_TRUE(c->Pull(ids, w.data(), v.data(), nullptr).ok());
-    EXPECT_EQ(c->stats().lost_updates, 3);
-    ASSERT_TRUE(c->Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok());  // update 2: nothing more lost
-    ASSERT_TRUE(c->Pull(ids, w.data(), v.data(), nullptr).ok());
-    EXPECT_EQ(c->stats().lost_updates, 3);
+    pull(*c0);
+    push(*c1);  // update 4 again
+    EXPECT_EQ(c0->stats().lost_updates, 2);
+    EXPECT_EQ(c1->stats().lost_updates, 3);
+    push(*c0), push(*c1);  // updates 5, 6: nothing more lost
+    EXPECT_EQ(c0->stats().lost_updates, 2);
+    EXPECT_EQ(c1->stats().lost_updates, 3);
   }
-  {  // again from update 1; this time the worker's next call is a Push
+  {  // again from update 3: worker 0 lost its update 5, worker 1 its updates 4 and 6
     StatusOr<std::unique_ptr<ParameterServer>> server = ParameterServer::Start(o);
     ASSERT_TRUE(server.ok()) << server.status().ToString();
-    ASSERT_TRUE(c->Push(ids, gw.data(), gv.data(), nullptr, 0.1f, 1).ok());
-    EXPECT_EQ(c->stats().lost_updates, 4);
+    push(*c0), push(*c1);
+    EXPECT_EQ(c0->stats().lost_updates, 3);
+    EXPECT_EQ(c1->stats().lost_updates, 5);
   }
-  std::string all;
-  for (const auto& l : lines) all += l + "\n";
-  EXPECT_NE(all.find("parameter server shard 0 at " + co.addresses[0] + " went back from update 4 to 1 (it "
-                     "restarted from its checkpoint): the 3 updates applied after that are lost"),
+  auto all = [](const std::vector<std::string>& lines) {
+    std::string a;
+    for (const auto& l : lines) a += l + "\n";
+    return a;
+  };
+  const std::string shard = "parameter server shard 0 at " + address;
+  EXPECT_NE(all(lines0).find(shard + " restarted from its checkpoint of update 3 (it had applied at least 8): 2 of this "
+                             "worker's updates, applied after that, are lost (each worker counts its own)"),
             std::string::npos)
-      << all;
-  EXPECT_NE(all.find("went back from update 2 to 1"), std::string::npos) << all;
+      << all(lines0);
+  EXPECT_NE(all(lines1).find(shard + " restarted from its checkpoint of update 3 (it had applied at least 8): 3 of this "
+                             "worker's updates"),
+            std::string::npos)
+      << all(lines1);
+  EXPECT_NE(all(lines1).find("(it had applied at least 6): 2 of this worker's updates"), std::string::npos)
+      << all(lines1);
 }
 
 // Dense parameters are spread over the servers (ps/dense_placement.h), pulled and pushed in spec order.

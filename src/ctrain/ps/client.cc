@@ -53,8 +53,18 @@ struct PsClient::Impl {
   std::string restored_meta;
   int64_t initial_step = 0;
   std::vector<int64_t> versions;  // per shard: the version of the last pull
-  std::vector<int64_t> applied;   // per shard: the updates it had applied when it last answered (-1: not yet)
-  std::mutex note_mu;             // NoteApplied
+  // Per shard: the life that answered last (proto::ShardLife; incarnation 0: none yet), the most updates it
+  // was seen to have applied, and the global steps of this worker's pushes it applied after its newest
+  // checkpoint (what a restart from that checkpoint loses), oldest first.
+  struct Life {
+    uint64_t incarnation = 0;
+    int64_t seen = 0;
+    std::vector<int64_t> pushed;
+    bool pushed_truncated = false;  // more than kMaxPushedSteps since the last checkpoint: counts are lower bounds
+  };
+  static constexpr size_t kMaxPushedSteps = size_t{1} << 20;  // 8 MiB per shard
+  std::vector<Life> lives;
+  std::mutex life_mu;  // NoteLife (Init may run on the shards' threads: a re-initialised shard)
   ClientStats stats;
   // Per-shard scratch, reused across steps.
   std::vector<proto::PullRequest> pull_req;
@@ -74,18 +84,37 @@ struct PsClient::Impl {
     return "parameter server shard " + std::to_string(s) + " at " + options.addresses[s];
   }
 
-  // Shard s says it has applied `now` updates (Init, a Pull's version, a Push's step before its own update).
-  // A shard only counts up; fewer than it said before means it restarted from an older state (its checkpoint,
-  // or nothing): the updates in between, this worker's and the others', are gone. Counted and said.
-  void NoteApplied(int32_t s, int64_t now) {
-    std::lock_guard<std::mutex> l(note_mu);  // Init may run on the shards' threads (a re-initialised shard)
-    const int64_t before = applied[s];
-    applied[s] = now;
-    if (before < 0 || now >= before) return;
-    stats.lost_updates += before - now;
-    Log(Name(s) + " went back from update " + std::to_string(before) + " to " + std::to_string(now) +
-        " (it restarted from " + (now > 0 ? "its checkpoint" : "no checkpoint") + "): the " +
-        std::to_string(before - now) + " updates applied after that are lost, this worker's and any other's");
+  // Shard s answered with `life`, having applied `step` updates; `pushed`: this worker's push was applied as
+  // update `step`. A new incarnation is a restarted server: this worker's pushes applied after the checkpoint it
+  // came back from are lost. Counted (stats.lost_updates) and said.
+  void NoteLife(int32_t s, const proto::ShardLife& life, int64_t step, bool pushed) {
+    std::lock_guard<std::mutex> l(life_mu);
+    Life& L = lives[s];
+    if (L.incarnation != 0 && life.incarnation() != L.incarnation) {
+      const int64_t from = life.restored_step();
+      const auto first_lost = std::upper_bound(L.pushed.begin(), L.pushed.end(), from);
+      const int64_t lost = L.pushed.end() - first_lost;
+      stats.lost_updates += lost;
+      Log(Name(s) + " restarted " +
+          (from > 0 ? "from its checkpoint of update " + std::to_string(from) : std::string("with no checkpoint")) +
+          (L.seen > from ? " (it had applied at least " + std::to_string(L.seen) + ")" : std::string()) + ": " +
+          (L.pushed_truncated ? "at least " : "") + std::to_string(lost) +
+          " of this worker's updates, applied after that, are lost (each worker counts its own)");
+      L.pushed.clear();
+      L.pushed_truncated = false;
+      L.seen = 0;
+    }
+    L.incarnation = life.incarnation();
+    L.seen = std::max(L.seen, step);
+    // Pushes up to the newest checkpoint survive any restart of this life.
+    L.pushed.erase(L.pushed.begin(), std::upper_bound(L.pushed.begin(), L.pushed.end(), life.saved_step()));
+    if (pushed) {
+      if (L.pushed.size() >= kMaxPushedSteps) {
+        L.pushed.erase(L.pushed.begin(), L.pushed.begin() + static_cast<std::ptrdiff_t>(kMaxPushedSteps / 2));
+        L.pushed_truncated = true;
+      }
+      L.pushed.push_back(step);
+    }
   }
 
   // Runs `once` for shard s, waiting for the shard while it is unavailable
@@ -150,7 +179,7 @@ struct PsClient::Impl {
       restored_meta = resp.restored_meta_json();
       initial_step = resp.global_step();
     }
-    NoteApplied(s, resp.global_step());
+    NoteLife(s, resp.life(), resp.global_step(), /*pushed=*/false);
     if (!part.has_value()) {
       const nlohmann::json mj = nlohmann::json::parse(spec.model_json(), nullptr, false);
       CTRAIN_ASSIGN_OR_RETURN(train::Partitioner p,
@@ -193,7 +222,7 @@ StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions& optio
   }
   const size_t S = impl->stubs.size();
   impl->versions.assign(S, 0);
-  impl->applied.assign(S, -1);
+  impl->lives.assign(S, {});
   impl->pull_req.resize(S), impl->pull_resp.resize(S), impl->push_req.resize(S), impl->push_resp.resize(S);
   impl->pos.resize(S);
   return std::unique_ptr<PsClient>(new PsClient(std::move(impl)));
@@ -275,7 +304,7 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
       if (v_rows != nullptr) std::memcpy(v_rows + p * K, v + i * K, K * sizeof(float));
     }
     m.versions[s] = r.version();
-    m.NoteApplied(s, r.version());
+    m.NoteLife(s, r.life(), r.version(), /*pushed=*/false);
   }
   if (dense != nullptr) {
     dense->resize(m.dense_sizes.size());
@@ -361,10 +390,8 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
   for (int32_t s = 0; s < S; ++s) {
     m.stats.bytes_received += static_cast<int64_t>(m.push_resp[s].ByteSizeLong());
     if (m.push_resp[s].dropped_stale()) ++m.stats.dropped_stale;
-    // The step before this push's own update (none when it was dropped), then the step after it.
-    const int64_t after = m.push_resp[s].global_step();
-    m.NoteApplied(s, after - (m.push_resp[s].dropped_stale() ? 0 : 1));
-    m.NoteApplied(s, after);
+    const proto::PushResponse& r = m.push_resp[s];
+    m.NoteLife(s, r.life(), r.global_step(), /*pushed=*/!r.dropped_stale());
   }
   return Status::OK();
 }

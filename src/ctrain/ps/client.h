@@ -12,12 +12,16 @@
 // backoff up to `max_wait`: the first failure is reported at once as
 // "ctrain: worker K: parameter server shard I at ADDR is unavailable (...)",
 // then every 5 s; when it answers again the call is repeated (a shard
-// restarted from its checkpoint has lost the updates since, which are counted
-// (ClientStats::lost_updates) and logged: "parameter server shard 1 at ADDR
-// went back from update 130 to 100 (it restarted from its checkpoint): the 30
-// updates applied after that are lost, ..."; one restarted without a
-// checkpoint is initialised again from this trainer's spec, and all its
-// updates count as lost).
+// restarted from its checkpoint has lost the updates since; one restarted
+// without a checkpoint is initialised again from this trainer's spec).
+// Every answer names the server's life (proto::ShardLife: a random incarnation,
+// the step it restored, the step of its newest checkpoint), so each worker sees
+// every restart and counts exactly which of its own pushes it lost, those
+// applied after the restored step (ClientStats::lost_updates), and logs
+// "parameter server shard 1 at ADDR restarted from its checkpoint of update
+// 100 (it had applied at least 130): 15 of this worker's updates, applied
+// after that, are lost (each worker counts its own)". The workers' counts add
+// up to the updates lost.
 //
 // Thread safety: one PsClient per trainer thread; calls are not concurrent.
 #pragma once
@@ -57,8 +61,7 @@ struct ClientStats {
   double encode_seconds = 0;              // building and splitting requests, scattering responses
   double rpc_seconds = 0;                 // wall time of the parallel calls (network + server)
   int64_t dropped_stale = 0;              // pushes a shard dropped as too stale
-  // Updates lost by shards that restarted from an older state (their checkpoint, or none): per restart, the
-  // updates the shard had applied (as last seen by this worker) minus those it came back with.
+  // This worker's pushes that shards applied and then lost by restarting from an older checkpoint (or none).
   int64_t lost_updates = 0;
   // Protobuf cost of the messages, sampled every 16th Pull and Push: serializing
   // and parsing each request and response once (the work gRPC does on the two

@@ -78,8 +78,8 @@ std::string PsMetricsLine(const nlohmann::json& m) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "ps: worker %d per step: %.1f pulls + %.1f pushes, %.0f bytes sent, %.0f received; %.2f ms of "
-                "%.2f ms in the calls (network + servers), %.2f ms packing; %lld stale pushes dropped; %lld updates "
-                "lost to server restarts",
+                "%.2f ms in the calls (network + servers), %.2f ms packing; %lld stale pushes dropped; %lld of its "
+                "updates lost to server restarts",
                 m.value("worker_index", 0), m.value("pulls_per_step", 0.0), m.value("pushes_per_step", 0.0),
                 m.value("bytes_sent_per_step", 0.0), m.value("bytes_received_per_step", 0.0),
                 1e3 * m.value("rpc_seconds_per_step", 0.0), 1e3 * m.value("seconds_per_step", 0.0),

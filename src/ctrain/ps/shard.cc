@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <random>
 
 #include "ctrain/base/log.h"
 #include "ctrain/model/deepfm.h"
@@ -66,8 +67,24 @@ struct ParameterShard::Pending {
   std::vector<std::string> dense;
 };
 
+namespace {
+// A process start's incarnation (proto::ShardLife): random, never 0 (0 = not known yet on the workers).
+uint64_t DrawIncarnation() {
+  std::random_device rd;
+  const uint64_t x = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                     static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return x != 0 ? x : 1;
+}
+}  // namespace
+
 ParameterShard::ParameterShard(const ShardOptions& options, train::Partitioner part)
-    : options_(options), part_(part), rows_(0), start_(Clock::now()) {}
+    : options_(options), part_(part), rows_(0), incarnation_(DrawIncarnation()), start_(Clock::now()) {}
+
+void ParameterShard::FillLife(proto::ShardLife* life) const {
+  life->set_incarnation(incarnation_);
+  life->set_restored_step(restored_step_);
+  life->set_saved_step(saved_step_.load());
+}
 
 ParameterShard::~ParameterShard() { Shutdown(); }
 
@@ -257,6 +274,7 @@ Status ParameterShard::Init(const proto::InitRequest& req, proto::InitResponse* 
   resp->set_partitioner(options_.partitioner);
   resp->set_restored(restored_);
   resp->set_restored_meta_json(restored_meta_);
+  FillLife(resp->mutable_life());
   return Status::OK();
 }
 
@@ -289,6 +307,7 @@ Status ParameterShard::Pull(const proto::PullRequest& req, proto::PullResponse* 
       bytes += static_cast<int64_t>(d.value.size() * 4);
     }
   resp->set_version(global_step_);
+  FillLife(resp->mutable_life());
   pulls_ += 1;
   pulled_rows_ += n;
   bytes_out_ += bytes;
@@ -360,6 +379,7 @@ void ParameterShard::ApplyLocked(const std::vector<int64_t>& ids, const float* w
 }
 
 Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* resp) {
+  FillLife(resp->mutable_life());
   pushes_ += 1;
   bytes_in_ += static_cast<int64_t>(req.ids_size() * 8 + req.w_grad().size() + req.v_grad().size());
   for (const std::string& d : req.dense_grad()) bytes_in_ += static_cast<int64_t>(d.size());
@@ -547,6 +567,7 @@ Status ParameterShard::Save(const proto::SaveRequest& req, proto::SaveResponse* 
   CTRAIN_RETURN_IF_ERROR(train::SaveCheckpoint(dir, global_step_, refs, meta, co));
   resp->set_path(AbsolutePath(dir + "/" + train::CheckpointFileName(global_step_)));
   resp->set_global_step(global_step_);
+  saved_step_ = global_step_;
   return Status::OK();
 }
 
@@ -613,6 +634,8 @@ Status ParameterShard::Restore() {
     state_.push_back(std::move(s));
   }
   global_step_ = m.value("global_step", int64_t{0});
+  restored_step_ = global_step_;
+  saved_step_ = global_step_;
   restored_ = true;
   restored_from_ = ck.path;
   restored_meta_ = m.value("trainer", nlohmann::json::object()).dump();

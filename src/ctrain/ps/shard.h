@@ -132,6 +132,11 @@ class ParameterShard {
   int64_t global_step_ CTRAIN_GUARDED_BY(table_mu_) = 0;   // updates applied
   bool restored_ = false;
   std::string restored_meta_, restored_from_;
+  // This life of the shard (proto::ShardLife): drawn at start; the restored and the newest checkpoint's steps.
+  const uint64_t incarnation_;
+  int64_t restored_step_ = 0;
+  std::atomic<int64_t> saved_step_{0};
+  void FillLife(proto::ShardLife* life) const;
 
   // Sync rounds.
   Mutex sync_mu_;
