@@ -369,7 +369,10 @@ Status CheckOptionsForFormat(const std::string& name, RecordFormat format, const
     return InvalidArgumentError(name + ": --criteo-pad-missing-trailing reads Criteo TSV/CSV rows whose trailing "
                                 "empty cells were stripped, but this input is " +
                                 std::string(RecordFormatName(format)) +
-                                " (drop the flag, or pass --format criteo-tsv / criteo-csv if it is Criteo text)");
+                                (format == RecordFormat::kTFRecord
+                                     ? " (drop the flag)"
+                                     : " (drop the flag, or pass --format criteo-tsv / criteo-csv if it is Criteo "
+                                       "text)"));
   if (format == RecordFormat::kLibFfm) return InvalidArgumentError(LibFfmNeedsSpecMessage(name));
   if (format == RecordFormat::kTFRecord && options.labels == io::LabelMode::kAbsent)
     return InvalidArgumentError(name + ": --no-label reads LibSVM and Criteo text without the label column; a "

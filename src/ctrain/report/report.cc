@@ -67,7 +67,6 @@ StatusOr<std::pair<int, std::string>> RunGnuplot(const std::string& gnuplot, con
   return std::make_pair(st, out);
 }
 
-
 std::string Fmt(const char* f, double v) {
   char b[64];
   std::snprintf(b, sizeof b, f, v);
