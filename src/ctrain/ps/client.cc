@@ -64,6 +64,7 @@ struct PsClient::Impl {
   };
   static constexpr size_t kMaxPushedSteps = size_t{1} << 20;  // 8 MiB per shard
   std::vector<Life> lives;
+  std::vector<char> saves;  // per shard: started with --model-dir (InitResponse.saves)
   std::mutex life_mu;  // NoteLife (Init may run on the shards' threads: a re-initialised shard)
   ClientStats stats;
   // Per-shard scratch, reused across steps.
@@ -180,6 +181,7 @@ struct PsClient::Impl {
       initial_step = resp.global_step();
     }
     NoteLife(s, resp.life(), resp.global_step(), /*pushed=*/false);
+    saves[s] = resp.saves();
     if (!part.has_value()) {
       const nlohmann::json mj = nlohmann::json::parse(spec.model_json(), nullptr, false);
       CTRAIN_ASSIGN_OR_RETURN(train::Partitioner p,
@@ -223,6 +225,7 @@ StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions& optio
   const size_t S = impl->stubs.size();
   impl->versions.assign(S, 0);
   impl->lives.assign(S, {});
+  impl->saves.assign(S, 0);
   impl->pull_req.resize(S), impl->pull_resp.resize(S), impl->push_req.resize(S), impl->push_resp.resize(S);
   impl->pos.resize(S);
   return std::unique_ptr<PsClient>(new PsClient(std::move(impl)));
@@ -249,6 +252,12 @@ Status PsClient::Init(const proto::ModelSpec& spec) {
 const train::Partitioner& PsClient::partitioner() const { return *impl_->part; }
 const std::string& PsClient::restored_meta() const { return impl_->restored_meta; }
 int64_t PsClient::initial_global_step() const { return impl_->initial_step; }
+std::vector<int32_t> PsClient::ShardsThatCannotSave() const {
+  std::vector<int32_t> out;
+  for (size_t s = 0; s < impl_->saves.size(); ++s)
+    if (!impl_->saves[s]) out.push_back(static_cast<int32_t>(s));
+  return out;
+}
 int32_t PsClient::num_shards() const { return static_cast<int32_t>(impl_->stubs.size()); }
 const std::string& PsClient::address(int32_t shard) const { return impl_->options.addresses.at(shard); }
 const ClientStats& PsClient::stats() const { return impl_->stats; }

@@ -98,6 +98,8 @@ class PsClient {
   Status Save(const nlohmann::json& trainer_meta, const std::vector<proto::DenseTensor>& state,
               std::vector<std::string>* paths, int64_t* global_step);
 
+  // After Init: the shards started without --model-dir, which cannot Save.
+  std::vector<int32_t> ShardsThatCannotSave() const;
   int32_t num_shards() const;
   const std::string& address(int32_t shard) const;
   const ClientStats& stats() const;

@@ -45,6 +45,18 @@ Status PsParameters::Init(const std::vector<model::DenseParam>& dense, std::stri
   spec.set_max_staleness(ps_.max_staleness);
   for (const auto& d : dense) *spec.add_dense() = ToTensor(d, true);
   CTRAIN_RETURN_IF_ERROR(client_->Init(spec));
+  // The chief checkpoints through the servers: one that cannot write would fail at the first save, an epoch
+  // later.
+  if (ps_.client.worker_index == 0 && !options_.model_dir.empty()) {
+    std::string names;
+    for (int32_t s : client_->ShardsThatCannotSave())
+      names += (names.empty() ? "" : ", ") + std::to_string(s) + " at " + client_->address(s);
+    if (!names.empty())
+      return FailedPreconditionError("--model-dir " + options_.model_dir +
+                                     ": the chief (worker 0) checkpoints through the parameter servers, but shard " +
+                                     names + " was started without --model-dir; start every `ctrain ps` with "
+                                     "--model-dir, or train without --model-dir");
+  }
   *restored_meta = client_->restored_meta();
   *global_step = client_->initial_global_step();
   return Status::OK();

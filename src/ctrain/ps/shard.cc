@@ -275,6 +275,7 @@ Status ParameterShard::Init(const proto::InitRequest& req, proto::InitResponse* 
   resp->set_restored(restored_);
   resp->set_restored_meta_json(restored_meta_);
   FillLife(resp->mutable_life());
+  resp->set_saves(!options_.model_dir.empty());
   return Status::OK();
 }
 
