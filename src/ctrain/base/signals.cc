@@ -78,8 +78,6 @@ void OnSignal(int signo) {
   Die(signo);
 }
 
-void Handler(int signo) { OnSignal(signo); }
-
 // The signal thread: takes the routed interrupts (blocked in every other thread) one at a time.
 void SignalLoop(sigset_t routed) {
   for (;;) {
@@ -100,7 +98,7 @@ void InstallInterruptHandlers() {
       if (::sigaction(signo, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // nohup, `cmd &`
       struct sigaction sa;
       std::memset(&sa, 0, sizeof sa);
-      sa.sa_handler = Handler;
+      sa.sa_handler = OnSignal;
       sigemptyset(&sa.sa_mask);
       for (int s : kSignals) sigaddset(&sa.sa_mask, s);  // one handler at a time
       sa.sa_flags = SA_RESTART;

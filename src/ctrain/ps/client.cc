@@ -397,9 +397,9 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
       m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.push_req[s], m.push_resp[s]);
   m.stats.pushes += S;
   for (int32_t s = 0; s < S; ++s) {
-    m.stats.bytes_received += static_cast<int64_t>(m.push_resp[s].ByteSizeLong());
-    if (m.push_resp[s].dropped_stale()) ++m.stats.dropped_stale;
     const proto::PushResponse& r = m.push_resp[s];
+    m.stats.bytes_received += static_cast<int64_t>(r.ByteSizeLong());
+    if (r.dropped_stale()) ++m.stats.dropped_stale;
     m.NoteLife(s, r.life(), r.global_step(), /*pushed=*/!r.dropped_stale());
   }
   return Status::OK();
