@@ -184,6 +184,8 @@ inline const std::map<std::string, Probe>& Probes() {
       {"sync_replicas", {nullptr, Expect::kBase}},
       {"max_staleness", {1, Expect::kSame}},
       {"ps_wait_seconds", {5.0, Expect::kSame}},
+      // Read and checked (tests/ps/chunking_test.cc: chunks give the same parameters).
+      {"ps_max_message_bytes", {1000, Expect::kFails, {}, {}, "--ps-max-message-bytes 1000 is not in [65536"}},
       {"intra_op_parallelism_threads", {2, Expect::kRuns}},  // GEMM sums may reassociate
       {"inter_op_parallelism_threads", {1, Expect::kSame}},
       {"towers", {nullptr, Expect::kBase}},

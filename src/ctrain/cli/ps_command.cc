@@ -24,6 +24,7 @@ struct PsFlags {
   std::string model_dir;
   int32_t keep_checkpoints = 3;
   bool force = false;
+  int64_t max_message_bytes = ps::kDefaultMaxMessageBytes;
 };
 
 Status RunPs(const PsFlags& fl) {
@@ -37,6 +38,7 @@ Status RunPs(const PsFlags& fl) {
   o.shard.model_dir = fl.model_dir;
   o.shard.keep_checkpoints = fl.keep_checkpoints;
   o.shard.force = fl.force;
+  o.shard.max_message_bytes = fl.max_message_bytes;
   InterruptDeferral defer("stopping the parameter server");  // stop serving, exit 0
   CTRAIN_ASSIGN_OR_RETURN(auto server, ps::ParameterServer::Start(o));
   std::printf("ctrain: ps listening on %s\n", server->address().c_str());
@@ -75,6 +77,10 @@ Command AddPsCommand(CLI::App& app) {
                "Start fresh whatever --model-dir holds (logged), instead of restoring it or refusing a checkpoint "
                "this layout cannot use; give it to every server of the job. The job's next checkpoint replaces "
                "the old one");
+  ps->add_option("--max-message-bytes,--max_message_bytes", fl->max_message_bytes,
+                 "The largest message this server sends or accepts (bytes); workers split larger pulls and pushes "
+                 "into chunks of this size (docs/parameter-servers.md#message-size)")
+      ->capture_default_str();
   ps->require_subcommand(0, 1);
 
   auto sfl = std::make_shared<PsStatusFlags>();

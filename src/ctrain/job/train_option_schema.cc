@@ -410,6 +410,11 @@ std::vector<OptionSpec> Build() {
   add(Entry("ps_wait_seconds", {}, "seconds", "--ps: how long an unavailable parameter server is waited for", ps_worker)
           .needs(kPs)
           .bind(FIELD(ps.wait_seconds)));
+  add(Entry("ps_max_message_bytes", {}, "bytes", "--ps: the largest message to a parameter server (the smaller of "
+                                               "this and each server's --max-message-bytes is used); larger pulls "
+                                               "and pushes travel in chunks", ps_worker)
+          .needs(kPs)
+          .bind(FIELD(ps.max_message_bytes)));
   // Threads and replicas (docs/training.md#parallelism).
   const std::string towers_or_hogwild =
       "--towers and --hogwild are two ways to run replicas in one process: towers split each batch and step "

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <random>
 #include <mutex>
 #include <thread>
 
@@ -65,6 +66,9 @@ struct PsClient::Impl {
   static constexpr size_t kMaxPushedSteps = size_t{1} << 20;  // 8 MiB per shard
   std::vector<Life> lives;
   std::vector<char> saves;  // per shard: started with --model-dir (InitResponse.saves)
+  std::vector<int64_t> limits;       // per shard: the message size limit used (ps/chunking.h)
+  std::vector<int64_t> dense_bytes;  // per shard: its dense parameters in a message (chunk 0's extra)
+  uint64_t next_push_id = 0;
   std::mutex life_mu;  // NoteLife (Init may run on the shards' threads: a re-initialised shard)
   ClientStats stats;
   // Per-shard scratch, reused across steps.
@@ -73,7 +77,12 @@ struct PsClient::Impl {
   std::vector<proto::PushRequest> push_req;
   std::vector<proto::PushResponse> push_resp;
   std::vector<std::vector<int64_t>> pos;  // per shard: positions of its ids in the caller's array
-  std::vector<Status> status;
+  // Per shard, summed into stats after each call: bytes, chunks beyond the first, resends, time encoding.
+  struct Traffic {
+    int64_t sent = 0, received = 0, extra_chunks = 0, resent = 0;
+    double encode_seconds = 0;
+  };
+  std::vector<Traffic> traffic;
 
   void Log(const std::string& line) const {
     if (options.log)
@@ -167,8 +176,12 @@ struct PsClient::Impl {
     proto::InitResponse resp;
     grpc::ClientContext ctx;
     service::PrepareContext(&ctx, options.channel);
-    CTRAIN_RETURN_IF_ERROR(
-        service::FromGrpcStatus(stubs[s]->Init(&ctx, req, &resp), Name(s) + ": Init"));
+    Status st = service::FromGrpcStatus(stubs[s]->Init(&ctx, req, &resp), Name(s) + ": Init");
+    if (st.code() == StatusCode::kResourceExhausted)
+      return ResourceExhaustedError(std::string(st.message()) + " (the Init message, which carries every dense "
+                                    "parameter, is " + std::to_string(req.ByteSizeLong()) +
+                                    " bytes: raise the server's --max-message-bytes)");
+    CTRAIN_RETURN_IF_ERROR(st);
     if (resp.shard() != s || resp.num_shards() != static_cast<int32_t>(stubs.size()))
       return FailedPreconditionError(Name(s) + " is shard " + std::to_string(resp.shard()) + " of " +
                                      std::to_string(resp.num_shards()) + ": list the servers in shard order (--ps " +
@@ -182,6 +195,13 @@ struct PsClient::Impl {
     }
     NoteLife(s, resp.life(), resp.global_step(), /*pushed=*/false);
     saves[s] = resp.saves();
+    limits[s] = resp.max_message_bytes() > 0 ? std::min(options.max_message_bytes, resp.max_message_bytes())
+                                             : options.max_message_bytes;
+    if (dense_bytes[s] + kChunkOverheadBytes > limits[s] || RowsPerChunk(limits[s], K, 0) < 1)
+      return InvalidArgumentError(Name(s) + ": its dense parameters take " + std::to_string(dense_bytes[s]) +
+                                  " bytes, more than fit in one message of " + std::to_string(limits[s]) +
+                                  " bytes (the smaller of --ps-max-message-bytes and the server's "
+                                  "--max-message-bytes): raise both");
     if (!part.has_value()) {
       const nlohmann::json mj = nlohmann::json::parse(spec.model_json(), nullptr, false);
       CTRAIN_ASSIGN_OR_RETURN(train::Partitioner p,
@@ -215,17 +235,24 @@ PsClient::~PsClient() = default;
 
 StatusOr<std::unique_ptr<PsClient>> PsClient::Connect(const ClientOptions& options) {
   if (options.addresses.empty()) return InvalidArgumentError("--ps: give the parameter servers' HOST:PORT addresses");
+  CTRAIN_RETURN_IF_ERROR(CheckMaxMessageBytes(options.max_message_bytes, "--ps-max-message-bytes"));
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  impl->options.channel.max_send_message_bytes = options.max_message_bytes;
+  impl->options.channel.max_receive_message_bytes = options.max_message_bytes;
   for (const std::string& a : options.addresses) {
     CTRAIN_RETURN_IF_ERROR(service::CheckHostPort(a, "--ps"));
-    CTRAIN_ASSIGN_OR_RETURN(auto ch, service::MakeChannel(a, options.channel));
+    CTRAIN_ASSIGN_OR_RETURN(auto ch, service::MakeChannel(a, impl->options.channel));
     impl->stubs.push_back(proto::ParameterServer::NewStub(ch));
   }
   const size_t S = impl->stubs.size();
   impl->versions.assign(S, 0);
   impl->lives.assign(S, {});
   impl->saves.assign(S, 0);
+  impl->limits.assign(S, options.max_message_bytes);
+  impl->dense_bytes.assign(S, 0);
+  impl->traffic.resize(S);
+  impl->next_push_id = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ static_cast<uint64_t>(options.worker_index);
   impl->pull_req.resize(S), impl->pull_resp.resize(S), impl->push_req.resize(S), impl->push_resp.resize(S);
   impl->pos.resize(S);
   return std::unique_ptr<PsClient>(new PsClient(std::move(impl)));
@@ -242,6 +269,19 @@ Status PsClient::Init(const proto::ModelSpec& spec) {
   m.dense_of.assign(num_shards(), {});
   const std::vector<int32_t> place = PlaceDense(m.dense_sizes, num_shards());
   for (size_t i = 0; i < place.size(); ++i) m.dense_of[place[i]].push_back(static_cast<int32_t>(i));
+  m.dense_bytes.assign(num_shards(), 0);
+  for (int32_t s = 0; s < num_shards(); ++s)
+    for (int32_t i : m.dense_of[s]) m.dense_bytes[s] += m.dense_sizes[i] * 4 + 16;
+  {
+    proto::InitRequest probe;
+    *probe.mutable_spec() = spec;
+    const int64_t bytes = static_cast<int64_t>(probe.ByteSizeLong()) + 64;
+    if (bytes > m.options.max_message_bytes)
+      return InvalidArgumentError("the Init message to the parameter servers, which carries every dense parameter, is " +
+                                  std::to_string(bytes) + " bytes, over --ps-max-message-bytes " +
+                                  std::to_string(m.options.max_message_bytes) +
+                                  ": raise it, and the servers' --max-message-bytes");
+  }
   // Shard 0 first (it decides the partitioner the others must share), then the rest.
   for (int32_t s = 0; s < num_shards(); ++s)
     CTRAIN_RETURN_IF_ERROR(m.Retry(s, [&] { return m.InitShard(s); }));
@@ -263,6 +303,33 @@ const std::string& PsClient::address(int32_t shard) const { return impl_->option
 const ClientStats& PsClient::stats() const { return impl_->stats; }
 void PsClient::ResetStats() { impl_->stats = ClientStats(); }
 
+// Splits ids by shard into m.pos (positions in the caller's array). Errors: an id out of range.
+static Status SplitByShard(PsClient::Impl& m, std::span<const int64_t> ids) {
+  for (auto& p : m.pos) p.clear();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    if (id < 0 || id >= m.part->rows()) return train::IdRangeError(id, m.part->rows());
+    m.pos[m.part->ShardOf(id)].push_back(static_cast<int64_t>(i));
+  }
+  return Status::OK();
+}
+
+// Adds the shards' traffic of one call to the stats: the slowest shard's encoding counts as encoding, the rest of
+// the wall time `wall` as the calls'.
+static void AddTraffic(PsClient::Impl& m, double wall) {
+  double enc = 0;
+  for (PsClient::Impl::Traffic& t : m.traffic) {
+    m.stats.bytes_sent += t.sent;
+    m.stats.bytes_received += t.received;
+    m.stats.extra_chunks += t.extra_chunks;
+    m.stats.resent_pushes += t.resent;
+    enc = std::max(enc, t.encode_seconds);
+    t = PsClient::Impl::Traffic();
+  }
+  m.stats.encode_seconds += enc;
+  m.stats.rpc_seconds += std::max(0.0, wall - enc);
+}
+
 Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows,
                       std::vector<std::vector<float>>* dense) {
   Impl& m = *impl_;
@@ -270,69 +337,75 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
   const int32_t S = num_shards();
   const int32_t K = m.K;
   auto t0 = Clock::now();
-  for (int32_t s = 0; s < S; ++s) {
-    m.pull_req[s].Clear();
-    m.pos[s].clear();
+  CTRAIN_RETURN_IF_ERROR(SplitByShard(m, ids));
+  if (dense != nullptr) {
+    dense->resize(m.dense_sizes.size());
+    for (size_t i = 0; i < m.dense_sizes.size(); ++i) (*dense)[i].resize(m.dense_sizes[i]);
   }
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const int64_t id = ids[i];
-    if (id < 0 || id >= m.part->rows()) return train::IdRangeError(id, m.part->rows());
-    const int32_t s = m.part->ShardOf(id);
-    m.pull_req[s].add_ids(id);
-    m.pos[s].push_back(static_cast<int64_t>(i));
-  }
-  if (dense != nullptr)
-    for (int32_t s = 0; s < S; ++s) m.pull_req[s].set_dense(!m.dense_of[s].empty());
-  for (int32_t s = 0; s < S; ++s) m.stats.bytes_sent += static_cast<int64_t>(m.pull_req[s].ByteSizeLong());
   m.stats.encode_seconds += SecondsSince(t0);
   t0 = Clock::now();
-  CTRAIN_RETURN_IF_ERROR(m.ForShards(m.AllShards(), [&](int32_t s) {
-    return m.Call(s, "Pull", [&](grpc::ClientContext* ctx) {
-      m.pull_resp[s].Clear();
-      return m.stubs[s]->Pull(ctx, m.pull_req[s], &m.pull_resp[s]);
-    });
+  // Per shard, on its own thread: its chunks one after the other, each scattered into the caller's arrays at
+  // the shard's own positions (disjoint from the other shards').
+  CTRAIN_RETURN_IF_ERROR(m.ForShards(m.AllShards(), [&](int32_t s) -> Status {
+    Impl::Traffic& tr = m.traffic[s];
+    const std::vector<int64_t>& pos = m.pos[s];
+    const bool with_dense = dense != nullptr && !m.dense_of[s].empty();
+    const std::vector<int64_t> bounds =
+        ChunkBounds(static_cast<int64_t>(pos.size()), m.limits[s], K, with_dense ? m.dense_bytes[s] : 0);
+    int64_t version = INT64_MAX;
+    for (size_t c = 0; c + 1 < bounds.size(); ++c) {
+      auto te = Clock::now();
+      proto::PullRequest& req = m.pull_req[s];
+      proto::PullResponse& r = m.pull_resp[s];
+      req.Clear();
+      for (int64_t i = bounds[c]; i < bounds[c + 1]; ++i) req.add_ids(ids[pos[i]]);
+      req.set_dense(with_dense && c == 0);
+      tr.sent += static_cast<int64_t>(req.ByteSizeLong());
+      tr.encode_seconds += SecondsSince(te);
+      CTRAIN_RETURN_IF_ERROR(m.Call(s, "Pull", [&](grpc::ClientContext* ctx) {
+        r.Clear();
+        return m.stubs[s]->Pull(ctx, req, &r);
+      }));
+      te = Clock::now();
+      tr.received += static_cast<int64_t>(r.ByteSizeLong());
+      const size_t n = static_cast<size_t>(bounds[c + 1] - bounds[c]);
+      if (r.w().size() != n * 4 || r.v().size() != n * K * 4)
+        return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.w().size() + r.v().size()) +
+                             " bytes for " + std::to_string(n) + " rows");
+      const float* w = reinterpret_cast<const float*>(r.w().data());
+      const float* v = reinterpret_cast<const float*>(r.v().data());
+      const int64_t* p = pos.data() + bounds[c];
+      for (size_t i = 0; i < n; ++i) {
+        if (w_rows != nullptr) w_rows[p[i]] = w[i];
+        if (v_rows != nullptr) std::memcpy(v_rows + p[i] * K, v + i * K, K * sizeof(float));
+      }
+      if (req.dense()) {
+        if (r.dense_size() != static_cast<int>(m.dense_of[s].size()))
+          return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.dense_size()) +
+                               " dense parameters, want " + std::to_string(m.dense_of[s].size()));
+        for (size_t j = 0; j < m.dense_of[s].size(); ++j) {
+          const int32_t i = m.dense_of[s][j];
+          const std::string& b = r.dense(static_cast<int>(j));
+          if (static_cast<int64_t>(b.size()) != m.dense_sizes[i] * 4)
+            return DataLossError(m.Name(s) + ": dense parameter " + std::to_string(i) + " has the wrong size");
+          std::memcpy((*dense)[i].data(), b.data(), b.size());
+        }
+      }
+      version = std::min(version, r.version());  // the oldest chunk's: what staleness must count from
+      m.NoteLife(s, r.life(), r.version(), /*pushed=*/false);
+      tr.encode_seconds += SecondsSince(te);
+    }
+    m.versions[s] = version;
+    tr.extra_chunks += static_cast<int64_t>(bounds.size()) - 2;
+    return Status::OK();
   }));
-  m.stats.rpc_seconds += SecondsSince(t0);
+  const double wall = SecondsSince(t0);
+  // The protobuf cost of the last chunk of each shard, scaled to every call.
   if (m.stats.pulls / S % kProtobufSampleEvery == 0)
     for (int32_t s = 0; s < S; ++s)
       m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.pull_req[s], m.pull_resp[s]);
   m.stats.pulls += S;
-  t0 = Clock::now();
-  for (int32_t s = 0; s < S; ++s) {
-    const proto::PullResponse& r = m.pull_resp[s];
-    m.stats.bytes_received += static_cast<int64_t>(r.ByteSizeLong());
-    const size_t n = m.pos[s].size();
-    if (r.w().size() != n * 4 || r.v().size() != n * K * 4)
-      return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.w().size() + r.v().size()) +
-                           " bytes for " + std::to_string(n) + " rows");
-    const float* w = reinterpret_cast<const float*>(r.w().data());
-    const float* v = reinterpret_cast<const float*>(r.v().data());
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t p = m.pos[s][i];
-      if (w_rows != nullptr) w_rows[p] = w[i];
-      if (v_rows != nullptr) std::memcpy(v_rows + p * K, v + i * K, K * sizeof(float));
-    }
-    m.versions[s] = r.version();
-    m.NoteLife(s, r.life(), r.version(), /*pushed=*/false);
-  }
-  if (dense != nullptr) {
-    dense->resize(m.dense_sizes.size());
-    for (int32_t s = 0; s < S; ++s) {
-      const proto::PullResponse& r = m.pull_resp[s];
-      if (r.dense_size() != static_cast<int>(m.dense_of[s].size()))
-        return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.dense_size()) +
-                             " dense parameters, want " + std::to_string(m.dense_of[s].size()));
-      for (size_t j = 0; j < m.dense_of[s].size(); ++j) {
-        const int32_t i = m.dense_of[s][j];
-        const std::string& b = r.dense(static_cast<int>(j));
-        if (static_cast<int64_t>(b.size()) != m.dense_sizes[i] * 4)
-          return DataLossError(m.Name(s) + ": dense parameter " + std::to_string(i) + " has the wrong size");
-        (*dense)[i].resize(m.dense_sizes[i]);
-        std::memcpy((*dense)[i].data(), b.data(), b.size());
-      }
-    }
-  }
-  m.stats.encode_seconds += SecondsSince(t0);
+  AddTraffic(m, wall);
   return Status::OK();
 }
 
@@ -343,65 +416,88 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
   const int32_t S = num_shards();
   const int32_t K = m.K;
   auto t0 = Clock::now();
-  for (int32_t s = 0; s < S; ++s) {
-    proto::PushRequest& r = m.push_req[s];
-    r.Clear();
-    r.set_worker_index(m.options.worker_index);
-    r.set_learning_rate(learning_rate);
-    r.set_examples(examples);
-    r.set_pulled_version(m.versions[s]);
-    m.pos[s].clear();
-  }
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const int64_t id = ids[i];
-    if (id < 0 || id >= m.part->rows()) return train::IdRangeError(id, m.part->rows());
-    const int32_t s = m.part->ShardOf(id);
-    m.push_req[s].add_ids(id);
-    m.pos[s].push_back(static_cast<int64_t>(i));
-  }
-  for (int32_t s = 0; s < S; ++s) {
-    proto::PushRequest& r = m.push_req[s];
-    const size_t n = m.pos[s].size();
-    if (w_grad != nullptr) {
-      std::string* b = r.mutable_w_grad();
-      b->resize(n * 4);
-      float* d = reinterpret_cast<float*>(b->data());
-      for (size_t i = 0; i < n; ++i) d[i] = w_grad[m.pos[s][i]];
-    }
-    if (v_grad != nullptr) {
-      std::string* b = r.mutable_v_grad();
-      b->resize(n * K * 4);
-      float* d = reinterpret_cast<float*>(b->data());
-      for (size_t i = 0; i < n; ++i) std::memcpy(d + i * K, v_grad + m.pos[s][i] * K, K * sizeof(float));
-    }
-  }
-  if (dense != nullptr && !dense->empty()) {
-    if (dense->size() != m.dense_sizes.size())
-      return InvalidArgumentError("Push: " + std::to_string(dense->size()) + " dense gradients for " +
-                                  std::to_string(m.dense_sizes.size()) + " dense parameters");
-    for (int32_t s = 0; s < S; ++s)
-      for (int32_t i : m.dense_of[s]) PutGradFloats((*dense)[i], m.dense_sizes[i], m.push_req[s].add_dense_grad());
-  }
-  for (int32_t s = 0; s < S; ++s) m.stats.bytes_sent += static_cast<int64_t>(m.push_req[s].ByteSizeLong());
+  const bool with_dense = dense != nullptr && !dense->empty();
+  if (with_dense && dense->size() != m.dense_sizes.size())
+    return InvalidArgumentError("Push: " + std::to_string(dense->size()) + " dense gradients for " +
+                                std::to_string(m.dense_sizes.size()) + " dense parameters");
+  CTRAIN_RETURN_IF_ERROR(SplitByShard(m, ids));
+  const uint64_t push_id = m.next_push_id++;
   m.stats.encode_seconds += SecondsSince(t0);
   t0 = Clock::now();
-  CTRAIN_RETURN_IF_ERROR(m.ForShards(m.AllShards(), [&](int32_t s) {
-    return m.Call(s, "Push", [&](grpc::ClientContext* ctx) {
-      m.push_resp[s].Clear();
-      return m.stubs[s]->Push(ctx, m.push_req[s], &m.push_resp[s]);
-    });
+  // A shard that restarted between chunks asks for the push again (resend): at most this many times.
+  constexpr int kMaxSends = 4;
+  CTRAIN_RETURN_IF_ERROR(m.ForShards(m.AllShards(), [&](int32_t s) -> Status {
+    Impl::Traffic& tr = m.traffic[s];
+    const std::vector<int64_t>& pos = m.pos[s];
+    const bool shard_dense = with_dense && !m.dense_of[s].empty();
+    const std::vector<int64_t> bounds =
+        ChunkBounds(static_cast<int64_t>(pos.size()), m.limits[s], K, shard_dense ? m.dense_bytes[s] : 0);
+    const int32_t chunks = static_cast<int32_t>(bounds.size()) - 1;
+    proto::PushRequest& req = m.push_req[s];
+    proto::PushResponse& r = m.push_resp[s];
+    for (int send = 0;; ++send) {
+      if (send == kMaxSends)
+        return AbortedError(m.Name(s) + ": Push: the shard asked for the push again " + std::to_string(kMaxSends) +
+                            " times (it restarted between its chunks each time)");
+      bool resend = false;
+      for (int32_t c = 0; c < chunks && !resend; ++c) {
+        auto te = Clock::now();
+        req.Clear();
+        req.set_worker_index(m.options.worker_index);
+        req.set_learning_rate(learning_rate);
+        req.set_examples(examples);
+        req.set_pulled_version(m.versions[s]);
+        if (chunks > 1) {
+          req.set_push_id(push_id);
+          req.set_chunk(c);
+          req.set_num_chunks(chunks);
+        }
+        const int64_t b = bounds[c], n = bounds[c + 1] - b;
+        const int64_t* p = pos.data() + b;
+        for (int64_t i = 0; i < n; ++i) req.add_ids(ids[p[i]]);
+        if (w_grad != nullptr && n > 0) {
+          std::string* out = req.mutable_w_grad();
+          out->resize(n * 4);
+          float* d = reinterpret_cast<float*>(out->data());
+          for (int64_t i = 0; i < n; ++i) d[i] = w_grad[p[i]];
+        }
+        if (v_grad != nullptr && n > 0) {
+          std::string* out = req.mutable_v_grad();
+          out->resize(n * K * 4);
+          float* d = reinterpret_cast<float*>(out->data());
+          for (int64_t i = 0; i < n; ++i) std::memcpy(d + i * K, v_grad + p[i] * K, K * sizeof(float));
+        }
+        if (shard_dense && c == 0)
+          for (int32_t i : m.dense_of[s]) PutGradFloats((*dense)[i], m.dense_sizes[i], req.add_dense_grad());
+        tr.sent += static_cast<int64_t>(req.ByteSizeLong());
+        tr.encode_seconds += SecondsSince(te);
+        CTRAIN_RETURN_IF_ERROR(m.Call(s, "Push", [&](grpc::ClientContext* ctx) {
+          r.Clear();
+          return m.stubs[s]->Push(ctx, req, &r);
+        }));
+        tr.received += static_cast<int64_t>(r.ByteSizeLong());
+        if (c > 0) ++tr.extra_chunks;
+        resend = r.resend();
+        if (resend) {
+          ++tr.resent;
+          m.Log(m.Name(s) + " lost the first " + std::to_string(c) + " chunk(s) of a push of " +
+                std::to_string(chunks) + " (it restarted between them): sending the push again");
+        }
+        // The chunks before the last apply nothing; the last answers for the whole push.
+        m.NoteLife(s, r.life(), r.global_step(), /*pushed=*/!resend && c + 1 == chunks && !r.dropped_stale());
+      }
+      if (!resend) break;
+    }
+    return Status::OK();
   }));
-  m.stats.rpc_seconds += SecondsSince(t0);
+  const double wall = SecondsSince(t0);
   if (m.stats.pushes / S % kProtobufSampleEvery == 0)
     for (int32_t s = 0; s < S; ++s)
       m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.push_req[s], m.push_resp[s]);
   m.stats.pushes += S;
-  for (int32_t s = 0; s < S; ++s) {
-    const proto::PushResponse& r = m.push_resp[s];
-    m.stats.bytes_received += static_cast<int64_t>(r.ByteSizeLong());
-    if (r.dropped_stale()) ++m.stats.dropped_stale;
-    m.NoteLife(s, r.life(), r.global_step(), /*pushed=*/!r.dropped_stale());
-  }
+  for (int32_t s = 0; s < S; ++s)
+    if (m.push_resp[s].dropped_stale()) ++m.stats.dropped_stale;
+  AddTraffic(m, wall);
   return Status::OK();
 }
 

@@ -6,7 +6,9 @@
 // (one thread per shard): the step's unique ids are split by the partitioner
 // the servers announce in Init; the rows of w and V travel together; each
 // server's calls also carry the dense parameters it holds (Pull) and their
-// gradients (Push) (ps/dense_placement.h).
+// gradients (Push) (ps/dense_placement.h). A call over the message size limit
+// is split into chunks, one after the other on the shard's thread
+// (ps/chunking.h).
 //
 // A shard that goes away (UNAVAILABLE: killed, restarting) is waited for with
 // backoff up to `max_wait`: the first failure is reported at once as
@@ -38,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ctrain/base/status.h"
+#include "ctrain/ps/chunking.h"
 #include "ctrain/ps/parameter_server.pb.h"
 #include "ctrain/service/channel.h"
 #include "ctrain/train/parameter_table.h"
@@ -50,6 +53,8 @@ struct ClientOptions {
   service::ChannelConfig channel;
   int32_t worker_index = 0;
   std::chrono::milliseconds max_wait{120000};  // how long an unavailable shard is waited for
+  // This worker's message size limit (ps/chunking.h; the smaller of it and each server's is used).
+  int64_t max_message_bytes = kDefaultMaxMessageBytes;
   const std::atomic<int>* stop = nullptr;      // a stop request ends a wait (Cancelled)
   std::function<void(const std::string&)> log;  // null: stderr "ctrain: worker K: ..."
 };
@@ -63,6 +68,9 @@ struct ClientStats {
   int64_t dropped_stale = 0;              // pushes a shard dropped as too stale
   // This worker's pushes that shards applied and then lost by restarting from an older checkpoint (or none).
   int64_t lost_updates = 0;
+  // Calls beyond one per shard: pulls and pushes split to the message size limit (ps/chunking.h).
+  int64_t extra_chunks = 0;
+  int64_t resent_pushes = 0;  // pushes sent again from chunk 0 (a shard restarted between chunks)
   // Protobuf cost of the messages, sampled every 16th Pull and Push: serializing
   // and parsing each request and response once (the work gRPC does on the two
   // ends), scaled to every call. Part of rpc_seconds (client and servers).
@@ -78,7 +86,10 @@ class PsClient {
   // Declares the model to every shard (waiting for shards that are not up
   // yet) and learns the partitioner. Errors: FailedPrecondition when a shard
   // says it is another index, or the shards disagree on partitioner or count,
-  // or a shard holds another model (CheckSpec's message).
+  // or a shard holds another model (CheckSpec's message); InvalidArgument when
+  // the Init message (every dense parameter) or a shard's dense parameters do
+  // not fit in one message, ResourceExhausted when a server refuses the Init
+  // message as too large (both naming the options).
   Status Init(const proto::ModelSpec& spec);
   // After Init: the servers' partitioner, the restored trainer meta of shard 0
   // ("" = none) and the global step shard 0 reported.

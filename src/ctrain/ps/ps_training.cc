@@ -14,12 +14,14 @@ StatusOr<PsTrainOptions> PsWorkerSettings::Options(const service::ChannelConfig&
                                 std::to_string(num_workers) + ") (--num-workers " + std::to_string(num_workers) + ")");
   if (!(wait_seconds > 0)) return InvalidArgumentError("--ps-wait-seconds must be > 0");
   if (max_staleness < 0) return InvalidArgumentError("--max-staleness must be >= 0");
+  CTRAIN_RETURN_IF_ERROR(CheckMaxMessageBytes(max_message_bytes, "--ps-max-message-bytes"));
   PsTrainOptions o;
   o.client.addresses = addresses;
   o.client.channel = channel;
   o.client.worker_index = worker_index;
   o.client.max_wait = std::chrono::milliseconds(static_cast<int64_t>(wait_seconds * 1000));
   o.client.stop = stop;
+  o.client.max_message_bytes = max_message_bytes;
   o.num_workers = num_workers;
   o.sync_replicas = sync_replicas;
   o.max_staleness = max_staleness;
@@ -68,6 +70,8 @@ nlohmann::json PsMetricsJson(const PsTrainResult& r, int32_t worker_index, int32
                    {"rpc_seconds_per_step", c.rpc_seconds / steps},
                    {"protobuf_seconds_per_step", c.protobuf_seconds / steps},
                    {"seconds_per_step", r.train.seconds / steps},
+                   {"extra_chunks_per_step", c.extra_chunks / steps},
+                   {"resent_pushes", c.resent_pushes},
                    {"dropped_stale", c.dropped_stale},
                    {"lost_updates", c.lost_updates}};
   if (!r.servers.is_null()) j["servers"] = r.servers;
@@ -86,7 +90,15 @@ std::string PsMetricsLine(const nlohmann::json& m) {
                 1e3 * m.value("encode_seconds_per_step", 0.0),
                 static_cast<long long>(m.value("dropped_stale", int64_t{0})),
                 static_cast<long long>(m.value("lost_updates", int64_t{0})));
-  return buf;
+  std::string line = buf;
+  // Pulls and pushes over the message size limit (ps/chunking.h).
+  if (const double extra = m.value("extra_chunks_per_step", 0.0); extra > 0) {
+    std::snprintf(buf, sizeof buf, "; %.1f more calls per step for chunks over the message size limit", extra);
+    line += buf;
+  }
+  if (const int64_t resent = m.value("resent_pushes", int64_t{0}); resent > 0)
+    line += "; " + std::to_string(resent) + " pushes sent again (a server restarted between their chunks)";
+  return line;
 }
 
 }  // namespace ctrain::ps

@@ -40,6 +40,7 @@ struct PsWorkerSettings {
   bool sync_replicas = false;          // --sync-replicas
   int64_t max_staleness = 0;           // --max-staleness (async; 0 = no bound)
   double wait_seconds = 120;           // --ps-wait-seconds: how long an unavailable server is waited for
+  int64_t max_message_bytes = kDefaultMaxMessageBytes;  // --ps-max-message-bytes (ps/chunking.h)
 
   bool enabled() const { return !addresses.empty(); }
   // The worker's options. Errors: InvalidArgument naming the flag.

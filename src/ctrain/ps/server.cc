@@ -59,8 +59,10 @@ StatusOr<std::unique_ptr<ParameterServer>> ParameterServer::Start(const ServerOp
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   if (impl->options.server.role == "server") impl->options.server.role = "parameter server";
-  // A push carries the dense gradients (MLP weights: megabytes).
-  impl->options.server.max_receive_message_bytes = std::max<int64_t>(options.server.max_receive_message_bytes, int64_t{1} << 30);
+  // One limit both ways (ps/chunking.h): workers split larger pulls and pushes into chunks.
+  CTRAIN_RETURN_IF_ERROR(CheckMaxMessageBytes(options.shard.max_message_bytes, "--max-message-bytes"));
+  impl->options.server.max_receive_message_bytes = options.shard.max_message_bytes;
+  impl->options.server.max_send_message_bytes = options.shard.max_message_bytes;
   CTRAIN_ASSIGN_OR_RETURN(impl->shard, ParameterShard::Create(options.shard));
   CTRAIN_ASSIGN_OR_RETURN(impl->server, service::StartServer(impl->options.server, {impl.get()}));
   return std::unique_ptr<ParameterServer>(new ParameterServer(std::move(impl)));

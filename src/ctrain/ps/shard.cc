@@ -276,6 +276,7 @@ Status ParameterShard::Init(const proto::InitRequest& req, proto::InitResponse* 
   resp->set_restored_meta_json(restored_meta_);
   FillLife(resp->mutable_life());
   resp->set_saves(!options_.model_dir.empty());
+  resp->set_max_message_bytes(options_.max_message_bytes);
   return Status::OK();
 }
 
@@ -380,10 +381,31 @@ void ParameterShard::ApplyLocked(const std::vector<int64_t>& ids, const float* w
 }
 
 Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* resp) {
-  FillLife(resp->mutable_life());
-  pushes_ += 1;
   bytes_in_ += static_cast<int64_t>(req.ids_size() * 8 + req.w_grad().size() + req.v_grad().size());
   for (const std::string& d : req.dense_grad()) bytes_in_ += static_cast<int64_t>(d.size());
+  if (req.num_chunks() <= 1) return PushWhole(req, resp);
+  {
+    ReaderLock l(table_mu_);
+    if (!initialized_)
+      return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) +
+                                     " is not initialised (no trainer has called Init yet)");
+    if (req.worker_index() < 0 || req.worker_index() >= spec_.num_workers())
+      return InvalidArgumentError("Push: worker_index " + std::to_string(req.worker_index()) + " not in [0, " +
+                                  std::to_string(spec_.num_workers()) + ")");
+  }
+  proto::PushRequest whole;
+  CTRAIN_ASSIGN_OR_RETURN(PushAssembler::Result r, chunks_.Add(proto::PushRequest(req), &whole));
+  if (r == PushAssembler::Result::kComplete) return PushWhole(whole, resp);
+  FillLife(resp->mutable_life());
+  resp->set_global_step(global_step());
+  resp->set_staged(r == PushAssembler::Result::kStaged);
+  resp->set_resend(r == PushAssembler::Result::kResend);
+  return Status::OK();
+}
+
+Status ParameterShard::PushWhole(const proto::PushRequest& req, proto::PushResponse* resp) {
+  FillLife(resp->mutable_life());
+  pushes_ += 1;
   bool sync = false;
   {
     ReaderLock l(table_mu_);

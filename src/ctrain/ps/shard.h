@@ -42,6 +42,7 @@
 #include "ctrain/base/clock.h"
 #include "ctrain/base/status.h"
 #include "ctrain/optim/optimizer.h"
+#include "ctrain/ps/chunking.h"
 #include "ctrain/ps/parameter_server.pb.h"
 #include "ctrain/train/parameter_table.h"
 #include "ctrain/train/partitioner.h"
@@ -55,6 +56,8 @@ struct ShardOptions {
   std::string model_dir;                   // checkpoints; "" = Save is refused
   int32_t keep_checkpoints = 3;
   bool force = false;  // start fresh whatever model_dir holds (logged; ps/checkpoint_remap.h)
+  // The server's message size limit, announced in InitResponse (ps/chunking.h).
+  int64_t max_message_bytes = kDefaultMaxMessageBytes;
   std::function<void(const std::string&)> log;  // null: stderr "ctrain: ps shard I: ..."
 };
 
@@ -82,7 +85,9 @@ class ParameterShard {
   // Errors: Pull's, plus InvalidArgument for ids not strictly increasing,
   // gradient sizes that do not match the ids, a bad learning rate or worker
   // index; Aborted when the shard shuts down while a sync round waits.
-  // Nothing is applied on error.
+  // Nothing is applied on error. A chunk (num_chunks > 1) is staged until
+  // the last one arrives (ps/chunking.h: resp->staged, or resp->resend when
+  // it does not continue its worker's push); PushAssembler::Add's errors.
   Status Push(const proto::PushRequest& req, proto::PushResponse* resp);
   // Errors: FailedPrecondition without a model_dir or before Init;
   // InvalidArgument for unreadable meta_json or a state tensor whose shape is
@@ -106,6 +111,7 @@ class ParameterShard {
     std::vector<std::vector<float>> slots;
   };
   struct Pending;  // one worker's push in a sync round
+  Status PushWhole(const proto::PushRequest& req, proto::PushResponse* resp);
   void Log(const std::string& line) const;
   Status CreateTables(const proto::ModelSpec& spec, bool init_values) CTRAIN_REQUIRES(table_mu_);
   Status CheckSpec(const proto::ModelSpec& spec) const CTRAIN_REQUIRES_SHARED(table_mu_);
@@ -137,6 +143,8 @@ class ParameterShard {
   int64_t restored_step_ = 0;
   std::atomic<int64_t> saved_step_{0};
   void FillLife(proto::ShardLife* life) const;
+
+  PushAssembler chunks_;  // pushes that arrive in chunks
 
   // Sync rounds.
   Mutex sync_mu_;

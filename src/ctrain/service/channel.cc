@@ -19,7 +19,7 @@ namespace ctrain::service {
 StatusOr<std::shared_ptr<grpc::Channel>> MakeChannel(const std::string& target, const ChannelConfig& config) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(config.max_receive_message_bytes, INT32_MAX)));
-  args.SetMaxSendMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(static_cast<int>(std::min<int64_t>(config.max_send_message_bytes, INT32_MAX)));
   // Fail fast on a dead peer instead of backing off inside gRPC for up to two minutes.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);

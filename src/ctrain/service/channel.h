@@ -25,8 +25,9 @@ struct ChannelConfig {
   // TLS: ca = the servers' CA (PEM path); cert + key = this client's
   // certificate for mutual TLS. Empty ca: plaintext.
   std::string tls_ca, tls_cert, tls_key;
-  // Largest message accepted (batch frames).
+  // Largest message accepted (batch frames) and sent.
   int64_t max_receive_message_bytes = int64_t{1} << 30;
+  int64_t max_send_message_bytes = int64_t{64} << 20;
 };
 
 // A channel to "host:port". Errors: NotFound / InvalidArgument for the PEM files.
