@@ -8,7 +8,8 @@
 //                    larger model only costs the allocation), then a Pull and
 //                    a Push of the same bytes on it when they cannot wait
 //   PullRequest   -> Pull on the prepared shards and on an uninitialised one
-//   PushRequest   -> Push on the prepared shards and on an uninitialised one
+//   PushRequest   -> Push on the prepared shards and on an uninitialised one,
+//                    and as the first of two chunks (ps/chunking.h)
 //   SaveRequest   -> Save into a scratch --model-dir; when it succeeds, a new
 //                    shard on that dir must restore it at the same global step
 //   StatusRequest -> StatusJson (it has no fields: every input is one)
@@ -139,6 +140,25 @@ void RunPush(ps::ParameterShard* s, const proto::PushRequest& r) {
   Check(resp.global_step() == s->global_step());
   Check(resp.global_step() == before || resp.global_step() == before + 1);
   if (resp.dropped_stale()) Check(resp.global_step() == before);
+  if (resp.staged() || resp.resend()) Check(resp.global_step() == before);  // a chunk before the last applies nothing
+}
+
+// The same push as chunk 0 of 2, then an empty last chunk: the shard stages it and applies it whole (or refuses).
+void RunChunkedPush(ps::ParameterShard* s, const proto::PushRequest& r) {
+  proto::PushRequest c0 = r;
+  c0.set_push_id(1);
+  c0.set_chunk(0);
+  c0.set_num_chunks(2);
+  proto::PushRequest c1;
+  c1.set_worker_index(r.worker_index());
+  c1.set_push_id(1);
+  c1.set_chunk(1);
+  c1.set_num_chunks(2);
+  c1.set_learning_rate(r.learning_rate());
+  c1.set_examples(r.examples());
+  c1.set_pulled_version(r.pulled_version());
+  RunPush(s, c0);
+  RunPush(s, c1);
 }
 
 // A --model-dir for Save, on tmpfs when there is one (a checkpoint is fsynced).
@@ -205,6 +225,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (proto::PushRequest r; r.ParseFromString(bytes)) {
     RunPush(a.get(), r);
     RunPush(b.get(), r);
+    RunChunkedPush(b.get(), r);
     proto::PushResponse resp;
     Check(fresh->Push(r, &resp).code() == StatusCode::kFailedPrecondition);
   }

@@ -98,19 +98,30 @@ TEST(MapHyperparameters, PlatformKeysAreSkippedCountedAndNamed) {
 // The SDK's distribution keys (Framework._distribution_configuration, JSON-encoded): what the
 // launcher runs is accepted, the rest refused by name (tests/python/test_sagemaker_contract.py
 // makes them with the SDK itself).
-TEST(MapHyperparameters, DistributionKeysAreCheckedNotSkipped) {
+TEST(MapHyperparameters, DistributionKeysAreReadNotSkipped) {
   StatusOr<MappedHyperparameters> m = Map({{"sagemaker_mpi_enabled", "true"},
                                            {"sagemaker_mpi_num_of_processes_per_host", "1"},
                                            {"sagemaker_mpi_custom_mpi_options", "\"\""},
                                            {"sagemaker_parameter_server_enabled", "false"}});
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->skipped_platform_keys, 4);
-  EXPECT_EQ(Error({{"sagemaker_mpi_num_of_processes_per_host", "2"}}),
-            "InvalidArgument: /ml/hp.json: hyperparameter \"sagemaker_mpi_num_of_processes_per_host\" (value 2): "
-            "distribution mpi processes_per_host is not supported: ctrain launch runs one rank per host (mpirun --host "
-            "a:1,b:1,...; the trainer uses the host's cores with --intra-op-parallelism-threads): leave "
-            "processes_per_host out or set it to 1");
-  EXPECT_NE(Error({{"sagemaker_mpi_custom_mpi_options", "\"-x A=1\""}}).find("give them to ctrain launch as --mpirun-arg"),
+  EXPECT_EQ(m->processes_per_host, 1);
+  EXPECT_TRUE(m->custom_mpi_options.empty());
+  // As the SDK writes them (JSON-encoded) and as a plain Estimator does (text).
+  for (const char* n : {"2", "\"2\""}) {
+    m = Map({{"sagemaker_mpi_num_of_processes_per_host", n},
+             {"sagemaker_mpi_custom_mpi_options", "\"-x NCCL_DEBUG=INFO  --mca btl_tcp_if_include lo\""}});
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    EXPECT_EQ(m->processes_per_host, 2);
+    EXPECT_EQ(m->custom_mpi_options,
+              (std::vector<std::string>{"-x", "NCCL_DEBUG=INFO", "--mca", "btl_tcp_if_include", "lo"}));
+  }
+  for (const char* bad : {"0", "-1", "2.5", "\"two\"", "[2]", "5000"})
+    EXPECT_NE(Error({{"sagemaker_mpi_num_of_processes_per_host", bad}})
+                  .find("): distribution mpi processes_per_host must be a whole number in [1, 4096]"),
+              std::string::npos)
+        << bad;
+  EXPECT_NE(Error({{"sagemaker_mpi_custom_mpi_options", "[1]"}}).find("custom_mpi_options is a string"),
             std::string::npos);
   EXPECT_NE(Error({{"sagemaker_parameter_server_enabled", "true"}})
                 .find("(value true): this distribution is not supported by ctrain launch (it starts no parameter "

@@ -106,6 +106,12 @@ TEST_F(LaunchFailures, SeveralTrainingHostsWithoutMpi) {
   EXPECT_NE(Fails().find("2 training hosts need multi-host training over MPI (mpirun, docs/distributed.md), but this "
                          "ctrain was built without MPI"),
             std::string::npos);
+  // One host with two ranks needs mpirun too.
+  Write("resourceconfig.json", R"({"current_host": "algo-1", "hosts": ["algo-1"]})");
+  Write("hyperparameters.json", R"({"sagemaker_mpi_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "2"})");
+  EXPECT_NE(Fails().find("1 training host(s) x 2 processes per host (distribution mpi processes_per_host) need "
+                         "training over MPI (mpirun, docs/distributed.md), but this ctrain was built without MPI"),
+            std::string::npos);
 }
 
 TEST_F(LaunchFailures, HyperparameterThatIsNotAStringAndAMissingContract) {

@@ -13,8 +13,9 @@ Every tree is read back by the SageMaker training toolkit (sagemaker-training 5.
 `sagemaker_training.environment.Environment()`, in a subprocess with SAGEMAKER_BASE_DIR at the
 host's tree, which the module reads when imported) and by `ctrain launch --print-environment`;
 the two views must agree: hosts, current host, groups, channels, hyperparameters, CPUs.
-Distributions ctrain does not run are refused by name. The 1-host and 3-host homogeneous trees
-are also launched (one `ctrain launch --sm-root` per host, a few seconds).
+Distributions ctrain does not run are refused by name. The 1-host and 3-host homogeneous trees,
+and 2 hosts x 2 processes per host, are also launched (one `ctrain launch --sm-root` per host, a
+few seconds).
 
 Test-only dependencies: `sagemaker<3` and `sagemaker-training` (scripts/install-deps.sh).
 The CLI: $CTRAIN_CLI when set, else the installed package's."""
@@ -149,7 +150,7 @@ def test_homogeneous_local_mode_trees(ctrain_cli, data, tmp_path, count):
         assert ours["trainer_inputs"] == (["--train", str(roots[h] / "input/data/train" / data.name)] if i == 0 else [])
 
 
-def test_mpi_distribution_one_rank_per_host_is_accepted_more_is_refused(ctrain_cli, data, tmp_path):
+def test_mpi_distribution_processes_per_host_and_custom_options(ctrain_cli, data, tmp_path):
     hosts = ["algo-1", "algo-2", "algo-3"]
     hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True}})
     assert hps["sagemaker_mpi_enabled"] == "true" and hps["sagemaker_mpi_custom_mpi_options"] == '""'
@@ -157,27 +158,38 @@ def test_mpi_distribution_one_rank_per_host_is_accepted_more_is_refused(ctrain_c
     ours, tk = assert_same_view(ctrain_cli, roots["algo-1"])
     assert tk["additional_framework_parameters"]["sagemaker_mpi_enabled"] is True
     assert sorted(ours["platform_hyperparameters"]) == ["sagemaker_mpi_custom_mpi_options", "sagemaker_mpi_enabled"]
+    assert (ours["processes_per_host"], ours["world_size"], ours["custom_mpi_options"]) == (1, 3, [])
 
-    hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True, "processes_per_host": 2}})
+    user = {k: v for k, v in USER_HPS.items() if k != "intra_op_parallelism_threads"}
+    options = "--display-map  -x CTRAIN_SEEN=1"
+    hps = sdk_hyperparameters(user, {"mpi": {"enabled": True, "processes_per_host": 2, "custom_mpi_options": options}})
     assert hps["sagemaker_mpi_num_of_processes_per_host"] == "2"
     roots = local_mode_trees(tmp_path / "two", hosts, hps, ["train"], data)
-    assert toolkit_view(roots["algo-1"])["additional_framework_parameters"]["sagemaker_mpi_num_of_processes_per_host"] == 2
-    for h in hosts:  # every host refuses it, and so does the launch itself (output/failure)
-        p = ctrain_view(ctrain_cli, roots[h])
-        assert p.returncode == 1
-        assert ('hyperparameter "sagemaker_mpi_num_of_processes_per_host" (value 2): distribution mpi '
-                "processes_per_host is not supported: ctrain launch runs one rank per host") in p.stderr, p.stderr
+    for h in hosts:
+        ours, tk = assert_same_view(ctrain_cli, roots[h])
+        framework = tk["additional_framework_parameters"]
+        assert framework["sagemaker_mpi_num_of_processes_per_host"] == ours["processes_per_host"] == 2
+        assert framework["sagemaker_mpi_custom_mpi_options"] == options
+        assert ours["custom_mpi_options"] == options.split()  # the toolkit's MPI runner splits them so
+        assert ours["world_size"] == 6
+        assert ours["rank_intra_op_threads"] == max(1, tk["num_cpus"] // 2)
+
+    # A Pipe channel cannot be shared by the ranks of a host: refused by name.
+    pipe = local_mode_trees(tmp_path / "pipe", ["algo-1"], hps, ["train"], data)
+    config = pipe["algo-1"] / "input" / "config" / "inputdataconfig.json"
+    config.write_text(json.dumps({"train": {"TrainingInputMode": "Pipe"}}))
+    p = ctrain_view(ctrain_cli, pipe["algo-1"])
+    assert p.returncode == 1 and "distribution mpi processes_per_host 2: " in p.stderr, p.stderr
+    assert "is a Pipe channel, and SageMaker gives each host one FIFO per channel and epoch" in p.stderr, p.stderr
+
+    hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True}})
+    hps["sagemaker_mpi_num_of_processes_per_host"] = "0"  # (the SDK leaves a 0 out; a plain Estimator sends it)
+    roots = local_mode_trees(tmp_path / "zero", ["algo-1"], hps, ["train"], data)
     p = subprocess.run([ctrain_cli, "launch", "--sm-root", str(roots["algo-1"])], capture_output=True, text=True,
                        timeout=60)
     assert p.returncode == 1
-    assert "sagemaker_mpi_num_of_processes_per_host" in (roots["algo-1"] / "output" / "failure").read_text()
-
-    hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True, "custom_mpi_options": "-x NCCL_DEBUG=INFO"}})
-    roots = local_mode_trees(tmp_path / "opts", hosts, hps, ["train"], data)
-    p = ctrain_view(ctrain_cli, roots["algo-1"])
-    assert p.returncode == 1 and ('"sagemaker_mpi_custom_mpi_options" (value "-x NCCL_DEBUG=INFO"): distribution mpi '
-                                  "custom_mpi_options are not passed to mpirun: give them to ctrain launch as "
-                                  "--mpirun-arg") in p.stderr, p.stderr
+    assert ('"sagemaker_mpi_num_of_processes_per_host" (value 0): distribution mpi processes_per_host must be a '
+            "whole number in [1, 4096]") in (roots["algo-1"] / "output" / "failure").read_text()
 
 
 def test_parameter_server_distribution_is_refused(ctrain_cli, data, tmp_path):
@@ -298,11 +310,15 @@ def launch_hosts(cli, roots, hosts, tmp_path):
     return out
 
 
-@pytest.mark.parametrize("count", [1, 3])  # a few seconds each: 600 rows
-def test_homogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path, count):
-    """The SDK's trees launched, one `ctrain launch` per host, each host its own 127.0.0.x."""
+@pytest.mark.parametrize("count,per_host", [(1, 1), (3, 1), (2, 2)])  # a few seconds each: 600 rows
+def test_homogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path, count, per_host):
+    """The SDK's trees launched, one `ctrain launch` per host, each host its own 127.0.0.x; the
+    distribution mpi with processes_per_host 2 and custom mpirun options runs 4 ranks on 2 hosts."""
     hosts = [f"algo-{i + 1}" for i in range(count)]
-    hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True}} if count > 1 else None)
+    distribution = {"mpi": {"enabled": True}} if count > 1 else None
+    if per_host > 1:
+        distribution["mpi"].update(processes_per_host=per_host, custom_mpi_options="--display-map")
+    hps = sdk_hyperparameters(USER_HPS, distribution)
     roots = local_mode_trees(tmp_path, hosts, hps, ["train"], data)
     out = launch_hosts(ctrain_cli, roots, hosts, tmp_path)
     if count > 1 and "built without MPI" in out["algo-1"][0]:
@@ -319,5 +335,9 @@ def test_homogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path, count):
     assert metrics["examples"] == 600 and metrics["epochs"] == 1
     if count > 1:
         log = out["algo-1"][0]
-        assert f"mpirun: {count} rank(s)" in log, log
-        assert "--host 127.0.0.1:1,127.0.0.2:1,127.0.0.3:1 " in log, log
+        ranks = count * per_host
+        assert f"mpirun: {ranks} rank(s)" in log, log
+        hostlist = ",".join(f"127.0.0.{i + 1}:{per_host}" for i in range(count))
+        assert f"--display-map -np {ranks} --host {hostlist} " in log if per_host > 1 else f"--host {hostlist} " in log, log
+        if per_host > 1:
+            assert "JOB MAP" in log, log  # mpirun ran with the custom option

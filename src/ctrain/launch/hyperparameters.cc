@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -62,30 +63,36 @@ bool Truthy(const ordered_json& v) {
   return false;
 }
 
-// The SDK's distribution={...} keys (Framework._distribution_configuration): honoured where
-// ctrain launch does the same thing, refused by name where it does not (never skipped).
-Status CheckDistributionKey(const std::string& key, const ordered_json& v, const std::string& where) {
+// The SDK's distribution={...} keys (Framework._distribution_configuration): read where ctrain
+// launch does the same thing, refused by name where it does not (never skipped).
+Status ReadDistributionKey(const std::string& key, const ordered_json& v, const std::string& where,
+                           MappedHyperparameters* out) {
   const std::string shown = " (value " + v.dump() + ")";
-  if (key == "sagemaker_mpi_enabled") return Status::OK();  // one rank per host: what the launcher runs
+  if (key == "sagemaker_mpi_enabled") return Status::OK();  // mpirun whenever there is more than one rank
   if (key == "sagemaker_mpi_num_of_processes_per_host") {
-    const double n = v.is_number() ? v.get<double>() : v.is_string() ? std::atof(v.get<std::string>().c_str()) : -1;
-    if (n == 1) return Status::OK();
-    return InvalidArgumentError(where + shown + ": distribution mpi processes_per_host is not supported: ctrain launch "
-                                "runs one rank per host (mpirun --host a:1,b:1,...; the trainer uses the host's cores "
-                                "with --intra-op-parallelism-threads): leave processes_per_host out or set it to 1");
+    const std::string text = v.is_string() ? Trim(v.get<std::string>()) : v.dump();
+    char* end = nullptr;
+    const long n = std::strtol(text.c_str(), &end, 10);
+    if ((!v.is_number_integer() && !v.is_string()) || text.empty() || *end != '\0' || n < 1 || n > 4096)
+      return InvalidArgumentError(where + shown + ": distribution mpi processes_per_host must be a whole number "
+                                  "in [1, 4096]");
+    out->processes_per_host = static_cast<int32_t>(n);
+    return Status::OK();
   }
   if (key == "sagemaker_mpi_custom_mpi_options") {
-    if (v.is_string() && v.get<std::string>().find_first_not_of(" \t") == std::string::npos) return Status::OK();
-    return InvalidArgumentError(where + shown + ": distribution mpi custom_mpi_options are not passed to mpirun: "
-                                "give them to ctrain launch as --mpirun-arg");
+    if (!v.is_string()) return InvalidArgumentError(where + shown + ": distribution mpi custom_mpi_options is a string");
+    // As the training toolkit's MPI runner: str.split(), no shell quoting.
+    std::istringstream in(v.get<std::string>());
+    for (std::string a; in >> a;) out->custom_mpi_options.push_back(a);
+    return Status::OK();
   }
   if (key.rfind("sagemaker_", 0) == 0 && key.size() > 8 && key.compare(key.size() - 8, 8, "_enabled") == 0 && Truthy(v))
     return InvalidArgumentError(where + shown + ": this distribution is not supported by ctrain launch" +
                                 (key == "sagemaker_parameter_server_enabled"
                                      ? std::string(" (it starts no parameter servers)")
                                      : std::string()) +
-                                ": a homogeneous cluster trains under mpirun, one rank per host (distribution "
-                                "mpi, or none), a heterogeneous one through the data service (data_group)");
+                                ": a homogeneous cluster trains under mpirun (distribution mpi, or none), a "
+                                "heterogeneous one through the data service (data_group)");
   return Status::OK();
 }
 
@@ -110,7 +117,7 @@ StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, c
   for (const auto& [key, raw] : hps) {
     const ordered_json v = Decode(raw);
     if (IsPlatformKey(key)) {
-      CTRAIN_RETURN_IF_ERROR(CheckDistributionKey(key, v, source + ": hyperparameter \"" + key + "\""));
+      CTRAIN_RETURN_IF_ERROR(ReadDistributionKey(key, v, source + ": hyperparameter \"" + key + "\"", &out));
       ++out.skipped_platform_keys;
       out.skipped_keys.push_back(key);
       continue;

@@ -30,11 +30,12 @@
 //     sagemaker_submit_directory, ...) or with "_" (the service's: _tuning_objective_metric),
 //     and the toolkit's default_user_module_name (its SAGEMAKER_HYPERPARAMETERS list);
 //     except the SDK's distribution keys (Framework._distribution_configuration), which are
-//     checked: sagemaker_mpi_enabled (one rank per host, what the launcher runs),
-//     sagemaker_mpi_num_of_processes_per_host = 1 and sagemaker_mpi_custom_mpi_options = ""
-//     are accepted; more processes per host, custom mpirun options and any other
+//     read: sagemaker_mpi_enabled (mpirun over the training hosts, what the launcher runs for
+//     more than one rank), sagemaker_mpi_num_of_processes_per_host (ranks per host: a whole
+//     number >= 1, else refused naming the value) and sagemaker_mpi_custom_mpi_options (extra
+//     mpirun arguments, split at whitespace as the training toolkit's MPI runner does); any other
 //     sagemaker_*_enabled that is true (parameter_server, smdistributed, torch_distributed,
-//     ...) are refused by name.
+//     ...) is refused by name.
 // Errors (InvalidArgument, naming the file and the key, and the value where it is the cause):
 //   - a key that is no `ctrain train` option ("unknown hyperparameter \"lerning_rate\"
 //     (no ctrain train flag --lerning-rate; did you mean learning_rate?)");
@@ -63,6 +64,10 @@ struct MappedHyperparameters {
   int64_t skipped_platform_keys = 0;    // sagemaker_* and _* keys
   std::vector<std::string> skipped_keys;  // their names, in file order
   int32_t epochs = 1;                   // the "epochs" value when given (Pipe channels need it), else 1
+  // distribution={"mpi": {...}}: ranks per training host (processes_per_host) and extra mpirun
+  // arguments (custom_mpi_options, split at whitespace).
+  int32_t processes_per_host = 1;
+  std::vector<std::string> custom_mpi_options;
   // Every key (skipped ones too) with its decoded value, as a compact JSON object in file
   // order: what the training toolkit's read_hyperparameters() returns for the same file.
   std::string decoded_json;

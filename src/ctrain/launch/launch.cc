@@ -26,6 +26,7 @@
 #include "ctrain/launch/training_job_name.h"
 #include "ctrain/service/auth.h"
 #include "ctrain/service/server.h"
+#include "ctrain/train/threads.h"
 
 namespace ctrain::launch {
 namespace fs = std::filesystem;
@@ -216,6 +217,27 @@ int CountMpiDaemons() {
     if (std::getline(in, comm) && (comm == "orted" || comm == "prted")) ++n;
   }
   return n;
+}
+
+// distribution mpi processes_per_host > 1: the trainer's inputs must be files a rank can read
+// beside the others. Errors: InvalidArgument naming the Pipe channel.
+Status CheckRanksPerHost(const MappedHyperparameters& hp, const std::vector<std::string>& inputs) {
+  if (hp.processes_per_host <= 1) return Status::OK();
+  for (const std::string& a : inputs)
+    if (a.starts_with("pipe:"))
+      return InvalidArgumentError("distribution mpi processes_per_host " + std::to_string(hp.processes_per_host) +
+                                  ": " + a.substr(5) + " is a Pipe channel, and SageMaker gives each host one FIFO "
+                                  "per channel and epoch, which " + std::to_string(hp.processes_per_host) +
+                                  " ranks cannot share: use File or FastFile mode, or processes_per_host 1");
+  return Status::OK();
+}
+
+// The OpenMP threads of each rank when a host runs several and the hyperparameters do not say:
+// the host's CPUs shared out (train/threads.h AvailableCpus; the training hosts are one instance
+// type). 0: the trainer's own default (one rank per host, or set by the user).
+int32_t RankThreads(const MappedHyperparameters& hp) {
+  if (hp.processes_per_host <= 1 || hp.values.contains("intra_op_parallelism_threads")) return 0;
+  return std::max(1, train::AvailableCpus() / hp.processes_per_host);
 }
 
 // This host's part of the job (docs/launch.md#roles).
@@ -420,30 +442,37 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
     CTRAIN_ASSIGN_OR_RETURN(inputs, TrainerInputArgs(c_, o_.getenv, &notes));
   }
   for (const std::string& n : notes) Say(me + ": " + n);
+  CTRAIN_RETURN_IF_ERROR(CheckRanksPerHost(hp_, inputs));
+  const int32_t per_host = hp_.processes_per_host;
+  const size_t ranks = hosts.size() * static_cast<size_t>(per_host);
   const std::string mon = c_.output_data_dir + "/monitor/" + me + "/trainer";
-  CTRAIN_RETURN_IF_ERROR(WriteRoleJson(mon, c_, "trainer", static_cast<int32_t>(hosts.size())));
+  CTRAIN_RETURN_IF_ERROR(WriteRoleJson(mon, c_, "trainer", static_cast<int32_t>(ranks)));
   std::error_code ec;
   fs::create_directories(ckpt_, ec);
   if (ec) return IOError(ckpt_ + ": cannot create the checkpoint directory: " + ec.message());
   const std::string exe = o_.exe.empty() ? SelfExe() : o_.exe;
   std::vector<std::string> argv;
-  if (hosts.size() > 1) {
+  if (ranks > 1) {
     if (!o_.have_mpi)
-      return FailedPreconditionError(std::to_string(hosts.size()) +
-                                     " training hosts need multi-host training over MPI (mpirun, docs/distributed.md), "
-                                     "but this ctrain was built without MPI (-DCTRAIN_MPI=ON and libopenmpi-dev)");
+      return FailedPreconditionError(
+          (per_host > 1 ? std::to_string(hosts.size()) + " training host(s) x " + std::to_string(per_host) +
+                              " processes per host (distribution mpi processes_per_host) need training over MPI"
+                        : std::to_string(hosts.size()) + " training hosts need multi-host training over MPI") +
+          " (mpirun, docs/distributed.md), but this ctrain was built without MPI (-DCTRAIN_MPI=ON and libopenmpi-dev)");
     std::map<std::string, int> slots;
     std::vector<std::string> order;
     for (const std::string& h : hosts) {
       const std::string a = Address(o_, h);
-      if (slots[a]++ == 0) order.push_back(a);
+      if (slots[a] == 0) order.push_back(a);
+      slots[a] += per_host;
     }
     std::string list;
     for (const std::string& a : order) list += (list.empty() ? "" : ",") + a + ":" + std::to_string(slots[a]);
     argv = {o_.mpirun};
     if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // containers run as root
     argv.insert(argv.end(), o_.mpirun_args.begin(), o_.mpirun_args.end());
-    argv.insert(argv.end(), {"-np", std::to_string(hosts.size()), "--host", list});
+    argv.insert(argv.end(), hp_.custom_mpi_options.begin(), hp_.custom_mpi_options.end());
+    argv.insert(argv.end(), {"-np", std::to_string(ranks), "--host", list});
     // mpirun is found on PATH: resolve it so that execv can run it.
     if (o_.mpirun.find('/') == std::string::npos) {
       std::string found;
@@ -461,7 +490,7 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
         }
       }
       if (found.empty())
-        return FailedPreconditionError(std::to_string(hosts.size()) + " training hosts need " + o_.mpirun +
+        return FailedPreconditionError(std::to_string(ranks) + " training ranks need " + o_.mpirun +
                                        " (Open MPI, docs/distributed.md), which is not on PATH");
       argv[0] = found;
     }
@@ -476,9 +505,14 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
     argv.push_back("--data-service=" + data_service);
     argv.push_back("--training-job-name=" + training_job_);  // another job's service refuses it (B54)
   }
+  if (const int32_t t = RankThreads(hp_); t > 0) {
+    Say(me + ": " + std::to_string(per_host) + " ranks per host share its " + std::to_string(train::AvailableCpus()) +
+        " CPUs: --intra-op-parallelism-threads=" + std::to_string(t) + " each");
+    argv.push_back("--intra-op-parallelism-threads=" + std::to_string(t));
+  }
   argv.insert(argv.end(), hp_.train_args.begin(), hp_.train_args.end());
   if (fs::exists(ckpt_ + "/checkpoint")) Say(me + ": " + ckpt_ + " holds a checkpoint: resuming from it");
-  return Start(hosts.size() > 1 ? "mpirun" : "trainer", argv);
+  return Start(ranks > 1 ? "mpirun" : "trainer", argv);
 }
 
 StatusOr<int> Run::Start(const std::string& role, const std::vector<std::string>& argv) {
@@ -617,7 +651,8 @@ int PrintEnvironment(const LaunchOptions& o) {
     StatusOr<std::vector<std::string>> a = TrainerInputArgs(*c, o.getenv, &notes);
     if (!a.ok()) return fail(a.status());
     inputs = std::move(*a);
-  } else if (plan->role == HostPlan::kData) {
+  }
+  if (Status s = CheckRanksPerHost(*hp, inputs); !s.ok()) return fail(s); else if (plan->role == HostPlan::kData) {
     if (Status s = CheckDataHostChannels(*c, hp->data_group); !s.ok()) return fail(s);
   }
   std::string bind;  // a data host's servers listen there
@@ -658,6 +693,10 @@ int PrintEnvironment(const LaunchOptions& o) {
            {"role", RoleName(plan->role)},
            {"train_hosts", plan->train_hosts},
            {"mpi_leader", plan->leader},
+           {"processes_per_host", hp->processes_per_host},
+           {"world_size", plan->role == HostPlan::kData ? 0 : plan->train_hosts.size() * hp->processes_per_host},
+           {"custom_mpi_options", hp->custom_mpi_options},
+           {"rank_intra_op_threads", RankThreads(*hp)},
            {"dispatcher", plan->dispatcher},
            {"runs_dispatcher", plan->runs_dispatcher},
            {"bind_address", bind},

@@ -4,9 +4,11 @@
 // this host's roles and runs them as child processes of this binary
 // (launch/supervisor.h):
 //
-//   homogeneous, 1 host        trainer: ctrain train (reads the channels itself)
-//   homogeneous, N hosts       the first host runs `mpirun -np N --host a:1,b:1,...
-//                              ctrain train` (docs/distributed.md); the others have
+//   homogeneous, 1 host        trainer: ctrain train (reads the channels itself); with
+//                              distribution mpi processes_per_host P > 1, under mpirun -np P
+//   homogeneous, N hosts       the first host runs `mpirun [custom_mpi_options] -np N*P
+//                              --host a:P,b:P,... ctrain train` (docs/distributed.md; P =
+//                              processes_per_host, default 1); the others have
 //                              nothing to start: mpirun reaches them through sshd; they
 //                              wait for its Open MPI daemon to come and go, then exit 0.
 //                              Without MPI built in: FailedPrecondition naming it.
