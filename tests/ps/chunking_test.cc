@@ -19,16 +19,19 @@ using testing::Spec;
 
 TEST(PsChunkingTest, BoundsFillEachChunkAndChunkZeroLeavesRoomForTheDenseParameters) {
   constexpr int64_t kLimit = 64 << 10;
-  const int64_t per = (kLimit - kChunkOverheadBytes) / RowBytes(4);  // 30 bytes a row: 2048
+  // K = 4: 5 floats a row, 30 bytes.
+  const int64_t per = (kLimit - kChunkOverheadBytes) / RowBytes(5);
   EXPECT_EQ(per, 2048);
-  EXPECT_EQ(RowsPerChunk(kLimit, 4, 0), per);
-  EXPECT_EQ(ChunkBounds(5000, kLimit, 4, 0), (std::vector<int64_t>{0, 2048, 4096, 5000}));
-  EXPECT_EQ(ChunkBounds(2048, kLimit, 4, 0), (std::vector<int64_t>{0, 2048}));
-  EXPECT_EQ(ChunkBounds(0, kLimit, 4, 0), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(RowsPerChunk(kLimit, 5, 0), per);
+  EXPECT_EQ(ChunkBounds(5000, kLimit, 5, 0), (std::vector<int64_t>{0, 2048, 4096, 5000}));
+  EXPECT_EQ(ChunkBounds(2048, kLimit, 5, 0), (std::vector<int64_t>{0, 2048}));
+  EXPECT_EQ(ChunkBounds(0, kLimit, 5, 0), (std::vector<int64_t>{0, 0}));
   // 30,000 bytes of dense parameters leave chunk 0 room for 1,048 rows.
-  EXPECT_EQ(ChunkBounds(3000, kLimit, 4, 30000), (std::vector<int64_t>{0, 1048, 3000}));
+  EXPECT_EQ(ChunkBounds(3000, kLimit, 5, 30000), (std::vector<int64_t>{0, 1048, 3000}));
   // Dense parameters that fill chunk 0: it carries them alone.
-  EXPECT_EQ(ChunkBounds(10, kLimit, 4, kLimit), (std::vector<int64_t>{0, 0, 10}));
+  EXPECT_EQ(ChunkBounds(10, kLimit, 5, kLimit), (std::vector<int64_t>{0, 0, 10}));
+  // An export with Adam's two slots: 15 floats a row.
+  EXPECT_EQ(RowsPerChunk(kLimit, 15, 0), (kLimit - kChunkOverheadBytes) / 70);
   EXPECT_TRUE(CheckMaxMessageBytes(kMinMessageBytes, "--x").ok());
   const Status low = CheckMaxMessageBytes(1000, "--max-message-bytes");
   EXPECT_EQ(low.code(), StatusCode::kInvalidArgument);
@@ -189,7 +192,7 @@ TEST(PsChunkingTest, PullsAndPushesOverTheLimitTravelInChunksAndGiveTheSameParam
   }
   // 10,000 rows a shard at (65,536 - 4,096) / 78 = 787 rows a chunk: 13 chunks (chunk 0 also holds the dense
   // parameters: fewer rows). 4 pulls and 3 pushes, 2 shards.
-  const int64_t per_call = static_cast<int64_t>(ChunkBounds(10000, kMinMessageBytes, K, 0).size()) - 2;
+  const int64_t per_call = static_cast<int64_t>(ChunkBounds(10000, kMinMessageBytes, 1 + K, 0).size()) - 2;
   EXPECT_EQ(per_call, 12);
   EXPECT_GE(cs->stats().extra_chunks, 7 * 2 * per_call);
   EXPECT_EQ(cl->stats().extra_chunks, 0);

@@ -102,7 +102,11 @@ TEST_P(OneSyncWorkerTest, EqualsLocalTrainingBitForBit) {
   ASSERT_EQ(servers.size(), static_cast<size_t>(c.shards));
   o.model_dir = ps_dir;
   PsTrainResult pr;
-  Status st = RunPsTraining(o, PsOptions(Addresses(servers), 0, 1, true), train, &valid, &pr);
+  PsTrainOptions po = PsOptions(Addresses(servers), 0, 1, true);
+  const std::string export_dir = ctrain::testing::TestTempDir("ps_training", tag + "_export");
+  po.export_dir = export_dir;
+  EXPECT_FALSE(servers[0]->shard().AllWorkersDone());
+  Status st = RunPsTraining(o, po, train, &valid, &pr);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(pr.train.steps, lr.steps);
   EXPECT_EQ(pr.global_step, 18);
@@ -113,29 +117,46 @@ TEST_P(OneSyncWorkerTest, EqualsLocalTrainingBitForBit) {
   EXPECT_EQ(pr.client.pulls, (18 + 2 /* evaluations */) * c.shards);
   EXPECT_EQ(pr.client.pushes, 18 * c.shards);
 
-  // Every tensor of the local checkpoint (tables, slots, dense, BN state) is in the sharded one, same bits.
+  // The worker said it is done: a server started with --exit-when-workers-done would stop now.
+  for (const auto& s : servers) EXPECT_TRUE(s->shard().AllWorkersDone());
+
+  // Every tensor of the local checkpoint (tables, slots, dense, BN state) is in the sharded one, same bits, and in
+  // the chief's export (one local checkpoint pulled from the servers, --ps-export-dir).
   auto a = train::ReadTrainerCheckpoint(local_dir);
   auto b = train::ReadTrainerCheckpoint(ps_dir);
+  auto x = train::ReadTrainerCheckpoint(export_dir);
   ASSERT_TRUE(a.ok() && a->has_value()) << a.status().ToString();
   ASSERT_TRUE(b.ok() && b->has_value()) << b.status().ToString();
+  ASSERT_TRUE(x.ok() && x->has_value()) << x.status().ToString();
   EXPECT_EQ((*b)->path, ps_dir + "/" + train::kShardedManifestName);
-  for (const train::NamedTensor& t : (*a)->ckpt.tensors) {
-    const train::NamedTensor* u = (*b)->ckpt.Find(t.name);
-    ASSERT_NE(u, nullptr) << t.name;
-    EXPECT_EQ(u->shape, t.shape) << t.name;
-    ASSERT_EQ(u->f32.size(), t.f32.size()) << t.name;
-    EXPECT_EQ(std::memcmp(u->f32.data(), t.f32.data(), t.f32.size() * 4), 0) << t.name << " differs";
+  EXPECT_EQ((*x)->path, export_dir + "/ckpt-18.bin");
+  EXPECT_EQ((*x)->ckpt.tensors.size(), (*a)->ckpt.tensors.size());
+  for (const train::NamedTensor& t : (*a)->ckpt.tensors)
+    for (const auto* ck : {&*b, &*x}) {
+      const train::NamedTensor* u = (*ck)->ckpt.Find(t.name);
+      ASSERT_NE(u, nullptr) << t.name << " in " << (*ck)->path;
+      EXPECT_EQ(u->shape, t.shape) << t.name;
+      ASSERT_EQ(u->f32.size(), t.f32.size()) << t.name;
+      EXPECT_EQ(std::memcmp(u->f32.data(), t.f32.data(), t.f32.size() * 4), 0) << t.name << " differs in " << (*ck)->path;
+    }
+  for (const auto* ck : {&*b, &*x}) {
+    EXPECT_EQ((*ck)->meta["global_step"], 18);
+    EXPECT_EQ((*ck)->meta["epoch"], 2);
   }
-  EXPECT_EQ((*b)->meta["global_step"], 18);
-  EXPECT_EQ((*b)->meta["epoch"], 2);
+  EXPECT_TRUE((*x)->meta.contains("exported_from_parameter_servers"));
 
-  // `ctrain eval` / `predict` path: a trainer loaded from the sharded checkpoint predicts the same.
+  // `ctrain eval` / `predict` path: a trainer loaded from the sharded checkpoint, or from the export, predicts the
+  // same.
   auto loaded = train::LoadTrainerFromCheckpoint(ps_dir, o.parallel);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  std::vector<float> p1, p2;
+  auto exported = train::LoadTrainerFromCheckpoint(export_dir, o.parallel);
+  ASSERT_TRUE(exported.ok()) << exported.status().ToString();
+  std::vector<float> p1, p2, p3;
   ASSERT_TRUE((*loaded)->Predict(valid, &p1).ok());
   ASSERT_TRUE((*local)->Predict(valid, &p2).ok());
+  ASSERT_TRUE((*exported)->Predict(valid, &p3).ok());
   EXPECT_EQ(p1, p2);
+  EXPECT_EQ(p3, p2);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, OneSyncWorkerTest,

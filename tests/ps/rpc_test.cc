@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 
+#include "ctrain/base/clock.h"
 #include "ctrain/model/deepfm.h"
 #include "ctrain/ps/admin.h"
 #include "ctrain/ps/client.h"
@@ -373,6 +374,52 @@ TEST(PsRpcTest, DenseParametersAreSpreadOverTheServers) {
   for (int i = 0; i < 5; ++i)
     for (size_t e = 0; e < dense[i].size(); ++e)
       ASSERT_FLOAT_EQ(after[i][e], dense[i][e] - 0.5f * (i + 1)) << spec.dense(i).name() << " " << e;
+}
+
+}  // namespace
+}  // namespace ctrain::ps
+
+namespace ctrain::ps {
+namespace {
+
+// `ctrain ps --exit-when-workers-done`: the server serves until every worker of the job said Done, then Run
+// returns by itself; a Done from a worker index outside the job is refused.
+TEST(PsRpcTest, AServerExitsWhenEveryWorkerIsDone) {
+  ServerOptions o;
+  o.server.port = 0;
+  o.shard.log = [](const std::string&) {};
+  o.exit_when_workers_done = true;
+  StatusOr<std::unique_ptr<ParameterServer>> server = ParameterServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  std::atomic<int> stop{0};
+  std::atomic<bool> returned{false};
+  Status run;
+  std::thread t([&] {
+    run = (*server)->Run(&stop);
+    returned = true;
+  });
+  auto w0 = testing::Connect({(*server)->address()}, 0);
+  auto w1 = testing::Connect({(*server)->address()}, 1);
+  ASSERT_TRUE(w0->Init(testing::Spec(testing::SmallModel(), "sgd", /*workers=*/2)).ok());
+  ASSERT_TRUE(w1->Init(testing::Spec(testing::SmallModel(), "sgd", /*workers=*/2)).ok());
+  ASSERT_TRUE(w0->Done().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(returned.load()) << "one of two workers is done: the server must keep serving";
+  EXPECT_FALSE((*server)->shard().AllWorkersDone());
+  proto::DoneRequest bad;
+  bad.set_worker_index(2);
+  proto::DoneResponse resp;
+  const Status refused = (*server)->shard().Done(bad, &resp);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("Done: worker_index 2 not in [0, 2)"), std::string::npos) << refused.ToString();
+  ASSERT_TRUE(w0->Done().ok());  // twice is once
+  ASSERT_TRUE(w1->Done().ok());
+  const Deadline deadline(std::chrono::seconds(10));
+  while (!returned.load() && !deadline.expired()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(returned.load()) << "every worker is done: Run should have returned";
+  if (!returned.load()) stop = 1;
+  t.join();
+  EXPECT_TRUE(run.ok()) << run.ToString();
 }
 
 }  // namespace

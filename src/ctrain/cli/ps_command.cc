@@ -25,6 +25,7 @@ struct PsFlags {
   int32_t keep_checkpoints = 3;
   bool force = false;
   int64_t max_message_bytes = ps::kDefaultMaxMessageBytes;
+  bool exit_when_workers_done = false;
 };
 
 Status RunPs(const PsFlags& fl) {
@@ -39,6 +40,7 @@ Status RunPs(const PsFlags& fl) {
   o.shard.keep_checkpoints = fl.keep_checkpoints;
   o.shard.force = fl.force;
   o.shard.max_message_bytes = fl.max_message_bytes;
+  o.exit_when_workers_done = fl.exit_when_workers_done;
   InterruptDeferral defer("stopping the parameter server");  // stop serving, exit 0
   CTRAIN_ASSIGN_OR_RETURN(auto server, ps::ParameterServer::Start(o));
   std::printf("ctrain: ps listening on %s\n", server->address().c_str());
@@ -81,6 +83,9 @@ Command AddPsCommand(CLI::App& app) {
                  "The largest message this server sends or accepts (bytes); workers split larger pulls and pushes "
                  "into chunks of this size (docs/parameter-servers.md#message-size)")
       ->capture_default_str();
+  ps->add_flag("--exit-when-workers-done,--exit_when_workers_done", fl->exit_when_workers_done,
+               "Exit 0 once every worker of the job has finished training (each worker says so at its end; "
+               "ctrain launch starts its servers so)");
   ps->require_subcommand(0, 1);
 
   auto sfl = std::make_shared<PsStatusFlags>();

@@ -141,6 +141,7 @@ Status RunTrainJob(TrainJobOptions& job, DistributedRun& dist, train::TrainResul
   CTRAIN_RETURN_IF_ERROR(SetUpTrainer(run));
   dist.SnapshotTraffic();
   CTRAIN_RETURN_IF_ERROR(Train(run));
+  if (run.ps_params) CTRAIN_RETURN_IF_ERROR(ps::FinishPsWorker(*run.ps_params, *run.trainer));  // export, Done
   ReportDone(run);                                                                 // train_report.cc
   const nlohmann::json mpi_json = dist.TrafficJson(run.r, *run.trainer);           // rank_mpi.cc
   const nlohmann::json ps_json = ReportPs(run);                                    // train_report.cc

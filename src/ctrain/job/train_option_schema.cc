@@ -415,6 +415,11 @@ std::vector<OptionSpec> Build() {
                                                "and pushes travel in chunks", ps_worker)
           .needs(kPs)
           .bind(FIELD(ps.max_message_bytes)));
+  add(Entry("ps_export_dir", {}, "dir", "--ps, the chief: after training, write the whole model (every row, dense "
+                                        "parameter and optimizer slot, from the servers) to DIR as one local "
+                                        "checkpoint, for ctrain predict/eval/export", ps_worker)
+          .needs(kPs)
+          .bind(FIELD(ps.export_dir)));
   // Threads and replicas (docs/training.md#parallelism).
   const std::string towers_or_hogwild =
       "--towers and --hogwild are two ways to run replicas in one process: towers split each batch and step "

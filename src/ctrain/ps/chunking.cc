@@ -11,14 +11,14 @@ Status CheckMaxMessageBytes(int64_t bytes, const std::string& flag) {
   return Status::OK();
 }
 
-int64_t RowsPerChunk(int64_t limit, int32_t K, int64_t extra) {
+int64_t RowsPerChunk(int64_t limit, int64_t floats_per_row, int64_t extra) {
   const int64_t room = limit - kChunkOverheadBytes - extra;
-  return room > 0 ? room / RowBytes(K) : 0;
+  return room > 0 ? room / RowBytes(floats_per_row) : 0;
 }
 
-std::vector<int64_t> ChunkBounds(int64_t n, int64_t limit, int32_t K, int64_t extra) {
-  const int64_t first = std::min(n, RowsPerChunk(limit, K, extra));
-  const int64_t per = std::max<int64_t>(1, RowsPerChunk(limit, K, 0));
+std::vector<int64_t> ChunkBounds(int64_t n, int64_t limit, int64_t floats_per_row, int64_t extra) {
+  const int64_t first = std::min(n, RowsPerChunk(limit, floats_per_row, extra));
+  const int64_t per = std::max<int64_t>(1, RowsPerChunk(limit, floats_per_row, 0));
   std::vector<int64_t> b{0, first};
   while (b.back() < n) b.push_back(std::min(n, b.back() + per));
   return b;

@@ -38,18 +38,19 @@ inline constexpr int64_t kChunkOverheadBytes = 4096;
 // InvalidArgument naming `flag` unless kMinMessageBytes <= bytes <= kMaxMessageBytes.
 Status CheckMaxMessageBytes(int64_t bytes, const std::string& flag);
 
-// Bytes one row takes in a Pull or Push message at most: its id (a varint, <= 10 bytes) and the
-// floats of w and V (4 each).
-inline int64_t RowBytes(int32_t K) { return 10 + 4 * (1 + static_cast<int64_t>(K)); }
+// Bytes one row takes in a Pull or Push message at most: its id (a varint, <= 10 bytes) and its
+// floats, 4 bytes each: 1 + K (w and V), times 1 + the optimizer's slots in an export.
+inline int64_t RowBytes(int64_t floats_per_row) { return 10 + 4 * floats_per_row; }
 
-// How many rows fit in a message of `limit` bytes that also carries `extra` bytes (the dense
-// parameters or their gradients; each tensor counted with 16 bytes of framing). 0 when none do.
-int64_t RowsPerChunk(int64_t limit, int32_t K, int64_t extra);
+// How many rows of `floats_per_row` floats fit in a message of `limit` bytes that also carries
+// `extra` bytes (the dense parameters or their gradients; each tensor counted with 16 bytes of
+// framing). 0 when none do.
+int64_t RowsPerChunk(int64_t limit, int64_t floats_per_row, int64_t extra);
 
 // The chunk boundaries of n rows: chunk c covers rows [bounds[c], bounds[c + 1]); chunk 0 also
-// carries `extra` bytes. At least one chunk (of 0 rows when n = 0). REQUIRES: RowsPerChunk(limit,
-// K, 0) > 0.
-std::vector<int64_t> ChunkBounds(int64_t n, int64_t limit, int32_t K, int64_t extra);
+// carries `extra` bytes. At least one chunk (of 0 rows when n = 0). REQUIRES:
+// RowsPerChunk(limit, floats_per_row, 0) > 0.
+std::vector<int64_t> ChunkBounds(int64_t n, int64_t limit, int64_t floats_per_row, int64_t extra);
 
 // The server's side: stages the chunks of each worker's push until the last arrives.
 // Thread safety: thread-safe.

@@ -197,7 +197,7 @@ struct PsClient::Impl {
     saves[s] = resp.saves();
     limits[s] = resp.max_message_bytes() > 0 ? std::min(options.max_message_bytes, resp.max_message_bytes())
                                              : options.max_message_bytes;
-    if (dense_bytes[s] + kChunkOverheadBytes > limits[s] || RowsPerChunk(limits[s], K, 0) < 1)
+    if (dense_bytes[s] + kChunkOverheadBytes > limits[s] || RowsPerChunk(limits[s], 1 + K, 0) < 1)
       return InvalidArgumentError(Name(s) + ": its dense parameters take " + std::to_string(dense_bytes[s]) +
                                   " bytes, more than fit in one message of " + std::to_string(limits[s]) +
                                   " bytes (the smaller of --ps-max-message-bytes and the server's "
@@ -302,6 +302,7 @@ int32_t PsClient::num_shards() const { return static_cast<int32_t>(impl_->stubs.
 const std::string& PsClient::address(int32_t shard) const { return impl_->options.addresses.at(shard); }
 const ClientStats& PsClient::stats() const { return impl_->stats; }
 void PsClient::ResetStats() { impl_->stats = ClientStats(); }
+void PsClient::set_stats(const ClientStats& stats) { impl_->stats = stats; }
 
 // Splits ids by shard into m.pos (positions in the caller's array). Errors: an id out of range.
 static Status SplitByShard(PsClient::Impl& m, std::span<const int64_t> ids) {
@@ -331,7 +332,7 @@ static void AddTraffic(PsClient::Impl& m, double wall) {
 }
 
 Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows,
-                      std::vector<std::vector<float>>* dense) {
+                      std::vector<std::vector<float>>* dense, PulledSlots* slots) {
   Impl& m = *impl_;
   if (!m.initialized) return FailedPreconditionError("PsClient::Pull before Init");
   const int32_t S = num_shards();
@@ -342,6 +343,15 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
     dense->resize(m.dense_sizes.size());
     for (size_t i = 0; i < m.dense_sizes.size(); ++i) (*dense)[i].resize(m.dense_sizes[i]);
   }
+  const int64_t nslots = slots != nullptr ? static_cast<int64_t>(slots->w.size()) : 0;
+  if (slots != nullptr) {
+    if (slots->v.size() != slots->w.size()) return InvalidArgumentError("Pull: as many V slots as w slots");
+    if (dense != nullptr) {
+      slots->dense.assign(m.dense_sizes.size(), std::vector<std::vector<float>>(nslots));
+      for (size_t i = 0; i < m.dense_sizes.size(); ++i)
+        for (auto& v : slots->dense[i]) v.resize(m.dense_sizes[i]);
+    }
+  }
   m.stats.encode_seconds += SecondsSince(t0);
   t0 = Clock::now();
   // Per shard, on its own thread: its chunks one after the other, each scattered into the caller's arrays at
@@ -350,8 +360,9 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
     Impl::Traffic& tr = m.traffic[s];
     const std::vector<int64_t>& pos = m.pos[s];
     const bool with_dense = dense != nullptr && !m.dense_of[s].empty();
-    const std::vector<int64_t> bounds =
-        ChunkBounds(static_cast<int64_t>(pos.size()), m.limits[s], K, with_dense ? m.dense_bytes[s] : 0);
+    const std::vector<int64_t> bounds = ChunkBounds(static_cast<int64_t>(pos.size()), m.limits[s],
+                                                    (1 + K) * (1 + nslots),
+                                                    with_dense ? m.dense_bytes[s] * (1 + nslots) : 0);
     int64_t version = INT64_MAX;
     for (size_t c = 0; c + 1 < bounds.size(); ++c) {
       auto te = Clock::now();
@@ -360,6 +371,7 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
       req.Clear();
       for (int64_t i = bounds[c]; i < bounds[c + 1]; ++i) req.add_ids(ids[pos[i]]);
       req.set_dense(with_dense && c == 0);
+      req.set_slots(slots != nullptr);
       tr.sent += static_cast<int64_t>(req.ByteSizeLong());
       tr.encode_seconds += SecondsSince(te);
       CTRAIN_RETURN_IF_ERROR(m.Call(s, "Pull", [&](grpc::ClientContext* ctx) {
@@ -379,6 +391,23 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
         if (w_rows != nullptr) w_rows[p[i]] = w[i];
         if (v_rows != nullptr) std::memcpy(v_rows + p[i] * K, v + i * K, K * sizeof(float));
       }
+      if (slots != nullptr) {
+        if (r.w_slots_size() != nslots || r.v_slots_size() != nslots)
+          return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.w_slots_size()) +
+                               " optimizer slots, want " + std::to_string(nslots));
+        for (int64_t k = 0; k < nslots; ++k) {
+          const std::string& ws = r.w_slots(static_cast<int>(k));
+          const std::string& vs = r.v_slots(static_cast<int>(k));
+          if (ws.size() != n * 4 || vs.size() != n * K * 4)
+            return DataLossError(m.Name(s) + ": Pull answered slot " + std::to_string(k) + " of the wrong size");
+          const float* wd = reinterpret_cast<const float*>(ws.data());
+          const float* vd = reinterpret_cast<const float*>(vs.data());
+          for (size_t i = 0; i < n; ++i) {
+            slots->w[k][p[i]] = wd[i];
+            std::memcpy(slots->v[k] + p[i] * K, vd + i * K, K * sizeof(float));
+          }
+        }
+      }
       if (req.dense()) {
         if (r.dense_size() != static_cast<int>(m.dense_of[s].size()))
           return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.dense_size()) +
@@ -389,6 +418,20 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
           if (static_cast<int64_t>(b.size()) != m.dense_sizes[i] * 4)
             return DataLossError(m.Name(s) + ": dense parameter " + std::to_string(i) + " has the wrong size");
           std::memcpy((*dense)[i].data(), b.data(), b.size());
+        }
+        if (slots != nullptr) {  // per parameter of this server, per slot
+          if (r.dense_slots_size() != static_cast<int>(m.dense_of[s].size() * nslots))
+            return DataLossError(m.Name(s) + ": Pull answered " + std::to_string(r.dense_slots_size()) +
+                                 " dense slots, want " + std::to_string(m.dense_of[s].size() * nslots));
+          for (size_t j = 0; j < m.dense_of[s].size(); ++j)
+            for (int64_t k = 0; k < nslots; ++k) {
+              const int32_t i = m.dense_of[s][j];
+              const std::string& b = r.dense_slots(static_cast<int>(j * nslots + k));
+              if (static_cast<int64_t>(b.size()) != m.dense_sizes[i] * 4)
+                return DataLossError(m.Name(s) + ": a slot of dense parameter " + std::to_string(i) +
+                                     " has the wrong size");
+              std::memcpy(slots->dense[i][k].data(), b.data(), b.size());
+            }
         }
       }
       version = std::min(version, r.version());  // the oldest chunk's: what staleness must count from
@@ -431,7 +474,7 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
     const std::vector<int64_t>& pos = m.pos[s];
     const bool shard_dense = with_dense && !m.dense_of[s].empty();
     const std::vector<int64_t> bounds =
-        ChunkBounds(static_cast<int64_t>(pos.size()), m.limits[s], K, shard_dense ? m.dense_bytes[s] : 0);
+        ChunkBounds(static_cast<int64_t>(pos.size()), m.limits[s], 1 + K, shard_dense ? m.dense_bytes[s] : 0);
     const int32_t chunks = static_cast<int32_t>(bounds.size()) - 1;
     proto::PushRequest& req = m.push_req[s];
     proto::PushResponse& r = m.push_resp[s];
@@ -499,6 +542,16 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
     if (m.push_resp[s].dropped_stale()) ++m.stats.dropped_stale;
   AddTraffic(m, wall);
   return Status::OK();
+}
+
+Status PsClient::Done() {
+  Impl& m = *impl_;
+  return m.ForShards(m.AllShards(), [&](int32_t s) {
+    proto::DoneRequest req;
+    req.set_worker_index(m.options.worker_index);
+    proto::DoneResponse resp;
+    return m.Call(s, "Done", [&](grpc::ClientContext* ctx) { return m.stubs[s]->Done(ctx, req, &resp); });
+  });
 }
 
 Status PsClient::Save(const nlohmann::json& trainer_meta, const std::vector<proto::DenseTensor>& state,

@@ -77,6 +77,14 @@ struct ClientStats {
   double protobuf_seconds = 0;
 };
 
+// An export's optimizer slots (PullRequest.slots), per slot k of the optimizer
+// (optim::Optimizer::SlotName(k)).
+struct PulledSlots {
+  std::vector<float*> w;  // per slot: the rows' values [n] (the caller's memory)
+  std::vector<float*> v;  // per slot: [n, K]
+  std::vector<std::vector<std::vector<float>>> dense;  // with dense: [parameter][slot] values (filled)
+};
+
 class PsClient {
  public:
   // Errors: InvalidArgument for no address or a malformed one; MakeChannel's.
@@ -99,8 +107,12 @@ class PsClient {
 
   // ids: unique (any order). w_rows [n] and v_rows [n, K] (either may be null
   // to skip it); dense (may be null): every dense parameter's values, in spec
-  // order, gathered from the servers holding them.
-  Status Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows, std::vector<std::vector<float>>* dense);
+  // order, gathered from the servers holding them; slots (may be null): their
+  // optimizer slots too (an export; slots->w.size() = the optimizer's slots).
+  Status Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows, std::vector<std::vector<float>>* dense,
+              PulledSlots* slots = nullptr);
+  // Tells every shard this worker finished training (proto::DoneRequest).
+  Status Done();
   // ids strictly increasing; w_grad [n] / v_grad [n, K] may be null; dense
   // (may be null or empty): one gradient per dense parameter.
   Status Push(std::span<const int64_t> ids, const float* w_grad, const float* v_grad,
@@ -115,6 +127,7 @@ class PsClient {
   const std::string& address(int32_t shard) const;
   const ClientStats& stats() const;
   void ResetStats();
+  void set_stats(const ClientStats& stats);  // (an export's pulls are not training traffic)
 
   struct Impl;
 

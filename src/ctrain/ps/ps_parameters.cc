@@ -1,6 +1,10 @@
 #include "ctrain/ps/ps_parameters.h"
 
+#include <numeric>
+
+#include "ctrain/optim/optimizer.h"
 #include "ctrain/train/sharded_checkpoint.h"
+#include "ctrain/train/trainer_state.h"
 
 namespace ctrain::ps {
 namespace {
@@ -109,6 +113,61 @@ Status PsParameters::Save(const std::string& model_dir, const nlohmann::json& tr
   CTRAIN_RETURN_IF_ERROR(train::WriteShardedManifest(model_dir, manifest));
   manifest_ = model_dir + "/" + train::kShardedManifestName;
   return Status::OK();
+}
+
+Status PsParameters::Export(const std::string& dir, const nlohmann::json& trainer_meta,
+                            const std::vector<model::DenseParam>& dense, const std::vector<model::DenseParam>& state) {
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> opt, optim::MakeOptimizer(options_.optimizer));
+  const int32_t nslots = opt->num_slots();
+  const int64_t F = options_.model.feature_size;
+  const int64_t K = options_.model.embedding_size;
+  std::vector<float> w(F), v(F * K);
+  std::vector<std::vector<float>> ws(nslots, std::vector<float>(F)), vs(nslots, std::vector<float>(F * K));
+  std::vector<std::vector<float>> dense_values;
+  std::vector<std::vector<std::vector<float>>> dense_slots;
+  constexpr int64_t kBlock = int64_t{1} << 20;
+  std::vector<int64_t> ids;
+  for (int64_t b = 0; b == 0 || b < F; b += kBlock) {
+    const int64_t e = std::min(F, b + kBlock);
+    ids.resize(static_cast<size_t>(e - b));
+    std::iota(ids.begin(), ids.end(), b);
+    PulledSlots slots;
+    for (int32_t k = 0; k < nslots; ++k) {
+      slots.w.push_back(ws[k].data() + b);
+      slots.v.push_back(vs[k].data() + b * K);
+    }
+    CTRAIN_RETURN_IF_ERROR(client_->Pull(ids, w.data() + b, v.data() + b * K, b == 0 ? &dense_values : nullptr, &slots));
+    if (b == 0) dense_slots = std::move(slots.dense);
+  }
+  if (dense_values.size() != dense.size())
+    return InternalError("the parameter servers sent " + std::to_string(dense_values.size()) +
+                         " dense parameters, the model has " + std::to_string(dense.size()));
+  // The names and shapes of a local checkpoint (train/trainer_checkpoint.cc Tensors()).
+  train::CheckpointTensors t;
+  t.Add("embeddings/w", {F}, w.data(), w.size());
+  t.Add("embeddings/V", {F, K}, v.data(), v.size());
+  for (int32_t k = 0; k < nslots; ++k) {
+    const std::string slot(opt->SlotName(k));
+    t.Add("embeddings/w/" + slot, {F}, ws[k].data(), ws[k].size());
+    t.Add("embeddings/V/" + slot, {F, K}, vs[k].data(), vs[k].size());
+  }
+  for (size_t i = 0; i < dense.size(); ++i) {
+    if (dense_values[i].size() != dense[i].value.size())
+      return InternalError("dense parameter '" + dense[i].name + "' has another size on the parameter servers");
+    t.Add(dense[i].name, dense[i].shape, dense_values[i].data(), dense_values[i].size());
+    for (int32_t k = 0; k < nslots; ++k)
+      t.Add(dense[i].name + "/" + std::string(opt->SlotName(k)), dense[i].shape, dense_slots[i][k].data(),
+            dense_slots[i][k].size());
+  }
+  std::vector<std::vector<float>> state_values;
+  for (const auto& s : state) state_values.push_back(s.value);
+  for (size_t i = 0; i < state.size(); ++i)
+    t.Add(state[i].name, state[i].shape, state_values[i].data(), state_values[i].size());
+  nlohmann::json meta = trainer_meta;
+  meta["exported_from_parameter_servers"] = {{"addresses", ps_.client.addresses},
+                                             {"num_workers", ps_.num_workers},
+                                             {"sync_replicas", ps_.sync_replicas}};
+  return train::WriteTrainerCheckpoint(dir, meta.value("global_step", int64_t{0}), t, meta, /*keep=*/1);
 }
 
 }  // namespace ctrain::ps

@@ -28,6 +28,7 @@ struct PsTrainOptions {
   int32_t num_workers = 1;
   bool sync_replicas = false;
   int64_t max_staleness = 0;  // async only; 0 = no bound
+  std::string export_dir;     // chief: the whole model as one local checkpoint here after training ("" = none)
 };
 
 class PsParameters final : public train::RemoteParameters {
@@ -45,6 +46,10 @@ class PsParameters final : public train::RemoteParameters {
               float learning_rate, int64_t examples) override;
   Status Save(const std::string& model_dir, const nlohmann::json& meta,
               const std::vector<model::DenseParam>& state) override;
+  // Pulls every row with its optimizer slots in blocks of 2^20 ids (each split to the message
+  // size limit, ps/chunking.h). Errors: the client's; the checkpoint writer's (path named).
+  Status Export(const std::string& dir, const nlohmann::json& meta, const std::vector<model::DenseParam>& dense,
+                const std::vector<model::DenseParam>& state) override;
   int32_t num_workers() const override { return ps_.num_workers; }
   int32_t worker_index() const override { return ps_.client.worker_index; }
   bool sync_replicas() const override { return ps_.sync_replicas; }
@@ -52,6 +57,7 @@ class PsParameters final : public train::RemoteParameters {
 
   PsClient& client() { return *client_; }
   const ClientOptions& client_options() const { return ps_.client; }
+  const PsTrainOptions& ps_options() const { return ps_; }
   // The manifest written last ("" = none).
   const std::string& manifest() const { return manifest_; }
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "ctrain/base/log.h"
 #include "ctrain/ps/admin.h"
 
 namespace ctrain::ps {
@@ -15,7 +16,11 @@ StatusOr<PsTrainOptions> PsWorkerSettings::Options(const service::ChannelConfig&
   if (!(wait_seconds > 0)) return InvalidArgumentError("--ps-wait-seconds must be > 0");
   if (max_staleness < 0) return InvalidArgumentError("--max-staleness must be >= 0");
   CTRAIN_RETURN_IF_ERROR(CheckMaxMessageBytes(max_message_bytes, "--ps-max-message-bytes"));
+  if (!export_dir.empty() && worker_index != 0)
+    return InvalidArgumentError("--ps-export-dir: the chief (worker 0) writes the model; leave it out on worker " +
+                                std::to_string(worker_index));
   PsTrainOptions o;
+  o.export_dir = export_dir;
   o.client.addresses = addresses;
   o.client.channel = channel;
   o.client.worker_index = worker_index;
@@ -41,8 +46,25 @@ Status RunPsTraining(const train::TrainOptions& options, const PsTrainOptions& p
   bool restored = false;
   CTRAIN_RETURN_IF_ERROR(trainer->Restore(&restored));
   CTRAIN_RETURN_IF_ERROR(trainer->Train(train, params->worker_index() == 0 ? valid : nullptr, &result->train));
+  CTRAIN_RETURN_IF_ERROR(FinishPsWorker(*params, *trainer));
   FinishPsResult(*params, *trainer, result);
   return Status::OK();
+}
+
+Status FinishPsWorker(PsParameters& params, train::Trainer& trainer) {
+  const PsTrainOptions& ps = params.ps_options();
+  if (!ps.export_dir.empty() && params.worker_index() == 0) {
+    const ClientStats training = params.client().stats();  // the export's pulls are not the steps' traffic
+    CTRAIN_RETURN_IF_ERROR(trainer.ExportRemoteModel(ps.export_dir));
+    params.client().set_stats(training);
+    const std::string line = "exported the model from the parameter servers to " + ps.export_dir + " (global step " +
+                             std::to_string(trainer.global_step()) + ")";
+    if (ps.client.log)
+      ps.client.log(line);
+    else
+      Logf("%s\n", line.c_str());
+  }
+  return params.client().Done();
 }
 
 void FinishPsResult(PsParameters& params, const train::Trainer& trainer, PsTrainResult* result) {

@@ -41,6 +41,7 @@ struct PsWorkerSettings {
   int64_t max_staleness = 0;           // --max-staleness (async; 0 = no bound)
   double wait_seconds = 120;           // --ps-wait-seconds: how long an unavailable server is waited for
   int64_t max_message_bytes = kDefaultMaxMessageBytes;  // --ps-max-message-bytes (ps/chunking.h)
+  std::string export_dir;              // --ps-export-dir (the chief only)
 
   bool enabled() const { return !addresses.empty(); }
   // The worker's options. Errors: InvalidArgument naming the flag.
@@ -60,6 +61,11 @@ struct PsTrainResult {
 // its monitoring and reporting around it.
 Status RunPsTraining(const train::TrainOptions& options, const PsTrainOptions& ps, const train::Dataset& train,
                      const train::Dataset* valid, PsTrainResult* result);
+// After a worker trained: the chief exports the model to --ps-export-dir when set
+// (Trainer::ExportRemoteModel, logged), then the worker tells every server it
+// is done (PsClient::Done: servers started with --exit-when-workers-done exit
+// when every worker has). Errors: the export's and the calls'.
+Status FinishPsWorker(PsParameters& params, train::Trainer& trainer);
 // The figures of a finished worker: its traffic, the global step, the manifest
 // and (chief) the servers' status.
 void FinishPsResult(PsParameters& params, const train::Trainer& trainer, PsTrainResult* result);

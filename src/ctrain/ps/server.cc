@@ -5,6 +5,7 @@
 
 #include <grpcpp/server_context.h>
 
+#include "ctrain/base/log.h"
 #include "ctrain/ps/parameter_server.grpc.pb.h"
 #include "ctrain/service/auth.h"
 #include "ctrain/service/grpc_status.h"
@@ -36,6 +37,9 @@ struct ParameterServer::Impl final : public proto::ParameterServer::Service {
   }
   grpc::Status Save(grpc::ServerContext* ctx, const proto::SaveRequest* req, proto::SaveResponse* resp) override {
     return Handle(ctx, [&] { return shard->Save(*req, resp); });
+  }
+  grpc::Status Done(grpc::ServerContext* ctx, const proto::DoneRequest* req, proto::DoneResponse* resp) override {
+    return Handle(ctx, [&] { return shard->Done(*req, resp); });
   }
   grpc::Status GetStatus(grpc::ServerContext* ctx, const proto::StatusRequest*, proto::StatusResponse* resp) override {
     return Handle(ctx, [&] {
@@ -72,7 +76,13 @@ const std::string& ParameterServer::address() const { return impl_->server.addre
 ParameterShard& ParameterServer::shard() { return *impl_->shard; }
 
 Status ParameterServer::Run(const std::atomic<int>* stop) {
-  while (stop == nullptr || stop->load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (stop == nullptr || stop->load() == 0) {
+    if (impl_->options.exit_when_workers_done && impl_->shard->AllWorkersDone()) {
+      Logf("ps shard %d: every worker finished: stopping\n", impl_->options.shard.shard);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   impl_->shard->Shutdown();
   impl_->server.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   impl_->server.server->Wait();

@@ -25,6 +25,9 @@ namespace ctrain::ps {
 struct ServerOptions {
   service::ServerConfig server;
   ShardOptions shard;
+  // Run() returns (exit 0) once every worker of the job said Done (PsClient::Done), after
+  // answering it: `ctrain ps --exit-when-workers-done`, what ctrain launch starts.
+  bool exit_when_workers_done = false;
 };
 
 class ParameterServer {
@@ -35,7 +38,8 @@ class ParameterServer {
 
   const std::string& address() const;
   ParameterShard& shard();
-  // Serves until *stop becomes non-zero, then stops the server.
+  // Serves until *stop becomes non-zero (or, with exit_when_workers_done, every worker
+  // said Done), then stops the server.
   Status Run(const std::atomic<int>* stop);
 
   struct Impl;

@@ -308,6 +308,27 @@ Status ParameterShard::Pull(const proto::PullRequest& req, proto::PullResponse* 
       PutFloats(d.value.data(), static_cast<int64_t>(d.value.size()), resp->add_dense());
       bytes += static_cast<int64_t>(d.value.size() * 4);
     }
+  if (req.slots()) {  // an export: the rows' optimizer slots, then the dense parameters'
+    for (int k = 0; k < w_->num_slots(); ++k) {
+      std::string* ws = resp->add_w_slots();
+      std::string* vs = resp->add_v_slots();
+      ws->resize(n * sizeof(float));
+      vs->resize(n * K_ * sizeof(float));
+      float* wd = reinterpret_cast<float*>(ws->data());
+      float* vd = reinterpret_cast<float*>(vs->data());
+      for (int64_t i = 0; i < n; ++i) {
+        wd[i] = w_->slot(k)[local[i]];
+        std::memcpy(vd + i * K_, v_->slot(k) + local[i] * K_, K_ * sizeof(float));
+      }
+      bytes += static_cast<int64_t>(ws->size() + vs->size());
+    }
+    if (req.dense())
+      for (const Dense& d : dense_)
+        for (const auto& slot : d.slots) {
+          PutFloats(slot.data(), static_cast<int64_t>(slot.size()), resp->add_dense_slots());
+          bytes += static_cast<int64_t>(slot.size() * 4);
+        }
+  }
   resp->set_version(global_step_);
   FillLife(resp->mutable_life());
   pulls_ += 1;
@@ -519,6 +540,31 @@ Status ParameterShard::PushWhole(const proto::PushRequest& req, proto::PushRespo
   ++rounds_done_;
   sync_cv_.notify_all();
   return Status::OK();
+}
+
+Status ParameterShard::Done(const proto::DoneRequest& req, proto::DoneResponse* resp) {
+  int32_t workers = 0;
+  {
+    ReaderLock l(table_mu_);
+    if (!initialized_)
+      return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) +
+                                     " is not initialised (no trainer has called Init yet)");
+    workers = spec_.num_workers();
+  }
+  if (req.worker_index() < 0 || req.worker_index() >= workers)
+    return InvalidArgumentError("Done: worker_index " + std::to_string(req.worker_index()) + " not in [0, " +
+                                std::to_string(workers) + ")");
+  MutexLock l(done_mu_);
+  done_.resize(static_cast<size_t>(workers), 0);
+  if (!done_[req.worker_index()]) Log("worker " + std::to_string(req.worker_index()) + " finished");
+  done_[req.worker_index()] = 1;
+  resp->set_workers_done(static_cast<int32_t>(std::count(done_.begin(), done_.end(), 1)));
+  return Status::OK();
+}
+
+bool ParameterShard::AllWorkersDone() const {
+  MutexLock l(done_mu_);
+  return !done_.empty() && std::count(done_.begin(), done_.end(), 1) == static_cast<std::ptrdiff_t>(done_.size());
 }
 
 void ParameterShard::Shutdown() {

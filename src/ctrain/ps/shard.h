@@ -93,6 +93,11 @@ class ParameterShard {
   // InvalidArgument for unreadable meta_json or a state tensor whose shape is
   // invalid (as Init's dense shapes) or does not match its values; file errors.
   Status Save(const proto::SaveRequest& req, proto::SaveResponse* resp);
+  // A worker finished (proto::DoneRequest). Errors: FailedPrecondition before
+  // Init; InvalidArgument for a worker index outside [0, num_workers).
+  Status Done(const proto::DoneRequest& req, proto::DoneResponse* resp);
+  // Every worker of the job said Done (false before Init).
+  bool AllWorkersDone() const;
 
   // Rows and bytes held, traffic counters and rates (see docs/parameter-servers.md#status).
   nlohmann::json StatusJson() const;
@@ -145,6 +150,8 @@ class ParameterShard {
   void FillLife(proto::ShardLife* life) const;
 
   PushAssembler chunks_;  // pushes that arrive in chunks
+  mutable Mutex done_mu_;
+  std::vector<char> done_ CTRAIN_GUARDED_BY(done_mu_);  // per worker: said Done
 
   // Sync rounds.
   Mutex sync_mu_;

@@ -56,6 +56,15 @@ class RemoteParameters {
   // statistics), into `model_dir`. Called by the chief only.
   virtual Status Save(const std::string& model_dir, const nlohmann::json& meta,
                       const std::vector<model::DenseParam>& state) = 0;
+  // The whole model as ONE local checkpoint in `dir` (train/trainer_state.h
+  // WriteTrainerCheckpoint: every row of the tables, the dense parameters,
+  // their optimizer slots, `state`, with `meta`), gathered from the servers:
+  // what `ctrain predict`, `eval`, `export` and a warm start read on a host
+  // that cannot see the servers' checkpoint files. `dense`: the model's dense
+  // parameters (names and shapes). Called by the chief after training.
+  virtual Status Export(const std::string& dir, const nlohmann::json& meta,
+                        const std::vector<model::DenseParam>& dense,
+                        const std::vector<model::DenseParam>& state) = 0;
 
   virtual int32_t num_workers() const = 0;
   virtual int32_t worker_index() const = 0;

@@ -199,6 +199,11 @@ StatusOr<EvalResult> Trainer::Evaluate(const Dataset& data) {
 }
 
 Status Trainer::SaveCheckpoint() { return impl_->Save(); }
+Status Trainer::ExportRemoteModel(const std::string& dir) {
+  Impl& m = *impl_;
+  if (m.remote == nullptr) return FailedPreconditionError("exporting from parameter servers: this trainer has none");
+  return m.remote->Export(dir, m.Meta(), m.replicas[0].model->dense_params(), m.replicas[0].model->state());
+}
 int64_t Trainer::global_step() const { return impl_->pos.global_step; }
 const TrainOptions& Trainer::options() const { return impl_->options; }
 void Trainer::set_log_sink(std::function<void(const std::string&)> sink) { impl_->sink = std::move(sink); }

@@ -271,6 +271,10 @@ class Trainer {
 
   // Writes a checkpoint of the current state to options.model_dir now.
   Status SaveCheckpoint();
+  // With parameter servers: the whole model, gathered from them, as one local
+  // checkpoint in `dir` (RemoteParameters::Export; `--ps-export-dir`).
+  // FailedPrecondition for a trainer without parameter servers.
+  Status ExportRemoteModel(const std::string& dir);
 
   int64_t global_step() const;
   const TrainOptions& options() const;
