@@ -123,10 +123,10 @@ TEST(MapHyperparameters, DistributionKeysAreReadNotSkipped) {
         << bad;
   EXPECT_NE(Error({{"sagemaker_mpi_custom_mpi_options", "[1]"}}).find("custom_mpi_options is a string"),
             std::string::npos);
-  EXPECT_NE(Error({{"sagemaker_parameter_server_enabled", "true"}})
-                .find("(value true): this distribution is not supported by ctrain launch (it starts no parameter "
-                      "servers)"),
-            std::string::npos);
+  EXPECT_FALSE(m->parameter_server);
+  m = Map({{"sagemaker_parameter_server_enabled", "true"}});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(m->parameter_server);
   EXPECT_NE(Error({{"sagemaker_distributed_dataparallel_enabled", "True"}})
                 .find("\"sagemaker_distributed_dataparallel_enabled\" (value \"True\"): this distribution is not supported"),
             std::string::npos);

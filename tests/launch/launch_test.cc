@@ -46,6 +46,18 @@ class LaunchFailures : public ::testing::Test {
   LaunchOptions o_;
 };
 
+TEST_F(LaunchFailures, ParameterServersWithADataGroupOrSeveralProcessesPerHost) {
+  Write("hyperparameters.json", R"({"sagemaker_parameter_server_enabled": "true", "data_group": "data"})");
+  EXPECT_NE(Fails().find("distribution parameter_server with data_group \"data\": parameter-server workers read "
+                         "their channels themselves"),
+            std::string::npos);
+  Write("hyperparameters.json",
+        R"({"sagemaker_parameter_server_enabled": "true", "sagemaker_mpi_num_of_processes_per_host": "2"})");
+  EXPECT_NE(Fails().find("distribution parameter_server with distribution mpi processes_per_host 2: one worker per "
+                         "host"),
+            std::string::npos);
+}
+
 TEST_F(LaunchFailures, DataGroupNamingNoGroup) {
   Write("hyperparameters.json", R"({"data_group": "cpu"})");
   EXPECT_EQ(Fails(),

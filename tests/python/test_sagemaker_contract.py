@@ -13,7 +13,8 @@ Every tree is read back by the SageMaker training toolkit (sagemaker-training 5.
 `sagemaker_training.environment.Environment()`, in a subprocess with SAGEMAKER_BASE_DIR at the
 host's tree, which the module reads when imported) and by `ctrain launch --print-environment`;
 the two views must agree: hosts, current host, groups, channels, hyperparameters, CPUs.
-Distributions ctrain does not run are refused by name. The 1-host and 3-host homogeneous trees,
+Distributions ctrain does not run are refused by name. The parameter-server distribution and a
+TF_CONFIG cluster launch on loopback too. The 1-host and 3-host homogeneous trees,
 and 2 hosts x 2 processes per host, are also launched (one `ctrain launch --sm-root` per host, a
 few seconds).
 
@@ -22,6 +23,7 @@ The CLI: $CTRAIN_CLI when set, else the installed package's."""
 
 import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -192,21 +194,6 @@ def test_mpi_distribution_processes_per_host_and_custom_options(ctrain_cli, data
             "whole number in [1, 4096]") in (roots["algo-1"] / "output" / "failure").read_text()
 
 
-def test_parameter_server_distribution_is_refused(ctrain_cli, data, tmp_path):
-    hps = sdk_hyperparameters(USER_HPS, {"parameter_server": {"enabled": True}})
-    assert hps["sagemaker_parameter_server_enabled"] == "true"
-    roots = local_mode_trees(tmp_path, ["algo-1", "algo-2"], hps, ["train"], data)
-    assert toolkit_view(roots["algo-1"])["additional_framework_parameters"] == {"sagemaker_parameter_server_enabled": True}
-    p = ctrain_view(ctrain_cli, roots["algo-1"])
-    assert p.returncode == 1
-    assert ('hyperparameter "sagemaker_parameter_server_enabled" (value true): this distribution is not supported by '
-            "ctrain launch (it starts no parameter servers)") in p.stderr, p.stderr
-    # Disabled, it asks for nothing: accepted.
-    roots = local_mode_trees(tmp_path / "off", ["algo-1"], sdk_hyperparameters(
-        USER_HPS, {"parameter_server": {"enabled": False}}), ["train"], data)
-    assert_same_view(ctrain_cli, roots["algo-1"])
-
-
 def test_tuning_job_hyperparameters(ctrain_cli, data, tmp_path):
     """A tuning job's training job: the SDK's static hyperparameters (the estimator's, the tuned
     ones left out, the estimator class added), the tuned values as the service sends them (text),
@@ -287,7 +274,7 @@ exec env TMPDIR="$(dirname "$0")/tmp-$host" /bin/sh -c "$*"
 """
 
 
-def launch_hosts(cli, roots, hosts, tmp_path):
+def launch_hosts(cli, roots, hosts, tmp_path, extra=(), envs=None):
     """One `ctrain launch --sm-root` per host at once, host algo-N at 127.0.0.N. The first host's
     mpirun starts the other hosts' Open MPI daemons through ssh, as on SageMaker; here its ssh is
     a script that runs the command on this machine (--mca plm_rsh_agent), and the other hosts'
@@ -298,8 +285,9 @@ def launch_hosts(cli, roots, hosts, tmp_path):
     args = [f"--host-address={h}=127.0.0.{i + 1}" for i, h in enumerate(hosts)]
     args += ["--mpirun-arg=--oversubscribe", "--mpirun-arg=--mca", "--mpirun-arg=plm_rsh_agent", f"--mpirun-arg={ssh}"]
     procs = {h: subprocess.Popen([cli, "launch", "--sm-root", str(roots[h]), "--mpi-host-wait-s", "120",
-                                  "--monitor-interval-ms", "500", *args],
-                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for h in hosts}
+                                  "--monitor-interval-ms", "500", *args, *extra],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                 env=dict(os.environ, **(envs or {}).get(h, {}))) for h in hosts}
     out = {}
     for h, p in procs.items():
         try:
@@ -317,7 +305,9 @@ def test_homogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path, count, 
     hosts = [f"algo-{i + 1}" for i in range(count)]
     distribution = {"mpi": {"enabled": True}} if count > 1 else None
     if per_host > 1:
-        distribution["mpi"].update(processes_per_host=per_host, custom_mpi_options="--display-map")
+        # The simulated hosts are one machine with one hostname: Open MPI's shared-memory transport would name
+        # both hosts' segments alike in /dev/shm (vader_segment.<hostname>...), so the ranks talk TCP here.
+        distribution["mpi"].update(processes_per_host=per_host, custom_mpi_options="--display-map --mca btl tcp,self")
     hps = sdk_hyperparameters(USER_HPS, distribution)
     roots = local_mode_trees(tmp_path, hosts, hps, ["train"], data)
     out = launch_hosts(ctrain_cli, roots, hosts, tmp_path)
@@ -338,6 +328,86 @@ def test_homogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path, count, 
         ranks = count * per_host
         assert f"mpirun: {ranks} rank(s)" in log, log
         hostlist = ",".join(f"127.0.0.{i + 1}:{per_host}" for i in range(count))
-        assert f"--display-map -np {ranks} --host {hostlist} " in log if per_host > 1 else f"--host {hostlist} " in log, log
+        assert (f"--display-map --mca btl tcp,self -np {ranks} --host {hostlist} " in log if per_host > 1
+                else f"--host {hostlist} " in log), log
         if per_host > 1:
             assert "JOB MAP" in log, log  # mpirun ran with the custom option
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def check_exported_model(cli, model_dir, data, tmp_path):
+    """The chief's model/ is one local checkpoint: `ctrain predict` reads it."""
+    assert (model_dir / "checkpoint").is_file()
+    out = tmp_path / "pred.txt"
+    p = subprocess.run([cli, "predict", "--model-dir", str(model_dir), "--input", str(data), "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    probs = [float(x) for x in out.read_text().split()]
+    assert len(probs) == 600 and all(0.0 < x < 1.0 for x in probs)
+
+
+def test_parameter_server_distribution_trains_on_loopback(ctrain_cli, data, tmp_path):
+    """distribution={"parameter_server": {"enabled": True}} on 2 hosts: every host runs a parameter
+    server and a worker (SageMaker's layout), the first host's worker is the chief and writes model/;
+    every process exits by itself once both workers are done."""
+    hosts = ["algo-1", "algo-2"]
+    hps = sdk_hyperparameters(USER_HPS, {"parameter_server": {"enabled": True}})
+    assert hps["sagemaker_parameter_server_enabled"] == "true"
+    roots = local_mode_trees(tmp_path, hosts, hps, ["train"], data)
+    port = free_port()
+    addresses = [f"--host-address={h}=127.0.0.{i + 1}" for i, h in enumerate(hosts)]
+    for i, h in enumerate(hosts):
+        ours, tk = assert_same_view(ctrain_cli, roots[h], *addresses, f"--ps-port={port}")
+        assert tk["additional_framework_parameters"] == {"sagemaker_parameter_server_enabled": True}
+        assert ours["role"] == "ps" and ours["ps_source"] == "resourceconfig.json"
+        assert ours["parameter_servers"] == [f"127.0.0.1:{port}", f"127.0.0.2:{port}"]
+        assert (ours["ps_shard"], ours["worker_index"], ours["num_workers"]) == (i, i, 2)
+    out = launch_hosts(ctrain_cli, roots, hosts, tmp_path, extra=[f"--ps-port={port}"])
+    for h in hosts:
+        log, rc = out[h]
+        assert rc == 0, f"{h}:\n{log}"
+        assert not (roots[h] / "output" / "failure").exists()
+        assert "every worker finished: stopping" in log, log
+    assert "exported the model from the parameter servers to " in out["algo-1"][0]
+    assert not any((roots["algo-2"] / "model").iterdir())  # the chief alone writes the model
+    check_exported_model(ctrain_cli, roots["algo-1"] / "model", data, tmp_path)
+    # Each worker trained on its half of the data.
+    for h in hosts:
+        metrics = json.loads((roots[h] / "output" / "data" / "metrics.json").read_text())
+        assert metrics["ps"]["num_workers"] == 2 and metrics["ps"]["steps"] > 0
+
+
+def test_tf_config_parameter_server_cluster_on_loopback(ctrain_cli, data, tmp_path):
+    """A cluster described by TF_CONFIG (as Kubeflow's TFJob sets it): one process per task, a
+    parameter server, the chief and a worker, each its own `ctrain launch` at its own address."""
+    hosts = ["algo-1", "algo-2", "algo-3"]
+    roots = local_mode_trees(tmp_path, hosts, sdk_hyperparameters(USER_HPS), ["train"], data)
+    ports = [free_port() for _ in hosts]
+    cluster = {"ps": [f"127.0.0.3:{ports[2]}"], "chief": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.2:{ports[1]}"]}
+    tasks = {"algo-1": ("chief", 0), "algo-2": ("worker", 0), "algo-3": ("ps", 0)}
+    envs = {h: {"TF_CONFIG": json.dumps({"cluster": cluster, "task": {"type": t, "index": i}})}
+            for h, (t, i) in tasks.items()}
+    for h in hosts:
+        p = subprocess.run([ctrain_cli, "launch", "--sm-root", str(roots[h]), "--print-environment"],
+                           capture_output=True, text=True, timeout=60, env=dict(os.environ, **envs[h]))
+        assert p.returncode == 0, p.stderr
+        ours = json.loads(p.stdout)
+        assert ours["ps_source"] == "TF_CONFIG" and ours["parameter_servers"] == cluster["ps"]
+        assert (ours["ps_shard"], ours["worker_index"], ours["num_workers"]) == \
+            {"algo-1": (-1, 0, 2), "algo-2": (-1, 1, 2), "algo-3": (0, -1, 2)}[h]
+    out = launch_hosts(ctrain_cli, roots, hosts, tmp_path, envs=envs)
+    for h in hosts:
+        log, rc = out[h]
+        assert rc == 0, f"{h}:\n{log}"
+    assert "every worker finished: stopping" in out["algo-3"][0]
+    check_exported_model(ctrain_cli, roots["algo-1"] / "model", data, tmp_path)
+    # An evaluator task is refused by name.
+    bad = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster, "task": {"type": "evaluator", "index": 0}}))
+    p = subprocess.run([ctrain_cli, "launch", "--sm-root", str(roots["algo-1"])], capture_output=True, text=True,
+                       timeout=60, env=bad)
+    assert p.returncode == 1 and 'TF_CONFIG: task type "evaluator" is not run by ctrain launch' in p.stderr, p.stderr

@@ -38,6 +38,9 @@ Command AddLaunchCommand(CLI::App& app) {
   sub->add_option("--dispatcher-port,--dispatcher_port", fl->o.dispatcher_port,
                   "Data-service dispatcher port on the data group's first host")
       ->capture_default_str();
+  sub->add_option("--ps-port,--ps_port", fl->o.ps_port,
+                  "distribution parameter_server: every host's parameter server port (TF_CONFIG gives its own)")
+      ->capture_default_str();
   sub->add_option("--worker-port,--worker_port", fl->o.worker_port, "Data-service worker port on every data host")
       ->capture_default_str();
   sub->add_option("--monitor-interval-ms,--monitor_interval_ms", fl->o.monitor_interval_ms,

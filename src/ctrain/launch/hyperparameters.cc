@@ -86,13 +86,15 @@ Status ReadDistributionKey(const std::string& key, const ordered_json& v, const 
     for (std::string a; in >> a;) out->custom_mpi_options.push_back(a);
     return Status::OK();
   }
+  if (key == "sagemaker_parameter_server_enabled") {  // one parameter server and one worker per host
+    out->parameter_server = Truthy(v);
+    return Status::OK();
+  }
   if (key.rfind("sagemaker_", 0) == 0 && key.size() > 8 && key.compare(key.size() - 8, 8, "_enabled") == 0 && Truthy(v))
-    return InvalidArgumentError(where + shown + ": this distribution is not supported by ctrain launch" +
-                                (key == "sagemaker_parameter_server_enabled"
-                                     ? std::string(" (it starts no parameter servers)")
-                                     : std::string()) +
-                                ": a homogeneous cluster trains under mpirun (distribution mpi, or none), a "
-                                "heterogeneous one through the data service (data_group)");
+    return InvalidArgumentError(where + shown + ": this distribution is not supported by ctrain launch: a "
+                                "homogeneous cluster trains under mpirun (distribution mpi, or none) or with parameter "
+                                "servers (distribution parameter_server), a heterogeneous one through the data "
+                                "service (data_group)");
   return Status::OK();
 }
 

@@ -33,9 +33,9 @@
 //     read: sagemaker_mpi_enabled (mpirun over the training hosts, what the launcher runs for
 //     more than one rank), sagemaker_mpi_num_of_processes_per_host (ranks per host: a whole
 //     number >= 1, else refused naming the value) and sagemaker_mpi_custom_mpi_options (extra
-//     mpirun arguments, split at whitespace as the training toolkit's MPI runner does); any other
-//     sagemaker_*_enabled that is true (parameter_server, smdistributed, torch_distributed,
-//     ...) is refused by name.
+//     mpirun arguments, split at whitespace as the training toolkit's MPI runner does),
+//     sagemaker_parameter_server_enabled (a parameter-server job); any other
+//     sagemaker_*_enabled that is true (smdistributed, torch_distributed, ...) is refused by name.
 // Errors (InvalidArgument, naming the file and the key, and the value where it is the cause):
 //   - a key that is no `ctrain train` option ("unknown hyperparameter \"lerning_rate\"
 //     (no ctrain train flag --lerning-rate; did you mean learning_rate?)");
@@ -68,6 +68,9 @@ struct MappedHyperparameters {
   // arguments (custom_mpi_options, split at whitespace).
   int32_t processes_per_host = 1;
   std::vector<std::string> custom_mpi_options;
+  // distribution={"parameter_server": {"enabled": True}}: one parameter server and one worker per
+  // host (launch/ps_layout.h).
+  bool parameter_server = false;
   // Every key (skipped ones too) with its decoded value, as a compact JSON object in file
   // order: what the training toolkit's read_hyperparameters() returns for the same file.
   std::string decoded_json;

@@ -21,6 +21,7 @@
 #include "ctrain/base/signals.h"
 #include "ctrain/dataservice/admin.h"
 #include "ctrain/io/file.h"
+#include "ctrain/launch/host_plan.h"
 #include "ctrain/launch/hyperparameters.h"
 #include "ctrain/launch/supervisor.h"
 #include "ctrain/launch/training_job_name.h"
@@ -34,259 +35,6 @@ namespace {
 
 constexpr auto kListenTimeout = std::chrono::seconds(120);
 
-void Say(const std::string& line) {
-  Logf("launch: %s\n", line.c_str());
-  std::fflush(stderr);
-}
-
-std::string Address(const LaunchOptions& o, const std::string& host) {
-  auto it = o.host_addresses.find(host);
-  return it != o.host_addresses.end() ? it->second : host;
-}
-
-// `argv` as one shell line: arguments with characters the shell reads are single-quoted.
-std::string ShellLine(const std::vector<std::string>& argv) {
-  std::string line;
-  for (const std::string& a : argv) {
-    const bool plain = !a.empty() && a.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                         "0123456789-_=./:,+@%") == std::string::npos;
-    std::string q = a;
-    if (!plain) {
-      q = "'";
-      for (char ch : a) q += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-      q += "'";
-    }
-    line += (line.empty() ? "" : " ") + q;
-  }
-  return line;
-}
-
-
-struct Role {
-  std::string name;  // "trainer", "dispatcher", "data-worker"
-  std::string monitor_dir;
-};
-
-// role.json beside a role's monitoring files: what `ctrain report` groups by.
-Status WriteRoleJson(const std::string& dir, const Contract& c, const std::string& role, int32_t ranks) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return IOError(dir + ": cannot create: " + ec.message());
-  const InstanceGroup* g = c.resources.GroupOf(c.resources.current_host);
-  nlohmann::json j{{"host", c.resources.current_host},
-                   {"role", role},
-                   {"instance_group", g ? g->name : ""},
-                   {"instance_type", g ? g->instance_type : c.resources.current_instance_type},
-                   {"group_hosts", g ? static_cast<int64_t>(g->hosts.size()) : 1},
-                   {"ranks", ranks}};
-  return io::WriteStringToFileAtomic(dir + "/role.json", j.dump(2) + "\n");
-}
-
-// The `ctrain train` flag a channel feeds: train -> --train, validation (or valid) -> --valid;
-// any other channel is an error naming it.
-StatusOr<std::string> ChannelFlag(const Channel& ch) {
-  if (ch.name == "train") return std::string("--train");
-  if (ch.name == "validation" || ch.name == "valid") return std::string("--valid");
-  return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
-                              "\" has no ctrain input (channels: train, validation)");
-}
-
-Status RefusePipeValidation(const Channel& ch) {
-  return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
-                              "\" is in Pipe mode; the validation set is read into memory: use File or FastFile");
-}
-
-// A host that reads its channels itself (homogeneous cluster): every channel of this host.
-StatusOr<std::vector<std::string>> LocalInputArgs(const Contract& c) {
-  std::vector<std::string> args;
-  bool have_train = false;
-  for (const Channel& ch : c.channels) {
-    CTRAIN_ASSIGN_OR_RETURN(std::string flag, ChannelFlag(ch));
-    if (ch.mode == InputMode::kPipe) {
-      if (flag == "--valid") return RefusePipeValidation(ch);
-      args.push_back(flag);
-      args.push_back("pipe:" + ch.dir);
-    } else {
-      CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> files, ChannelFiles(ch));
-      args.push_back(flag);
-      args.insert(args.end(), files.begin(), files.end());
-    }
-    have_train |= flag == "--train";
-  }
-  if (!have_train) return InvalidArgumentError("inputdataconfig.json: no \"train\" channel (nothing to train on)");
-  return args;
-}
-
-const Channel* FindChannel(const Contract& c, std::initializer_list<const char*> names) {
-  for (const Channel& ch : c.channels)
-    for (const char* n : names)
-      if (ch.name == n) return &ch;
-  return nullptr;
-}
-
-// The trainer host of a heterogeneous job. The data hosts read the training files: the
-// train channel is usually given to the data group only (InstanceGroupNames), so this host
-// may not list it, or list it without a local directory. --train is the channel's path,
-// the same on every SageMaker host (SM_CHANNEL_TRAIN where set), expanded by the dispatcher
-// on its host and never looked at here. The validation set is read by the trainer itself
-// (into memory): a validation channel must be on this host; without one there is no
-// validation, and the launcher says so. *notes gets those lines.
-StatusOr<std::vector<std::string>> TrainerInputArgs(const Contract& c, const EnvLookup& getenv,
-                                                    std::vector<std::string>* notes) {
-  for (const Channel& ch : c.channels) CTRAIN_RETURN_IF_ERROR(ChannelFlag(ch).status());
-  std::vector<std::string> args{"--train"};
-  if (const Channel* train = FindChannel(c, {"train"})) {
-    if (train->mode == InputMode::kPipe)
-      return InvalidArgumentError("inputdataconfig.json: channel \"train\" is in Pipe mode, but with data_group the "
-                                  "data hosts read the files: use File or FastFile");
-    args.push_back(train->dir);
-  } else {
-    args.push_back(ChannelDir(c.root, "train", getenv));
-    notes->push_back("channel \"train\" is not given to this host (instance group " + c.resources.current_group +
-                     "): the data hosts read it; the dispatcher expands " + args.back() + " on its host");
-  }
-  if (const Channel* valid = FindChannel(c, {"validation", "valid"})) {
-    if (valid->mode == InputMode::kPipe) return RefusePipeValidation(*valid);
-    StatusOr<std::vector<std::string>> files = ChannelFiles(*valid);
-    if (!files.ok())
-      return Status(files.status().code(), std::string(files.status().message()) +
-                                               " (the trainer reads the validation set itself: the channel must be "
-                                               "on the trainer's hosts)");
-    args.push_back("--valid");
-    args.insert(args.end(), files->begin(), files->end());
-  } else {
-    notes->push_back("no validation channel on this host: training without validation (the trainer reads it "
-                     "itself: give the channel to instance group " + c.resources.current_group + " to validate)");
-  }
-  return args;
-}
-
-// A data host of a heterogeneous job: its workers read the train channel's files, so the
-// channel must be here, in File or FastFile mode, and hold files. A validation channel
-// given to data groups only (InstanceGroupNames) never reaches the trainer: refused.
-Status CheckDataHostChannels(const Contract& c, const std::string& data_group) {
-  for (const Channel& ch : c.channels) CTRAIN_RETURN_IF_ERROR(ChannelFlag(ch).status());
-  const Channel* train = FindChannel(c, {"train"});
-  if (train == nullptr)
-    return InvalidArgumentError("inputdataconfig.json: no \"train\" channel on data host " + c.resources.current_host +
-                                " (instance group " + data_group + "): the data hosts read the training files: give "
-                                "the channel to instance group " + data_group + " (InstanceGroupNames)");
-  if (train->mode == InputMode::kPipe)
-    return InvalidArgumentError("inputdataconfig.json: channel \"train\" is in Pipe mode, but with data_group the "
-                                "data hosts read the files: use File or FastFile");
-  CTRAIN_RETURN_IF_ERROR(ChannelFiles(*train).status());
-  if (const Channel* valid = FindChannel(c, {"validation", "valid"}); valid && !valid->instance_group_names.empty()) {
-    bool reaches_a_trainer = false;
-    for (const std::string& g : valid->instance_group_names) reaches_a_trainer |= g != data_group;
-    if (!reaches_a_trainer)
-      return InvalidArgumentError("inputdataconfig.json: channel \"" + valid->name + "\" is given to instance group " +
-                                  data_group + " only (InstanceGroupNames), but the trainer reads the validation "
-                                  "set itself: give it to the trainer's instance group");
-  }
-  return Status::OK();
-}
-
-Status CopyCheckpointTo(const std::string& from, const std::string& to) {
-  std::error_code ec;
-  fs::create_directories(to, ec);
-  if (ec) return IOError(to + ": cannot create: " + ec.message());
-  int copied = 0;
-  for (const auto& e : fs::directory_iterator(from, ec)) {
-    const std::string name = e.path().filename().string();
-    const bool ckpt = name == "checkpoint" || (name.rfind("ckpt-", 0) == 0 && name.size() > 4 &&
-                                               name.compare(name.size() - 4, 4, ".bin") == 0);
-    if (!ckpt) continue;
-    fs::copy_file(e.path(), fs::path(to) / name, fs::copy_options::overwrite_existing, ec);
-    if (ec) return IOError(e.path().string() + " -> " + to + ": " + ec.message());
-    ++copied;
-  }
-  if (ec) return IOError(from + ": " + ec.message());
-  if (copied == 0) return NotFoundError(from + ": no checkpoint to copy to " + to);
-  return Status::OK();
-}
-
-// Processes of this machine named like an Open MPI daemon (orted: Open MPI 4, prted: 5).
-int CountMpiDaemons() {
-  int n = 0;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator("/proc", ec)) {
-    const std::string pid = e.path().filename().string();
-    if (pid.empty() || pid[0] < '0' || pid[0] > '9') continue;
-    std::ifstream in(e.path() / "comm");
-    std::string comm;
-    if (std::getline(in, comm) && (comm == "orted" || comm == "prted")) ++n;
-  }
-  return n;
-}
-
-// distribution mpi processes_per_host > 1: the trainer's inputs must be files a rank can read
-// beside the others. Errors: InvalidArgument naming the Pipe channel.
-Status CheckRanksPerHost(const MappedHyperparameters& hp, const std::vector<std::string>& inputs) {
-  if (hp.processes_per_host <= 1) return Status::OK();
-  for (const std::string& a : inputs)
-    if (a.starts_with("pipe:"))
-      return InvalidArgumentError("distribution mpi processes_per_host " + std::to_string(hp.processes_per_host) +
-                                  ": " + a.substr(5) + " is a Pipe channel, and SageMaker gives each host one FIFO "
-                                  "per channel and epoch, which " + std::to_string(hp.processes_per_host) +
-                                  " ranks cannot share: use File or FastFile mode, or processes_per_host 1");
-  return Status::OK();
-}
-
-// The OpenMP threads of each rank when a host runs several and the hyperparameters do not say:
-// the host's CPUs shared out (train/threads.h AvailableCpus; the training hosts are one instance
-// type). 0: the trainer's own default (one rank per host, or set by the user).
-int32_t RankThreads(const MappedHyperparameters& hp) {
-  if (hp.processes_per_host <= 1 || hp.values.contains("intra_op_parallelism_threads")) return 0;
-  return std::max(1, train::AvailableCpus() / hp.processes_per_host);
-}
-
-// This host's part of the job (docs/launch.md#roles).
-struct HostPlan {
-  enum Role { kTrainer, kMpiPeer, kData } role = kTrainer;
-  std::vector<std::string> train_hosts;  // the hosts the trainer spans (mpirun over them when several)
-  std::string leader;                    // kMpiPeer: the host that runs mpirun
-  const InstanceGroup* data = nullptr;   // heterogeneous: the data group (points into the contract)
-  std::string dispatcher;                // heterogeneous: the address the trainers dial
-  bool runs_dispatcher = false;          // kData: the data group's first host
-};
-
-const char* RoleName(HostPlan::Role r) {
-  return r == HostPlan::kTrainer ? "trainer" : r == HostPlan::kMpiPeer ? "mpi-peer" : "data";
-}
-
-// Errors: InvalidArgument for a data_group that names no group or holds every host.
-StatusOr<HostPlan> PlanHost(const Contract& c, const MappedHyperparameters& hp, const LaunchOptions& o) {
-  const ResourceConfig& rc = c.resources;
-  HostPlan p;
-  if (hp.data_group.empty()) {
-    p.train_hosts = rc.hosts;
-  } else {
-    p.data = rc.FindGroup(hp.data_group);
-    if (p.data == nullptr) {
-      std::string names;
-      for (const auto& g : rc.groups) names += (names.empty() ? "" : ", ") + g.name;
-      return InvalidArgumentError("hyperparameter data_group \"" + hp.data_group +
-                                  "\" names no instance group of resourceconfig.json (groups: " + names + ")");
-    }
-    for (const std::string& h : rc.hosts)
-      if (std::find(p.data->hosts.begin(), p.data->hosts.end(), h) == p.data->hosts.end()) p.train_hosts.push_back(h);
-    if (p.train_hosts.empty())
-      return InvalidArgumentError("hyperparameter data_group \"" + hp.data_group +
-                                  "\" holds every host: no host is left to train");
-    p.dispatcher = Address(o, p.data->hosts[0]) + ":" + std::to_string(o.dispatcher_port);
-    if (rc.current_group == hp.data_group) {
-      p.role = HostPlan::kData;
-      p.runs_dispatcher = rc.current_host == p.data->hosts[0];
-      return p;
-    }
-  }
-  if (rc.current_host != p.train_hosts[0]) {
-    p.role = HostPlan::kMpiPeer;
-    p.leader = p.train_hosts[0];
-  }
-  return p;
-}
-
 class Run {
  public:
   explicit Run(const LaunchOptions& o) : o_(o) {}
@@ -296,10 +44,13 @@ class Run {
 
  private:
   StatusOr<int> StartTrainer(const std::vector<std::string>& train_hosts, const std::string& data_service);
+  // A parameter-server job: this host's server and worker (launch/ps_layout.h).
+  int RunPs(const PsLayout& layout, std::string* reason);
   // Prints the role's command line, then starts it.
   StatusOr<int> Start(const std::string& role, const std::vector<std::string>& argv);
-  // Waits until every child has exited, forwarding a stop signal once.
-  void WaitAll();
+  // Waits until every child has exited, forwarding a stop signal once; with stop_on_failure, a
+  // role that fails stops the others (SIGTERM), which would otherwise wait for it.
+  void WaitAll(bool stop_on_failure = false);
   // A host mpirun reaches: waits for the Open MPI daemon to appear, then to end.
   int WaitForMpiRanks(const std::string& leader, std::string* reason);
   int Finish(std::string* reason);
@@ -311,6 +62,8 @@ class Run {
   std::string ckpt_;
   Supervisor sup_;
   int trainer_ = -1;
+  bool ps_job_ = false;    // a parameter-server job: the chief exports the model to model_dir itself
+  bool exported_ = false;  // this host's trainer is that chief
   int stopped_by_ = 0;
 };
 
@@ -343,6 +96,7 @@ int Run::Go(std::string* reason) {
   if (!plan.ok()) return fail(plan.status());
   InterruptDeferral defer("stopping every role (the trainer checkpoints first)");  // forwarded (WaitAll)
   const std::string n = std::to_string(plan->train_hosts.size());
+  if (plan->role == HostPlan::kPs) return RunPs(*plan->ps, reason);
   if (plan->role == HostPlan::kMpiPeer) {
     Say(me + (plan->data == nullptr ? ": homogeneous cluster of " + n + " hosts: " + plan->leader +
                                           " runs mpirun over every host; nothing to start here"
@@ -515,6 +269,72 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
   return Start(ranks > 1 ? "mpirun" : "trainer", argv);
 }
 
+int Run::RunPs(const PsLayout& l, std::string* reason) {
+  auto fail = [&](const Status& s) {
+    *reason = s.ToString();
+    return 1;
+  };
+  const std::string& me = c_.resources.current_host;
+  ps_job_ = true;
+  std::string servers;
+  for (const std::string& a : l.servers) servers += (servers.empty() ? "" : ",") + a;
+  Say(me + ": parameter-server job (from " + l.source + "): servers " + servers + ", " + std::to_string(l.num_workers) +
+      " worker(s); this host runs" + (l.shard >= 0 ? " server " + std::to_string(l.shard) : std::string()) +
+      (l.worker_index >= 0 ? (l.shard >= 0 ? " and" : "") + std::string(" worker ") + std::to_string(l.worker_index) +
+                                 (l.worker_index == 0 ? " (the chief)" : "")
+                           : std::string()));
+  const std::string exe = o_.exe.empty() ? SelfExe() : o_.exe;
+  const std::string mon = c_.output_data_dir + "/monitor/" + me + "/";
+  const std::string interval = "--monitor-interval-ms=" + std::to_string(o_.monitor_interval_ms);
+  std::error_code ec;
+  fs::create_directories(ckpt_, ec);
+  if (ec) return fail(IOError(ckpt_ + ": cannot create the checkpoint directory: " + ec.message()));
+  if (l.shard >= 0) {
+    // The server listens on this host's own address (as the cluster names it, resolved); beyond loopback it needs
+    // a token (CTRAIN_SERVICE_TOKEN, inherited) or --insecure. It keeps its shard's checkpoints in this host's
+    // checkpoint directory and exits once every worker is done.
+    StatusOr<std::string> bind = service::ResolveBindAddress(l.listen_host);
+    if (!bind.ok()) return fail(bind.status());
+    if (Status s = WriteRoleJson(mon + "ps", c_, "ps", 1); !s.ok()) return fail(s);
+    std::vector<std::string> argv{exe, "ps", "--shard=" + std::to_string(l.shard),
+                                  "--num-shards=" + std::to_string(l.servers.size()),
+                                  "--port=" + std::to_string(l.listen_port), "--bind=" + *bind,
+                                  "--model-dir=" + ckpt_, "--exit-when-workers-done",
+                                  "--training-job-name=" + training_job_};
+    if (o_.insecure) argv.push_back("--insecure");
+    StatusOr<int> ps = Start("ps", argv);
+    if (!ps.ok()) return fail(ps.status());
+    StatusOr<std::string> where = sup_.WaitListening(*ps, kListenTimeout, PendingInterruptFlag());
+    if (!where.ok()) {
+      stopped_by_ = PendingInterrupt();
+      return stopped_by_ != 0 || sup_.Exited(*ps) ? Finish(reason) : fail(where.status());
+    }
+    Say(me + ": parameter server " + std::to_string(l.shard) + " listening on " + *where);
+  }
+  if (l.worker_index >= 0) {
+    StatusOr<std::vector<std::string>> inputs = LocalInputArgs(c_);
+    if (!inputs.ok()) return fail(inputs.status());
+    if (Status s = WriteRoleJson(mon + "trainer", c_, "trainer", 1); !s.ok()) return fail(s);
+    std::vector<std::string> argv{exe, "train"};
+    argv.insert(argv.end(), inputs->begin(), inputs->end());
+    argv.insert(argv.end(), {"--ps=" + servers, "--worker-index=" + std::to_string(l.worker_index),
+                             "--num-workers=" + std::to_string(l.num_workers), "--training-job-name=" + training_job_,
+                             "--metrics-json=" + c_.output_data_dir + "/metrics.json", "--monitor-dir=" + mon + "trainer",
+                             interval});
+    if (l.worker_index == 0) {  // the chief: checkpoints through the servers, and the model for model/
+      argv.push_back("--model-dir=" + ckpt_);
+      argv.push_back("--ps-export-dir=" + c_.model_dir);
+      exported_ = true;
+    }
+    argv.insert(argv.end(), hp_.train_args.begin(), hp_.train_args.end());
+    StatusOr<int> t = Start("trainer", argv);
+    if (!t.ok()) return fail(t.status());
+    trainer_ = *t;
+  }
+  WaitAll(/*stop_on_failure=*/true);
+  return Finish(reason);
+}
+
 StatusOr<int> Run::Start(const std::string& role, const std::vector<std::string>& argv) {
   Say(c_.resources.current_host + ": " + role + ": " + ShellLine(argv));
   return sup_.Start(role, argv);
@@ -544,10 +364,19 @@ int Run::WaitForMpiRanks(const std::string& leader, std::string* reason) {
   }
 }
 
-void Run::WaitAll() {
+void Run::WaitAll(bool stop_on_failure) {
+  bool stopping = false;
   for (;;) {
-    bool all = true;
-    for (int i = 0; i < sup_.size(); ++i) all &= sup_.Exited(i);
+    bool all = true, failed = false;
+    for (int i = 0; i < sup_.size(); ++i) {
+      all &= sup_.Exited(i);
+      failed |= sup_.Exited(i) && sup_.status(i) != 0;
+    }
+    if (stop_on_failure && failed && !all && !stopping && stopped_by_ == 0) {
+      stopping = true;
+      Say(c_.resources.current_host + ": a role failed: stopping the others");
+      sup_.SignalAll(SIGTERM);
+    }
     if (int sig = PendingInterrupt(); sig != 0 && stopped_by_ == 0) {
       stopped_by_ = sig;
       if (all) return;
@@ -573,7 +402,9 @@ int Run::Finish(std::string* reason) {
     *reason = c_.resources.current_host + ": stopped by signal " + std::to_string(stopped_by_);
     return 128 + stopped_by_;
   }
-  if (trainer_ >= 0) {
+  if (exported_) {
+    Say(c_.resources.current_host + ": training done; model in " + c_.model_dir + " (exported from the servers)");
+  } else if (trainer_ >= 0 && !ps_job_) {
     if (Status s = CopyCheckpointTo(ckpt_, c_.model_dir); !s.ok()) {
       *reason = s.ToString();
       return 1;
@@ -643,7 +474,8 @@ int PrintEnvironment(const LaunchOptions& o) {
   if (!plan.ok()) return fail(plan.status());
   // The channel checks of this host's role, as the launch makes them.
   std::vector<std::string> inputs, notes;
-  if (plan->role == HostPlan::kTrainer && plan->data == nullptr) {
+  const bool ps_worker = plan->role == HostPlan::kPs && plan->ps->worker_index >= 0;
+  if ((plan->role == HostPlan::kTrainer && plan->data == nullptr) || ps_worker) {
     StatusOr<std::vector<std::string>> a = LocalInputArgs(*c);
     if (!a.ok()) return fail(a.status());
     inputs = std::move(*a);
@@ -694,9 +526,14 @@ int PrintEnvironment(const LaunchOptions& o) {
            {"train_hosts", plan->train_hosts},
            {"mpi_leader", plan->leader},
            {"processes_per_host", hp->processes_per_host},
-           {"world_size", plan->role == HostPlan::kData ? 0 : plan->train_hosts.size() * hp->processes_per_host},
+           {"world_size", plan->role == HostPlan::kData || plan->role == HostPlan::kPs ? 0 : plan->train_hosts.size() * hp->processes_per_host},
            {"custom_mpi_options", hp->custom_mpi_options},
            {"rank_intra_op_threads", RankThreads(*hp)},
+           {"parameter_servers", plan->ps ? json(plan->ps->servers) : json::array()},
+           {"ps_source", plan->ps ? plan->ps->source : ""},
+           {"ps_shard", plan->ps ? plan->ps->shard : -1},
+           {"worker_index", plan->ps ? plan->ps->worker_index : -1},
+           {"num_workers", plan->ps ? plan->ps->num_workers : 0},
            {"dispatcher", plan->dispatcher},
            {"runs_dispatcher", plan->runs_dispatcher},
            {"bind_address", bind},

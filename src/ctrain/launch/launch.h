@@ -59,6 +59,9 @@ struct LaunchOptions {
   std::map<std::string, std::string> host_addresses;  // --host-address NAME=ADDR; others: the name itself
   int32_t dispatcher_port = 5050;
   int32_t worker_port = 5051;
+  // distribution parameter_server: every host's parameter server listens here (SageMaker's
+  // TensorFlow containers use 2223 for theirs); TF_CONFIG gives its own ports.
+  int32_t ps_port = 2223;
   int64_t monitor_interval_ms = 1000;
   std::string exe;                    // this binary; "" = /proc/self/exe
   std::string mpirun = "mpirun";
