@@ -112,31 +112,11 @@ TEST(PsChunkingTest, AssemblerRefusesChunksThatDoNotFitTogetherAndDropsThePush) 
 }
 
 std::vector<std::unique_ptr<ParameterServer>> Servers(int32_t S, int64_t max_message_bytes) {
-  std::vector<std::unique_ptr<ParameterServer>> out;
-  for (int32_t s = 0; s < S; ++s) {
-    ServerOptions o;
-    o.server.port = 0;
-    o.shard.shard = s;
-    o.shard.num_shards = S;
-    o.shard.max_message_bytes = max_message_bytes;
-    o.shard.log = [](const std::string&) {};
-    StatusOr<std::unique_ptr<ParameterServer>> p = ParameterServer::Start(o);
-    EXPECT_TRUE(p.ok()) << p.status().ToString();
-    if (!p.ok()) return {};
-    out.push_back(std::move(*p));
-  }
-  return out;
+  return testing::StartServers(S, "fixed_size", "", "", max_message_bytes);
 }
 
 std::unique_ptr<PsClient> Client(const std::vector<std::string>& addresses, int64_t max_message_bytes) {
-  ClientOptions o;
-  o.addresses = addresses;
-  o.max_message_bytes = max_message_bytes;
-  o.max_wait = std::chrono::milliseconds(3000);
-  o.log = [](const std::string&) {};
-  StatusOr<std::unique_ptr<PsClient>> c = PsClient::Connect(o);
-  EXPECT_TRUE(c.ok()) << c.status().ToString();
-  return c.ok() ? std::move(*c) : nullptr;
+  return testing::Connect(addresses, 0, "", max_message_bytes);
 }
 
 // Servers limited to 64 KiB and servers with the default limit get the same steps: pulls of every row (10,000 a

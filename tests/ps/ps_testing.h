@@ -18,7 +18,8 @@ namespace ctrain::ps::testing {
 // S in-process servers (shard order); empty on failure (the test fails).
 inline std::vector<std::unique_ptr<ParameterServer>> StartServers(int32_t S, const std::string& partitioner,
                                                                   const std::string& model_dir = "",
-                                                                  const std::string& token = "") {
+                                                                  const std::string& token = "",
+                                                                  int64_t max_message_bytes = kDefaultMaxMessageBytes) {
   std::vector<std::unique_ptr<ParameterServer>> out;
   for (int32_t s = 0; s < S; ++s) {
     ServerOptions o;
@@ -28,6 +29,7 @@ inline std::vector<std::unique_ptr<ParameterServer>> StartServers(int32_t S, con
     o.shard.num_shards = S;
     o.shard.partitioner = partitioner;
     o.shard.model_dir = model_dir;
+    o.shard.max_message_bytes = max_message_bytes;
     o.shard.log = [](const std::string&) {};
     StatusOr<std::unique_ptr<ParameterServer>> p = ParameterServer::Start(o);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
@@ -76,9 +78,11 @@ inline proto::ModelSpec Spec(const model::DeepFMConfig& m, const std::string& op
 }
 
 inline std::unique_ptr<PsClient> Connect(const std::vector<std::string>& addresses, int32_t worker = 0,
-                                         const std::string& token = "") {
+                                         const std::string& token = "",
+                                         int64_t max_message_bytes = kDefaultMaxMessageBytes) {
   ClientOptions o;
   o.addresses = addresses;
+  o.max_message_bytes = max_message_bytes;
   o.worker_index = worker;
   o.channel.token = token;
   o.max_wait = std::chrono::milliseconds(3000);

@@ -30,11 +30,14 @@ StatusOr<PushAssembler::Result> PushAssembler::Add(proto::PushRequest&& chunk, p
   const int32_t c = chunk.chunk(), n = chunk.num_chunks();
   const std::string where = "Push: chunk " + std::to_string(c) + " of " + std::to_string(n) + " of worker " +
                             std::to_string(worker) + "'s push";
+  // The worker's staged push is dropped with a refused chunk (callers erase it first).
   auto refuse = [&](const std::string& why) {
-    by_worker_.erase(worker);
     return InvalidArgumentError(where + " " + why + " (nothing of this push is applied)");
   };
-  if (c < 0 || c >= n) return refuse("has a chunk index outside [0, " + std::to_string(n) + ")");
+  if (c < 0 || c >= n) {
+    by_worker_.erase(worker);
+    return refuse("has a chunk index outside [0, " + std::to_string(n) + ")");
+  }
   const int64_t rows = chunk.ids_size();
   const bool has_w = !chunk.w_grad().empty(), has_v = !chunk.v_grad().empty();
   if (c == 0) {
@@ -52,17 +55,23 @@ StatusOr<PushAssembler::Result> PushAssembler::Add(proto::PushRequest&& chunk, p
   }
   Staged& s = it->second;
   proto::PushRequest& p = s.push;
+  std::string why;
   if (n != p.num_chunks() || chunk.learning_rate() != p.learning_rate() || chunk.examples() != p.examples() ||
       chunk.pulled_version() != p.pulled_version())
-    return refuse("differs from chunk 0 in num_chunks, learning_rate, examples or pulled_version");
-  if (chunk.dense_grad_size() != 0) return refuse("carries dense gradients (they travel in chunk 0)");
-  if (rows > 0 && p.ids_size() > 0 && chunk.ids(0) <= p.ids(p.ids_size() - 1))
-    return refuse("has ids that do not follow the previous chunk's (id " + std::to_string(chunk.ids(0)) + " after " +
-                  std::to_string(p.ids(p.ids_size() - 1)) + ")");
+    why = "differs from chunk 0 in num_chunks, learning_rate, examples or pulled_version";
+  else if (chunk.dense_grad_size() != 0)
+    why = "carries dense gradients (they travel in chunk 0)";
+  else if (rows > 0 && p.ids_size() > 0 && chunk.ids(0) <= p.ids(p.ids_size() - 1))
+    why = "has ids that do not follow the previous chunk's (id " + std::to_string(chunk.ids(0)) + " after " +
+          std::to_string(p.ids(p.ids_size() - 1)) + ")";
   // A gradient of w (V) comes with every row or none.
-  if (rows > 0 && ((has_w ? s.rows_w : p.ids_size() - s.rows_w) != p.ids_size() ||
-                   (has_v ? s.rows_v : p.ids_size() - s.rows_v) != p.ids_size()))
-    return refuse("has w or V gradients where the earlier chunks have none, or none where they have");
+  else if (rows > 0 && ((has_w ? s.rows_w : p.ids_size() - s.rows_w) != p.ids_size() ||
+                        (has_v ? s.rows_v : p.ids_size() - s.rows_v) != p.ids_size()))
+    why = "has w or V gradients where the earlier chunks have none, or none where they have";
+  if (!why.empty()) {
+    by_worker_.erase(it);
+    return refuse(why);
+  }
   p.mutable_ids()->Add(chunk.ids().begin(), chunk.ids().end());
   p.mutable_w_grad()->append(chunk.w_grad());
   p.mutable_v_grad()->append(chunk.v_grad());

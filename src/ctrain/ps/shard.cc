@@ -283,9 +283,7 @@ Status ParameterShard::Init(const proto::InitRequest& req, proto::InitResponse* 
 Status ParameterShard::Pull(const proto::PullRequest& req, proto::PullResponse* resp) {
   const auto t0 = Clock::now();
   ReaderLock l(table_mu_);
-  if (!initialized_)
-    return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) +
-                                   " is not initialised (no trainer has called Init yet)");
+  CTRAIN_RETURN_IF_ERROR(CheckCaller("Pull", -1));
   const int64_t n = req.ids_size();
   std::vector<int64_t> local(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -339,13 +337,18 @@ Status ParameterShard::Pull(const proto::PullRequest& req, proto::PullResponse* 
   return Status::OK();
 }
 
-Status ParameterShard::ValidatePush(const proto::PushRequest& req) const {
+Status ParameterShard::CheckCaller(const char* what, int32_t worker) const {
   if (!initialized_)
     return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) +
                                    " is not initialised (no trainer has called Init yet)");
-  if (req.worker_index() < 0 || req.worker_index() >= spec_.num_workers())
-    return InvalidArgumentError("Push: worker_index " + std::to_string(req.worker_index()) + " not in [0, " +
+  if (worker != -1 && (worker < 0 || worker >= spec_.num_workers()))
+    return InvalidArgumentError(std::string(what) + ": worker_index " + std::to_string(worker) + " not in [0, " +
                                 std::to_string(spec_.num_workers()) + ")");
+  return Status::OK();
+}
+
+Status ParameterShard::ValidatePush(const proto::PushRequest& req) const {
+  CTRAIN_RETURN_IF_ERROR(CheckCaller("Push", req.worker_index()));
   // >= 0: a schedule may end at 0 (cosine decay to lr_decay_alpha = 0), as local training's does.
   if (!(req.learning_rate() >= 0) || !std::isfinite(req.learning_rate()))
     return InvalidArgumentError("Push: learning_rate must be finite and >= 0");
@@ -407,12 +410,7 @@ Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* 
   if (req.num_chunks() <= 1) return PushWhole(req, resp);
   {
     ReaderLock l(table_mu_);
-    if (!initialized_)
-      return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) +
-                                     " is not initialised (no trainer has called Init yet)");
-    if (req.worker_index() < 0 || req.worker_index() >= spec_.num_workers())
-      return InvalidArgumentError("Push: worker_index " + std::to_string(req.worker_index()) + " not in [0, " +
-                                  std::to_string(spec_.num_workers()) + ")");
+    CTRAIN_RETURN_IF_ERROR(CheckCaller("Push", req.worker_index()));  // before anything is staged
   }
   proto::PushRequest whole;
   CTRAIN_ASSIGN_OR_RETURN(PushAssembler::Result r, chunks_.Add(proto::PushRequest(req), &whole));
@@ -546,14 +544,9 @@ Status ParameterShard::Done(const proto::DoneRequest& req, proto::DoneResponse* 
   int32_t workers = 0;
   {
     ReaderLock l(table_mu_);
-    if (!initialized_)
-      return FailedPreconditionError("parameter server shard " + std::to_string(options_.shard) +
-                                     " is not initialised (no trainer has called Init yet)");
+    CTRAIN_RETURN_IF_ERROR(CheckCaller("Done", req.worker_index()));
     workers = spec_.num_workers();
   }
-  if (req.worker_index() < 0 || req.worker_index() >= workers)
-    return InvalidArgumentError("Done: worker_index " + std::to_string(req.worker_index()) + " not in [0, " +
-                                std::to_string(workers) + ")");
   MutexLock l(done_mu_);
   done_.resize(static_cast<size_t>(workers), 0);
   if (!done_[req.worker_index()]) Log("worker " + std::to_string(req.worker_index()) + " finished");

@@ -120,7 +120,9 @@ class ParameterShard {
   void Log(const std::string& line) const;
   Status CreateTables(const proto::ModelSpec& spec, bool init_values) CTRAIN_REQUIRES(table_mu_);
   Status CheckSpec(const proto::ModelSpec& spec) const CTRAIN_REQUIRES_SHARED(table_mu_);
-  Status ValidatePush(const proto::PushRequest& req) const CTRAIN_REQUIRES_SHARED(table_mu_);
+  // FailedPrecondition before Init; InvalidArgument naming `what` for a worker index outside the job (-1: none).
+  Status CheckCaller(const char* what, int32_t worker) const CTRAIN_REQUIRES_SHARED(table_mu_);
+    Status ValidatePush(const proto::PushRequest& req) const CTRAIN_REQUIRES_SHARED(table_mu_);
   // Applies one (merged) update, table_mu_ held exclusively.
   void ApplyLocked(const std::vector<int64_t>& ids, const float* w, const float* v,
                    const std::vector<const float*>& dense, float lr) CTRAIN_REQUIRES(table_mu_);
