@@ -29,6 +29,18 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCTRAIN_NATIVE=OFF 
     install -m 0755 scripts/train /usr/local/bin/train && \
     rm -rf build
 
+# Multi-host mpirun reaches the other hosts through ssh, as in SageMaker's own framework
+# containers: every host runs this image's sshd (scripts/train makes `ctrain launch --sshd` start it
+# on multi-host MPI jobs) and trusts the image's own key pair, which every host of the job shares.
+# The key gives root on any container of this image that runs sshd: keep training jobs in their
+# own network (SageMaker's job VPC) and never publish port 22.
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends openssh-server openssh-client && \
+    rm -rf /var/lib/apt/lists/* && mkdir -p /run/sshd /root/.ssh && chmod 700 /root/.ssh && \
+    ssh-keygen -q -t ed25519 -N '' -f /root/.ssh/id_ed25519 && \
+    cp /root/.ssh/id_ed25519.pub /root/.ssh/authorized_keys && \
+    printf 'Host *\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n' > /root/.ssh/config && \
+    chmod 600 /root/.ssh/authorized_keys /root/.ssh/config
+
 # Open MPI refuses to run as root without these (SageMaker runs the container as root).
 ENV OMPI_ALLOW_RUN_AS_ROOT=1 \
     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

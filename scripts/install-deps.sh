@@ -36,6 +36,7 @@ TEST_PKGS=(
   gnuplot-nox          # ctrain report: PNG charts (docs/launch.md#report)
   python3 python3-pip  # tests: TensorBoard's reader (pip line at the end)
   ccache               # compiler cache: the CI trees and the Python wheel's build tree share it
+  openssh-server openssh-client  # tests: multi-host mpirun through a real sshd (ctrain launch --sshd)
 )
 PKGS=("${RUN_PKGS[@]}")
 if [ "$MODE" = run ]; then

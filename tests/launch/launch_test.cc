@@ -58,6 +58,26 @@ TEST_F(LaunchFailures, ParameterServersWithADataGroupOrSeveralProcessesPerHost) 
             std::string::npos);
 }
 
+// --sshd: a host whose sshd cannot run fails naming it; the first host gives up on a peer whose sshd never
+// listens after --mpi-host-wait-s, naming the host and the address.
+TEST_F(LaunchFailures, SshdThatDoesNotRunOrNeverListens) {
+  Write("hyperparameters.json", "{}");
+  Write("resourceconfig.json", R"({"current_host": "algo-2", "hosts": ["algo-1", "algo-2"]})");
+  o_.host_addresses = {{"algo-1", "127.0.0.1"}, {"algo-2", "127.0.0.2"}};
+  o_.sshd = "/bin/false";
+  EXPECT_NE(Fails().find("algo-2 sshd exited with status 1"), std::string::npos);
+  const std::string sleeper = root_ + "/sshd.sh";  // an sshd that runs and never listens
+  std::ofstream(sleeper) << "#!/bin/sh\nexec sleep 30\n";
+  fs::permissions(sleeper, fs::perms::owner_all);
+  Write("resourceconfig.json", R"({"current_host": "algo-1", "hosts": ["algo-1", "algo-2"]})");
+  o_.sshd = sleeper;
+  o_.ssh_port = 1;  // nothing listens there
+  o_.mpi_host_wait_s = 1;
+  o_.have_mpi = true;
+  EXPECT_NE(Fails().find("algo-2: no sshd accepted connections at 127.0.0.2:1 within 1 s (--mpi-host-wait-s)"),
+            std::string::npos);
+}
+
 TEST_F(LaunchFailures, DataGroupNamingNoGroup) {
   Write("hyperparameters.json", R"({"data_group": "cpu"})");
   EXPECT_EQ(Fails(),

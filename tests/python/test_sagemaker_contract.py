@@ -274,7 +274,7 @@ exec env TMPDIR="$(dirname "$0")/tmp-$host" /bin/sh -c "$*"
 """
 
 
-def launch_hosts(cli, roots, hosts, tmp_path, extra=(), envs=None):
+def launch_hosts(cli, roots, hosts, tmp_path, extra=(), envs=None, ssh_args=None):
     """One `ctrain launch --sm-root` per host at once, host algo-N at 127.0.0.N. The first host's
     mpirun starts the other hosts' Open MPI daemons through ssh, as on SageMaker; here its ssh is
     a script that runs the command on this machine (--mca plm_rsh_agent), and the other hosts'
@@ -283,9 +283,13 @@ def launch_hosts(cli, roots, hosts, tmp_path, extra=(), envs=None):
     ssh.write_text(FAKE_SSH)
     ssh.chmod(0o755)
     args = [f"--host-address={h}=127.0.0.{i + 1}" for i, h in enumerate(hosts)]
-    args += ["--mpirun-arg=--oversubscribe", "--mpirun-arg=--mca", "--mpirun-arg=plm_rsh_agent", f"--mpirun-arg={ssh}"]
+    if ssh_args is None:
+        args += ["--mpirun-arg=--oversubscribe", "--mpirun-arg=--mca", "--mpirun-arg=plm_rsh_agent", f"--mpirun-arg={ssh}"]
+    else:  # the real ssh and each host's real sshd
+        args += ["--mpirun-arg=--oversubscribe", *ssh_args]
+    extra = {h: list(extra(h)) if callable(extra) else list(extra) for h in hosts}
     procs = {h: subprocess.Popen([cli, "launch", "--sm-root", str(roots[h]), "--mpi-host-wait-s", "120",
-                                  "--monitor-interval-ms", "500", *args, *extra],
+                                  "--monitor-interval-ms", "500", *args, *extra[h]],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  env=dict(os.environ, **(envs or {}).get(h, {}))) for h in hosts}
     out = {}
@@ -411,3 +415,69 @@ def test_tf_config_parameter_server_cluster_on_loopback(ctrain_cli, data, tmp_pa
     p = subprocess.run([ctrain_cli, "launch", "--sm-root", str(roots["algo-1"])], capture_output=True, text=True,
                        timeout=60, env=bad)
     assert p.returncode == 1 and 'TF_CONFIG: task type "evaluator" is not run by ctrain launch' in p.stderr, p.stderr
+
+
+SSHD_CONFIG = """Port {port}
+ListenAddress {address}
+HostKey {dir}/hostkey
+AuthorizedKeysFile {dir}/authorized_keys
+PidFile {dir}/sshd-{host}.pid
+StrictModes no
+UsePAM no
+PasswordAuthentication no
+PermitRootLogin prohibit-password
+SetEnv TMPDIR={dir}/tmp-{host}
+"""
+
+
+def test_mpi_hosts_reach_each_other_through_real_sshd(ctrain_cli, data, tmp_path):
+    """`ctrain launch --sshd` (what scripts/train passes in the image) on 2 hosts: each host starts a real
+    sshd, the first host waits for the other's, then mpirun reaches it through the real ssh client with a
+    key pair, as in SageMaker's framework containers; each host stops its sshd when its part is over."""
+    sshd = "/usr/sbin/sshd"
+    if not os.access(sshd, os.X_OK) or os.geteuid() != 0:
+        pytest.skip("needs root and openssh-server (scripts/install-deps.sh installs it)")
+    made_run_dir = not os.path.isdir("/run/sshd")
+    os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+    try:
+        hosts = ["algo-1", "algo-2"]
+        roots = local_mode_trees(tmp_path, hosts, sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True}}),
+                                 ["train"], data)
+        keys = tmp_path / "ssh"
+        keys.mkdir()
+        for name in ("hostkey", "userkey"):
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(keys / name)], check=True)
+        (keys / "authorized_keys").write_text((keys / "userkey.pub").read_text())
+        port = free_port()
+        for i, h in enumerate(hosts):
+            (keys / f"tmp-{h}").mkdir()
+            (keys / f"sshd-{h}.conf").write_text(
+                SSHD_CONFIG.format(port=port, address=f"127.0.0.{i + 1}", dir=keys, host=h))
+        ssh = (f"-p {port} -i {keys}/userkey -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null "
+               "-o BatchMode=yes -o LogLevel=ERROR")
+        ssh_args = ["--mpirun-arg=--mca", "--mpirun-arg=plm_rsh_agent", "--mpirun-arg=ssh",
+                    "--mpirun-arg=--mca", "--mpirun-arg=plm_rsh_args", f"--mpirun-arg={ssh}",
+                    "--mpirun-arg=--mca", "--mpirun-arg=btl", "--mpirun-arg=tcp,self"]
+        out = launch_hosts(ctrain_cli, roots, hosts, tmp_path, ssh_args=ssh_args,
+                           extra=lambda h: ["--sshd", sshd, "--sshd-arg=-f", f"--sshd-arg={keys}/sshd-{h}.conf",
+                                            f"--ssh-port={port}"])
+        if "built without MPI" in out["algo-1"][0]:
+            pytest.skip("this ctrain has no MPI")
+        for h in hosts:
+            log, rc = out[h]
+            assert rc == 0, f"{h}:\n{log}"
+            assert f"{h}: sshd: {sshd} -D -e -f" in log, log
+            assert not (roots[h] / "output" / "failure").exists()
+        log = out["algo-1"][0]
+        assert f"algo-1: waiting for the sshd of algo-2 at 127.0.0.2:{port}" in log, log
+        assert "mpirun: 2 rank(s)" in log, log
+        assert "Accepted publickey for root" in out["algo-2"][0]  # the real sshd let mpirun in
+        assert "algo-2: mpirun's daemon is here; waiting for it to end" in out["algo-2"][0]
+        assert (roots["algo-1"] / "model" / "checkpoint").is_file()
+        for h in hosts:  # no sshd left behind
+            pid_file = keys / f"sshd-{h}.pid"
+            if pid_file.exists():
+                assert not os.path.exists(f"/proc/{pid_file.read_text().strip()}"), h
+    finally:
+        if made_run_dir:
+            os.rmdir("/run/sshd")

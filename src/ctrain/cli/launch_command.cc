@@ -48,6 +48,13 @@ Command AddLaunchCommand(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--mpirun", fl->o.mpirun, "mpirun for multi-host training")->capture_default_str();
   sub->add_option("--mpirun-arg,--mpirun_arg", fl->o.mpirun_args, "An extra mpirun argument; repeatable");
+  sub->add_option("--sshd", fl->o.sshd,
+                  "Multi-host MPI: start this sshd (-D) on every training host, as SageMaker's framework containers "
+                  "do, and wait for the other hosts' before mpirun (scripts/train passes /usr/sbin/sshd when the "
+                  "image has it)");
+  sub->add_option("--sshd-arg,--sshd_arg", fl->o.sshd_args, "An extra sshd argument; repeatable");
+  sub->add_option("--ssh-port,--ssh_port", fl->o.ssh_port, "--sshd: the port the other hosts' sshd listens on")
+      ->capture_default_str();
   sub->add_option("--mpi-host-wait-s,--mpi_host_wait_s", fl->o.mpi_host_wait_s,
                   "Homogeneous cluster, hosts after the first: wait this long for mpirun's daemon (0 = exit at once)")
       ->capture_default_str();

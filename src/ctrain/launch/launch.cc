@@ -53,6 +53,13 @@ class Run {
   void WaitAll(bool stop_on_failure = false);
   // A host mpirun reaches: waits for the Open MPI daemon to appear, then to end.
   int WaitForMpiRanks(const std::string& leader, std::string* reason);
+  // Multi-host MPI with --sshd: this host's sshd (a helper role, stopped when the host's part is
+  // over), and on the first host the wait for every other training host's sshd.
+  Status StartSshd();
+  Status WaitForSshd(const std::vector<std::string>& hosts);
+  // A helper that exited by itself (not stopped by StopHelpers), or -1.
+  int FailedHelper();
+  void StopHelpers();
   int Finish(std::string* reason);
 
   const LaunchOptions& o_;
@@ -62,6 +69,9 @@ class Run {
   std::string ckpt_;
   Supervisor sup_;
   int trainer_ = -1;
+  std::vector<int> helpers_;     // roles that serve the others (sshd): stopped when those end
+  bool helpers_stopped_ = false;
+  std::vector<int> died_;        // helpers that had exited by themselves when StopHelpers ran
   bool ps_job_ = false;    // a parameter-server job: the chief exports the model to model_dir itself
   bool exported_ = false;  // this host's trainer is that chief
   int stopped_by_ = 0;
@@ -102,14 +112,29 @@ int Run::Go(std::string* reason) {
                                           " runs mpirun over every host; nothing to start here"
                                     : ": one of " + n + " training hosts: " + plan->leader +
                                           " runs mpirun over them; nothing to start here"));
-    return WaitForMpiRanks(plan->leader, reason);
+    if (Status s = StartSshd(); !s.ok()) return fail(s);
+    const int rc = WaitForMpiRanks(plan->leader, reason);
+    StopHelpers();
+    return rc != 0 ? rc : Finish(reason);
   }
   if (plan->role == HostPlan::kTrainer) {
     Say(me + (plan->data == nullptr ? ": homogeneous cluster of " + n + " host(s): training"
                                     : ": heterogeneous cluster: training through the data service at " +
                                           plan->dispatcher));
+    if (plan->train_hosts.size() > 1) {  // mpirun reaches the other training hosts through ssh
+      if (Status s = StartSshd(); !s.ok()) return fail(s);
+      if (Status s = WaitForSshd(plan->train_hosts); !s.ok()) {
+        StopHelpers();
+        stopped_by_ = PendingInterrupt();
+        if (stopped_by_ != 0 || FailedHelper() >= 0) return Finish(reason);
+        return fail(s);
+      }
+    }
     StatusOr<int> t = StartTrainer(plan->train_hosts, plan->data == nullptr ? "" : plan->dispatcher);
-    if (!t.ok()) return fail(t.status());
+    if (!t.ok()) {
+      StopHelpers();
+      return fail(t.status());
+    }
     trainer_ = *t;
     WaitAll();
     return Finish(reason);
@@ -349,6 +374,10 @@ int Run::WaitForMpiRanks(const std::string& leader, std::string* reason) {
       *reason = c_.resources.current_host + ": stopped by signal " + std::to_string(sig) + " while serving mpirun";
       return 128 + sig;
     }
+    if (const int h = FailedHelper(); h >= 0) {  // e.g. the sshd mpirun needs could not listen
+      *reason = c_.resources.current_host + " " + sup_.name(h) + " " + sup_.Cause(h);
+      return 1;
+    }
     const int daemons = CountMpiDaemons();
     if (!seen && daemons > 0) {
       seen = true;
@@ -364,14 +393,71 @@ int Run::WaitForMpiRanks(const std::string& leader, std::string* reason) {
   }
 }
 
+Status Run::StartSshd() {
+  if (o_.sshd.empty()) return Status::OK();
+  std::vector<std::string> argv{o_.sshd, "-D", "-e"};
+  argv.insert(argv.end(), o_.sshd_args.begin(), o_.sshd_args.end());
+  CTRAIN_ASSIGN_OR_RETURN(int i, Start("sshd", argv));
+  helpers_.push_back(i);
+  return Status::OK();
+}
+
+Status Run::WaitForSshd(const std::vector<std::string>& hosts) {
+  if (o_.sshd.empty()) return Status::OK();
+  const std::string& me = c_.resources.current_host;
+  const Deadline deadline(std::chrono::seconds(o_.mpi_host_wait_s));
+  for (const std::string& h : hosts) {
+    if (h == me) continue;
+    const std::string at = service::JoinHostPort(Address(o_, h), o_.ssh_port);
+    Say(me + ": waiting for the sshd of " + h + " at " + at + " (mpirun starts its ranks there through ssh)");
+    for (;;) {
+      if (PendingInterrupt() != 0) return CancelledError("stopped while waiting for the sshd of " + h);
+      if (FailedHelper() >= 0) return FailedPreconditionError("this host's sshd exited");
+      if (service::CanConnect(Address(o_, h), o_.ssh_port)) break;
+      if (deadline.expired())
+        return DeadlineExceededError(h + ": no sshd accepted connections at " + at + " within " +
+                                     std::to_string(o_.mpi_host_wait_s) +
+                                     " s (--mpi-host-wait-s): mpirun reaches the other training hosts through ssh; "
+                                     "every host runs `ctrain launch --sshd` (scripts/train does) or its own sshd");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+  return Status::OK();
+}
+
+int Run::FailedHelper() {
+  if (helpers_stopped_) return -1;
+  for (int i : helpers_)
+    if (sup_.Exited(i)) return i;
+  return -1;
+}
+
+void Run::StopHelpers() {
+  if (helpers_stopped_) return;
+  for (int i : helpers_)
+    if (sup_.Exited(i)) died_.push_back(i);
+  helpers_stopped_ = true;
+  for (int i : helpers_) sup_.Signal(i, SIGTERM);
+  for (int i : helpers_)
+    if (sup_.Wait(i, std::chrono::seconds(5)) < 0) {
+      sup_.Signal(i, SIGKILL);
+      sup_.Wait(i, std::chrono::seconds(5));
+    }
+}
+
 void Run::WaitAll(bool stop_on_failure) {
   bool stopping = false;
   for (;;) {
     bool all = true, failed = false;
     for (int i = 0; i < sup_.size(); ++i) {
+      if (std::find(helpers_.begin(), helpers_.end(), i) != helpers_.end()) {
+        failed |= FailedHelper() == i;
+        continue;
+      }
       all &= sup_.Exited(i);
       failed |= sup_.Exited(i) && sup_.status(i) != 0;
     }
+    if (all) StopHelpers();  // the roles they served are over
     if (stop_on_failure && failed && !all && !stopping && stopped_by_ == 0) {
       stopping = true;
       Say(c_.resources.current_host + ": a role failed: stopping the others");
@@ -392,8 +478,12 @@ int Run::Finish(std::string* reason) {
   // The root cause is the role that failed first; the others' failures (stopped after it) are
   // its consequences and never name the job's failure.
   int root = -1;
-  for (int i = 0; i < sup_.size(); ++i)
+  for (int i = 0; i < sup_.size(); ++i) {
+    const bool helper = std::find(helpers_.begin(), helpers_.end(), i) != helpers_.end();
+    if (helper && helpers_stopped_ && std::find(died_.begin(), died_.end(), i) == died_.end())
+      continue;  // stopped by this launcher when the roles it served ended
     if (sup_.status(i) != 0 && (root < 0 || sup_.exit_order(i) < sup_.exit_order(root))) root = i;
+  }
   if (root >= 0) {
     *reason = c_.resources.current_host + " " + sup_.name(root) + " " + sup_.Cause(root);
     return stopped_by_ != 0 ? 128 + stopped_by_ : 1;

@@ -71,6 +71,15 @@ struct LaunchOptions {
   // reach them (an Open MPI daemon, orted or prted, appears), then until it is gone,
   // as SageMaker's MPI containers do; 0 = exit at once (local clusters: one machine).
   int64_t mpi_host_wait_s = 300;
+  // Multi-host MPI: this sshd is started on every training host (`<sshd> -D -e <sshd_args>`), as
+  // SageMaker's framework containers start theirs, so that the first host's mpirun reaches the
+  // others; the first host waits up to mpi_host_wait_s for every other training host's sshd to
+  // accept connections on ssh_port before it runs mpirun, and each host stops its sshd when its
+  // part is over. "" = none (the image runs its own; local clusters). scripts/train passes
+  // /usr/sbin/sshd when the image has it (the Dockerfile installs it, with the image's key pair).
+  std::string sshd;
+  std::vector<std::string> sshd_args;
+  int32_t ssh_port = 22;
   // The data roles listen on this host's own address; beyond loopback they need a token
   // (CTRAIN_SERVICE_TOKEN in every host's environment) unless this passes --insecure to them.
   bool insecure = false;

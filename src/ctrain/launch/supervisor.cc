@@ -30,7 +30,9 @@ void CopyLines(int fd, FILE* out, const std::string& prefix, F on_line) {
     while ((nl = buf.find('\n')) != std::string::npos) {
       std::string line = buf.substr(0, nl);
       buf.erase(0, nl + 1);
-      // Progress lines redraw with \r: keep what the last redraw shows.
+      // A CRLF line ending (sshd -e) is a line ending; progress lines redraw with \r: keep what the last
+      // redraw shows.
+      if (!line.empty() && line.back() == '\r') line.pop_back();
       if (size_t cr = line.rfind('\r'); cr != std::string::npos) line = line.substr(cr + 1);
       std::fprintf(out, "%s%s\n", prefix.c_str(), line.c_str());
       std::fflush(out);

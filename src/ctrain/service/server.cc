@@ -3,7 +3,11 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <fstream>
 #include <sstream>
@@ -90,6 +94,33 @@ StatusOr<std::string> ResolveBindAddress(const std::string& host) {
   ::freeaddrinfo(res);
   if (v4.empty() && v6.empty()) return NotFoundError("host \"" + host + "\" resolves to no IPv4 or IPv6 address");
   return !v4.empty() ? v4 : v6;
+}
+
+bool CanConnect(const std::string& host, int port, std::chrono::milliseconds timeout) {
+  std::string h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(h.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || res == nullptr) return false;
+  bool ok = false;
+  for (addrinfo* p = res; p != nullptr && !ok; p = p->ai_next) {
+    const int fd = ::socket(p->ai_family, p->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, p->ai_protocol);
+    if (fd < 0) continue;
+    if (::connect(fd, p->ai_addr, p->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd pfd{fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      ok = ::poll(&pfd, 1, static_cast<int>(timeout.count())) == 1 &&
+           ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(res);
+  return ok;
 }
 
 StatusOr<RunningServer> StartServer(const ServerConfig& config, const std::vector<grpc::Service*>& services) {

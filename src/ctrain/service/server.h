@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -80,5 +81,10 @@ std::string ExposureWarning(const ServerConfig& config);
 // (getaddrinfo, the first IPv4 address, else the first IPv6 one). Errors: NotFound naming
 // the host when it does not resolve.
 StatusOr<std::string> ResolveBindAddress(const std::string& host);
+
+// Whether a TCP connection to host:port is accepted within `timeout` (the connection is closed at
+// once): a probe for a peer's daemon that is not a gRPC service (sshd, before mpirun). False
+// when the host does not resolve.
+bool CanConnect(const std::string& host, int port, std::chrono::milliseconds timeout = std::chrono::milliseconds(1000));
 
 }  // namespace ctrain::service
