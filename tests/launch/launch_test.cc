@@ -56,6 +56,10 @@ TEST_F(LaunchFailures, ParameterServersWithADataGroupOrSeveralProcessesPerHost) 
   EXPECT_NE(Fails().find("distribution parameter_server with distribution mpi processes_per_host 2: one worker per "
                          "host"),
             std::string::npos);
+  Write("hyperparameters.json", R"({"sagemaker_parameter_server_enabled": "true", "worker_index": "1"})");
+  EXPECT_NE(Fails().find("hyperparameter \"worker_index\" is set by ctrain launch from distribution parameter_server; "
+                         "leave it out"),
+            std::string::npos);
 }
 
 // --sshd: a host whose sshd cannot run fails naming it; the first host gives up on a peer whose sshd never

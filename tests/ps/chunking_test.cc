@@ -228,3 +228,27 @@ TEST(PsChunkingTest, AModelWhoseDenseParametersDoNotFitOneMessageIsRefusedAtInit
 
 }  // namespace
 }  // namespace ctrain::ps
+
+namespace ctrain::ps {
+namespace {
+
+// --ps-export-dir pulls the dense parameters with their optimizer slots in one message: a chief whose export would
+// not fit is told at Init, naming both options and the size to raise them to.
+TEST(PsChunkingTest, AnExportThatWouldNotFitIsRefusedBeforeTraining) {
+  model::DeepFMConfig m = testing::SmallModel(50, 4);
+  m.deep_layers = {100, 100};  // 10,000+ floats: 42 KB of dense parameters, 126 KB with Adam's two slots
+  auto servers = testing::StartServers(1, "fixed_size", "", "", kMinMessageBytes);
+  auto c = testing::Connect(Addresses(servers), 0, "", kMinMessageBytes);
+  ASSERT_TRUE(c->Init(testing::Spec(m, "adam")).ok());
+  EXPECT_TRUE(c->CheckExportFits(0).ok());
+  const Status s = c->CheckExportFits(2);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--ps-export-dir: parameter server shard 0 at"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("with their 2 optimizer slot(s)"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("raise --ps-max-message-bytes and the servers' --max-message-bytes to at least"),
+            std::string::npos)
+      << s.ToString();
+}
+
+}  // namespace
+}  // namespace ctrain::ps

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "ctrain/base/clock.h"
@@ -420,6 +421,49 @@ TEST(PsRpcTest, AServerExitsWhenEveryWorkerIsDone) {
   if (!returned.load()) stop = 1;
   t.join();
   EXPECT_TRUE(run.ok()) << run.ToString();
+}
+
+}  // namespace
+}  // namespace ctrain::ps
+
+namespace ctrain::ps {
+namespace {
+
+// A server that shuts down (SIGTERM) while a worker's push waits in a sync round answers Unavailable, and the
+// worker waits for it to come back (here it does not: the wait ends after --ps-wait-seconds, named) instead of
+// failing at once.
+TEST(PsRpcTest, AServerShuttingDownDuringASyncRoundIsWaitedFor) {
+  auto servers = StartServers(1, "fixed_size");
+  ASSERT_EQ(servers.size(), 1u);
+  ClientOptions o;
+  o.addresses = Addresses(servers);
+  o.max_wait = std::chrono::milliseconds(1500);
+  std::vector<std::string> log;
+  std::mutex log_mu;
+  o.log = [&](const std::string& l) {
+    std::lock_guard<std::mutex> g(log_mu);
+    log.push_back(l);
+  };
+  auto c = PsClient::Connect(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE((*c)->Init(Spec(SmallModel(), "sgd", /*workers=*/2, /*sync=*/true)).ok());
+  const std::vector<int64_t> ids = {1, 2};
+  const std::vector<float> g(2 * 5, 0.1f);
+  Status pushed;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread t([&] { pushed = (*c)->Push(ids, g.data(), g.data() + 2, nullptr, 0.1f, 1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // worker 0 waits for worker 1's push
+  servers[0]->shard().Shutdown();
+  t.join();
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(pushed.code(), StatusCode::kDeadlineExceeded) << pushed.ToString();
+  EXPECT_NE(pushed.message().find("gave up waiting for parameter server shard 0"), std::string::npos)
+      << pushed.ToString();
+  EXPECT_GE(waited, 1.5);
+  std::lock_guard<std::mutex> g2(log_mu);
+  ASSERT_FALSE(log.empty());
+  EXPECT_NE(log[0].find("shut down while a sync round waited for workers"), std::string::npos) << log[0];
+  EXPECT_NE(log[0].find("waiting up to 1 s for it to come back"), std::string::npos) << log[0];
 }
 
 }  // namespace

@@ -395,8 +395,12 @@ std::vector<OptionSpec> Build() {
           .why("a parameter-server worker reads its data in memory, alone (not under mpirun)")
           .comma()
           .bind(FIELD(ps.addresses)));
-  add(Entry("worker_index", {}, "", "--ps: this worker (0 = the chief)", ps_worker).needs(kPs).bind(FIELD(ps.worker_index)));
-  add(Entry("num_workers", {}, "workers", "--ps: workers in the job", ps_worker).needs(kPs).bind(FIELD(ps.num_workers)));
+  add(Entry("worker_index", {}, "", "--ps: this worker (0 = the chief)", ps_worker)
+          .needs(kPs)
+          .bind(FIELD(ps.worker_index)));
+  add(Entry("num_workers", {}, "workers", "--ps: workers in the job", ps_worker)
+          .needs(kPs)
+          .bind(FIELD(ps.num_workers)));
   add(Entry("sync_replicas", {}, "", "--ps: synchronous rounds over all workers (TF's SyncReplicasOptimizer); default "
                                     "asynchronous", ps_worker)
           .needs(kPs)

@@ -246,6 +246,13 @@ StatusOr<HostPlan> PlanHost(const Contract& c, const MappedHyperparameters& hp, 
     if (hp.processes_per_host > 1)
       return InvalidArgumentError(what + " with distribution mpi processes_per_host " +
                                   std::to_string(hp.processes_per_host) + ": one worker per host; leave one out");
+    // The layout gives every worker these: the same keys among the hyperparameters would contradict it.
+    for (const char* key : {"ps", "worker_index", "num_workers", "ps_export_dir"})
+      if (hp.values.contains(key))
+        return InvalidArgumentError(std::string("hyperparameter \"") + key + "\" is set by ctrain launch from " + what +
+                                    "; leave it out");
+    if (!p.ps.has_value() && (o.ps_port < 1 || o.ps_port > 65535))
+      return InvalidArgumentError("--ps-port " + std::to_string(o.ps_port) + " is not in [1, 65535]");
     if (!p.ps.has_value()) {
       std::vector<std::string> addresses;
       for (const std::string& h : rc.hosts) addresses.push_back(Address(o, h));

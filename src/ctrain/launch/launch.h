@@ -98,11 +98,13 @@ int RunLaunch(const LaunchOptions& options);
 //   channels {name: {TrainingInputMode, dir, InstanceGroupNames}}, hyperparameters (every key,
 //   decoded as the toolkit's read_hyperparameters), user_hyperparameters (without the platform
 //   keys: the toolkit's Environment().hyperparameters), platform_hyperparameters (their names),
-//   training_options (typed), data_group, role ("trainer", "mpi-peer", "data"), train_hosts,
+//   training_options (typed), data_group, role ("trainer", "mpi-peer", "data", "ps"), train_hosts,
 //   mpi_leader, dispatcher, runs_dispatcher, bind_address (a data host's servers listen there:
 //   its --host-address or its name, resolved), insecure, trainer_inputs (the trainer's input flags),
 //   notes, num_cpus (online CPUs, as the toolkit's multiprocessing.cpu_count()), model_dir,
-//   output_data_dir, checkpoint_dir.
+//   output_data_dir, checkpoint_dir; processes_per_host, world_size (MPI ranks; 0: none),
+//   custom_mpi_options, rank_intra_op_threads; parameter_servers, ps_source, ps_shard,
+//   worker_index, num_workers (a parameter-server job; -1: not this host).
 // Starts nothing and writes no file. Returns 0, or 1 with RunLaunch's error on stderr.
 int PrintEnvironment(const LaunchOptions& options);
 

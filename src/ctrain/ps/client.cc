@@ -133,6 +133,10 @@ struct PsClient::Impl {
     bool reported = false;
     auto attempt = [&]() -> Status {
       Status st = once();
+      // A server that shuts down (SIGTERM, a restart) cancels the calls in flight: wait for it as for one that
+      // is down. (This client never cancels its own calls; a stop request ends the wait below.)
+      if (st.code() == StatusCode::kCancelled && (options.stop == nullptr || options.stop->load() == 0))
+        st = UnavailableError(std::string(st.message()) + " (the server cancelled the call: it is shutting down)");
       if (!st.ok() && st.code() == StatusCode::kUnavailable) {
         if (!reported) {
           reported = true;
@@ -199,7 +203,8 @@ struct PsClient::Impl {
                                              : options.max_message_bytes;
     if (dense_bytes[s] + kChunkOverheadBytes > limits[s] || RowsPerChunk(limits[s], 1 + K, 0) < 1)
       return InvalidArgumentError(Name(s) + ": its dense parameters take " + std::to_string(dense_bytes[s]) +
-                                  " bytes, more than fit in one message of " + std::to_string(limits[s]) +
+                                  " bytes, more than fit (with 4096 bytes of framing) in one message of " +
+                                  std::to_string(limits[s]) +
                                   " bytes (the smaller of --ps-max-message-bytes and the server's "
                                   "--max-message-bytes): raise both");
     if (!part.has_value()) {
@@ -298,6 +303,22 @@ std::vector<int32_t> PsClient::ShardsThatCannotSave() const {
     if (!impl_->saves[s]) out.push_back(static_cast<int32_t>(s));
   return out;
 }
+Status PsClient::CheckExportFits(int32_t slots) const {
+  const Impl& m = *impl_;
+  for (size_t s = 0; s < m.limits.size(); ++s) {
+    const int64_t need = m.dense_bytes[s] * (1 + slots) + kChunkOverheadBytes + RowBytes((1 + m.K) * (1 + slots));
+    if (need > m.limits[s])
+      return InvalidArgumentError("--ps-export-dir: " + m.Name(static_cast<int32_t>(s)) +
+                                  " sends its dense parameters with their " + std::to_string(slots) +
+                                  " optimizer slot(s) in one message of " + std::to_string(need) +
+                                  " bytes (with 4096 bytes of framing), over the message size limit " +
+                                  std::to_string(m.limits[s]) +
+                                  ": raise --ps-max-message-bytes and the servers' --max-message-bytes to at least " +
+                                  std::to_string(need));
+  }
+  return Status::OK();
+}
+int64_t PsClient::last_version(int32_t shard) const { return impl_->versions.at(shard); }
 int32_t PsClient::num_shards() const { return static_cast<int32_t>(impl_->stubs.size()); }
 const std::string& PsClient::address(int32_t shard) const { return impl_->options.addresses.at(shard); }
 const ClientStats& PsClient::stats() const { return impl_->stats; }

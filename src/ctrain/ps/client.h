@@ -121,6 +121,11 @@ class PsClient {
   Status Save(const nlohmann::json& trainer_meta, const std::vector<proto::DenseTensor>& state,
               std::vector<std::string>* paths, int64_t* global_step);
 
+  // After Init: OK when an export (Pull with `slots` optimizer slots and the dense parameters) fits
+  // each shard's message limit; InvalidArgument naming both options and the size needed otherwise.
+  Status CheckExportFits(int32_t slots) const;
+  // The version (global step) shard s reported at the last Pull.
+  int64_t last_version(int32_t shard) const;
   // After Init: the shards started without --model-dir, which cannot Save.
   std::vector<int32_t> ShardsThatCannotSave() const;
   int32_t num_shards() const;

@@ -1,5 +1,6 @@
 #include "ctrain/ps/ps_parameters.h"
 
+#include <filesystem>
 #include <numeric>
 
 #include "ctrain/optim/optimizer.h"
@@ -60,6 +61,17 @@ Status PsParameters::Init(const std::vector<model::DenseParam>& dense, std::stri
                                      ": the chief (worker 0) checkpoints through the parameter servers, but shard " +
                                      names + " was started without --model-dir; start every `ctrain ps` with "
                                      "--model-dir, or train without --model-dir");
+  }
+  // The chief's export (after training) must fit the message limit and have a directory to go to: said now,
+  // not after the training.
+  if (ps_.client.worker_index == 0 && !ps_.export_dir.empty()) {
+    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> opt, optim::MakeOptimizer(options_.optimizer));
+    CTRAIN_RETURN_IF_ERROR(client_->CheckExportFits(opt->num_slots()));
+    std::error_code ec;
+    std::filesystem::create_directories(ps_.export_dir, ec);
+    if (ec || !std::filesystem::is_directory(ps_.export_dir))
+      return InvalidArgumentError("--ps-export-dir " + ps_.export_dir + " is not a directory that can be created" +
+                                  (ec ? ": " + ec.message() : std::string()));
   }
   *restored_meta = client_->restored_meta();
   *global_step = client_->initial_global_step();
@@ -164,6 +176,8 @@ Status PsParameters::Export(const std::string& dir, const nlohmann::json& traine
   for (size_t i = 0; i < state.size(); ++i)
     t.Add(state[i].name, state[i].shape, state_values[i].data(), state_values[i].size());
   nlohmann::json meta = trainer_meta;
+  // The servers' global step (with several workers, more than this worker's own steps).
+  meta["global_step"] = client_->last_version(0);
   meta["exported_from_parameter_servers"] = {{"addresses", ps_.client.addresses},
                                              {"num_workers", ps_.num_workers},
                                              {"sync_replicas", ps_.sync_replicas}};

@@ -58,7 +58,7 @@ Status FinishPsWorker(PsParameters& params, train::Trainer& trainer) {
     CTRAIN_RETURN_IF_ERROR(trainer.ExportRemoteModel(ps.export_dir));
     params.client().set_stats(training);
     const std::string line = "exported the model from the parameter servers to " + ps.export_dir + " (global step " +
-                             std::to_string(trainer.global_step()) + ")";
+                             std::to_string(params.client().last_version(0)) + ")";
     if (ps.client.log)
       ps.client.log(line);
     else

@@ -477,9 +477,15 @@ Status ParameterShard::PushWhole(const proto::PushRequest& req, proto::PushRespo
           std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - since).count()) +
           " s for worker(s) " + missing + " (a lost worker stalls --sync-replicas training)");
     }
-    if (rounds_done_ <= my_round)
-      return AbortedError("parameter server shard " + std::to_string(options_.shard) +
-                          " shut down while a sync round waited for workers");
+    if (rounds_done_ <= my_round) {
+      // This push leaves the round it could not finish (a retry joins afresh).
+      round_.erase(std::remove_if(round_.begin(), round_.end(),
+                                  [&](const auto& q) { return q->worker == req.worker_index(); }),
+                   round_.end());
+      // The server is going away: Unavailable, which workers wait out (a restart from the checkpoint follows).
+      return UnavailableError("parameter server shard " + std::to_string(options_.shard) +
+                              " shut down while a sync round waited for workers");
+    }
     resp->set_global_step(global_step());
     return Status::OK();
   }

@@ -84,7 +84,7 @@ class ParameterShard {
   Status Pull(const proto::PullRequest& req, proto::PullResponse* resp);
   // Errors: Pull's, plus InvalidArgument for ids not strictly increasing,
   // gradient sizes that do not match the ids, a bad learning rate or worker
-  // index; Aborted when the shard shuts down while a sync round waits.
+  // index; Unavailable when the shard shuts down while a sync round waits.
   // Nothing is applied on error. A chunk (num_chunks > 1) is staged until
   // the last one arrives (ps/chunking.h: resp->staged, or resp->resend when
   // it does not continue its worker's push); PushAssembler::Add's errors.

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "ctrain/train/gradient_exchange.h"
+#include "ctrain/train/sharded_checkpoint.h"
 
 namespace ctrain::train {
 namespace {
@@ -38,8 +39,10 @@ Status Trainer::Impl::Stop(int64_t start_step, int signal) {
     msg += "no step ran in this run, the checkpoint in " + options.model_dir + " is unchanged";
   } else {
     CTRAIN_RETURN_IF_ERROR(SaveFinal());
+    // With parameter servers each server saved its shard and the chief the manifest (sharded_checkpoint.h).
     msg += "checkpoint " + options.model_dir + (options.model_dir.back() == '/' ? "" : "/") +
-           CheckpointFileName(pos.global_step) +
+           (remote != nullptr ? std::string(kShardedManifestName) + " (the servers' shards)"
+                              : CheckpointFileName(pos.global_step)) +
            " saved; run the same command to resume";
   }
   return CancelledError(msg);
