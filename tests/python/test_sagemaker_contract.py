@@ -212,6 +212,12 @@ def test_tuning_job_hyperparameters(ctrain_cli, data, tmp_path):
     assert ours["training_options"]["learning_rate"] == 0.0023 and ours["training_options"]["optimizer"] == "adagrad"
     assert sorted(ours["platform_hyperparameters"]) == [
         "_tuning_objective_metric", "sagemaker_estimator_class_name", "sagemaker_estimator_module"]
+    # And it trains with the tuned values.
+    p = subprocess.run([ctrain_cli, "launch", "--sm-root", str(roots["algo-1"]), "--monitor-interval-ms", "500"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "--learning-rate=0.0023" in p.stderr and "--optimizer=adagrad" in p.stderr, p.stderr
+    assert (roots["algo-1"] / "model" / "checkpoint").is_file()
 
 
 def hetero_trees(root, train_file, hps):
