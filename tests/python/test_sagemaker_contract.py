@@ -366,7 +366,7 @@ def test_parameter_server_distribution_trains_on_loopback(ctrain_cli, data, tmp_
     server and a worker (SageMaker's layout), the first host's worker is the chief and writes model/;
     every process exits by itself once both workers are done."""
     hosts = ["algo-1", "algo-2"]
-    hps = sdk_hyperparameters(USER_HPS, {"parameter_server": {"enabled": True}})
+    hps = sdk_hyperparameters(dict(USER_HPS, ps_max_message_bytes=1 << 20), {"parameter_server": {"enabled": True}})
     assert hps["sagemaker_parameter_server_enabled"] == "true"
     roots = local_mode_trees(tmp_path, hosts, hps, ["train"], data)
     port = free_port()
@@ -383,6 +383,7 @@ def test_parameter_server_distribution_trains_on_loopback(ctrain_cli, data, tmp_
         assert rc == 0, f"{h}:\n{log}"
         assert not (roots[h] / "output" / "failure").exists()
         assert "every worker finished: stopping" in log, log
+        assert " --max-message-bytes=1048576" in log and "--ps-max-message-bytes=1048576" in log, log
     assert "exported the model from the parameter servers to " in out["algo-1"][0]
     assert not any((roots["algo-2"] / "model").iterdir())  # the chief alone writes the model
     check_exported_model(ctrain_cli, roots["algo-1"] / "model", data, tmp_path)

@@ -327,6 +327,9 @@ int Run::RunPs(const PsLayout& l, std::string* reason) {
                                   "--model-dir=" + ckpt_, "--exit-when-workers-done",
                                   "--training-job-name=" + training_job_};
     if (o_.insecure) argv.push_back("--insecure");
+    // One message size limit for servers and workers: the hyperparameter reaches both.
+    if (hp_.values.contains("ps_max_message_bytes"))
+      argv.push_back("--max-message-bytes=" + hp_.values["ps_max_message_bytes"].dump());
     StatusOr<int> ps = Start("ps", argv);
     if (!ps.ok()) return fail(ps.status());
     StatusOr<std::string> where = sup_.WaitListening(*ps, kListenTimeout, PendingInterruptFlag());
