@@ -340,6 +340,7 @@ def test_homogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path, count, 
         hostlist = ",".join(f"127.0.0.{i + 1}:{per_host}" for i in range(count))
         assert (f"--display-map --mca btl tcp,self -np {ranks} --host {hostlist} " in log if per_host > 1
                 else f"--host {hostlist} " in log), log
+        assert "mpirun --allow-run-as-root --bind-to none " in log, log  # one core per rank otherwise (np <= 2)
         if per_host > 1:
             assert "JOB MAP" in log, log  # mpirun ran with the custom option
 

@@ -249,6 +249,12 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
     for (const std::string& a : order) list += (list.empty() ? "" : ",") + a + ":" + std::to_string(slots[a]);
     argv = {o_.mpirun};
     if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // containers run as root
+    // Open MPI binds each rank to one core when -np <= 2 (to a socket above): a trainer would then see one CPU of
+    // its host. As SageMaker's own MPI runner, the ranks are not bound unless the user binds them.
+    const auto binds = [](const std::string& a) { return a == "--bind-to" || a == "-bind-to" || a.starts_with("--bind-to="); };
+    if (std::none_of(o_.mpirun_args.begin(), o_.mpirun_args.end(), binds) &&
+        std::none_of(hp_.custom_mpi_options.begin(), hp_.custom_mpi_options.end(), binds))
+      argv.insert(argv.end(), {"--bind-to", "none"});
     argv.insert(argv.end(), o_.mpirun_args.begin(), o_.mpirun_args.end());
     argv.insert(argv.end(), hp_.custom_mpi_options.begin(), hp_.custom_mpi_options.end());
     argv.insert(argv.end(), {"-np", std::to_string(ranks), "--host", list});
