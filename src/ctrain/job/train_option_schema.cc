@@ -417,11 +417,13 @@ std::vector<OptionSpec> Build() {
   add(Entry("ps_max_message_bytes", {}, "bytes", "--ps: the largest message to a parameter server (the smaller of "
                                                "this and each server's --max-message-bytes is used); larger pulls "
                                                "and pushes travel in chunks", ps_worker)
+          .why("an option of parameter-server workers: give --ps")
           .needs(kPs)
           .bind(FIELD(ps.max_message_bytes)));
   add(Entry("ps_export_dir", {}, "dir", "--ps, the chief: after training, write the whole model (every row, dense "
                                         "parameter and optimizer slot, from the servers) to DIR as one local "
                                         "checkpoint, for ctrain predict/eval/export", ps_worker)
+          .why("an option of parameter-server workers: give --ps")
           .needs(kPs)
           .bind(FIELD(ps.export_dir)));
   // Threads and replicas (docs/training.md#parallelism).
