@@ -26,6 +26,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -182,7 +183,8 @@ def test_mpi_distribution_processes_per_host_and_custom_options(ctrain_cli, data
     config.write_text(json.dumps({"train": {"TrainingInputMode": "Pipe"}}))
     p = ctrain_view(ctrain_cli, pipe["algo-1"])
     assert p.returncode == 1 and "distribution mpi processes_per_host 2: " in p.stderr, p.stderr
-    assert "is a Pipe channel, and SageMaker gives each host one FIFO per channel and epoch" in p.stderr, p.stderr
+    assert ('channel "train" is in Pipe mode, and SageMaker gives each host one FIFO per channel and epoch, which 2 '
+            "ranks cannot share: give one Pipe channel per local rank (train_0 .. train_1" in p.stderr), p.stderr
 
     hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True}})
     hps["sagemaker_mpi_num_of_processes_per_host"] = "0"  # (the SDK leaves a 0 out; a plain Estimator sends it)
@@ -343,6 +345,59 @@ def test_homogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path, count, 
         assert "mpirun --allow-run-as-root --bind-to none " in log, log  # one core per rank otherwise (np <= 2)
         if per_host > 1:
             assert "JOB MAP" in log, log  # mpirun ran with the custom option
+
+
+def feed_pipe_channels(fifos, payloads):
+    """What SageMaker does for a Pipe channel: it makes the FIFO <channel>_<epoch> and writes the
+    channel's data into it once a reader opens it. Returns the writer threads."""
+    def write(fifo, payload):
+        fd = os.open(fifo, os.O_WRONLY)  # blocks until the trainer opens it
+        try:
+            os.write(fd, payload)
+        finally:
+            os.close(fd)
+    threads = []
+    for fifo, payload in zip(fifos, payloads):
+        os.mkfifo(fifo)
+        threads.append(threading.Thread(target=write, args=(fifo, payload), daemon=True))
+        threads[-1].start()
+    return threads
+
+
+def test_mpi_pipe_channel_per_local_rank_on_loopback(ctrain_cli, data, tmp_path):
+    """distribution mpi with processes_per_host 2 and Pipe mode: each local rank reads its own
+    channel (train_0, train_1), as SageMaker's Pipe mode with several processes per host asks; the
+    two ranks read two distinct halves of the data, every row once. (One host: mpirun gives every
+    host the first host's command line, and on SageMaker every host's channels are at
+    /opt/ml/input/data; the simulated hosts' trees are not at one path.)"""
+    hps = sdk_hyperparameters(USER_HPS, {"mpi": {"enabled": True, "processes_per_host": 2,
+                                                 "custom_mpi_options": "--mca btl tcp,self"}})
+    roots = local_mode_trees(tmp_path, ["algo-1"], hps, [], data)
+    root = roots["algo-1"]
+    (root / "input" / "config" / "inputdataconfig.json").write_text(
+        json.dumps({f"train_{k}": {"TrainingInputMode": "Pipe"} for k in range(2)}))
+    ours, _ = assert_same_view(ctrain_cli, root)
+    assert sorted(ours["channels"]) == ["train_0", "train_1"]
+    rows = data.read_bytes().splitlines(keepends=True)
+    assert len(rows) == 600
+    data_dir = root / "input" / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # channel train_k, epoch 0: rank k's half
+    writers = feed_pipe_channels([data_dir / f"train_{k}_0" for k in range(2)], [b"".join(rows[k::2]) for k in range(2)])
+    out = launch_hosts(ctrain_cli, roots, ["algo-1"], tmp_path)
+    log, rc = out["algo-1"]
+    if "built without MPI" in log:
+        pytest.skip("this ctrain has no MPI")
+    assert rc == 0, log
+    for w in writers:
+        w.join(timeout=30)
+        assert not w.is_alive()  # each FIFO was opened and read to its end
+    assert "mpirun: 2 rank(s)" in log, log
+    assert "--train 'pipe:" + str(data_dir) + "/train_{local_rank}'" in log, log
+    metrics = json.loads((root / "output" / "data" / "metrics.json").read_text())
+    assert metrics["examples"] == 600 and metrics["epochs"] == 1  # 2 x 300, each row once
+    assert (root / "model" / "checkpoint").is_file()
+    assert not (root / "output" / "failure").exists()
 
 
 def free_port():

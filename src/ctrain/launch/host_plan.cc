@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -65,11 +66,26 @@ namespace {
 
 // The `ctrain train` flag a channel feeds: train -> --train, validation (or valid) -> --valid;
 // any other channel is an error naming it.
+// "train_K" (K a whole number): local rank K's own Pipe channel under distribution mpi
+// processes_per_host > 1, read as pipe:DIR/train_{local_rank}; -1 for any other name.
+int32_t LocalRankChannel(const std::string& name) {
+  if (!name.starts_with("train_") || name.size() == 6 || name.size() > 10) return -1;
+  int32_t k = 0;
+  for (char ch : std::string_view(name).substr(6)) {
+    if (ch < '0' || ch > '9') return -1;
+    k = k * 10 + (ch - '0');
+  }
+  return k;
+}
+
 StatusOr<std::string> ChannelFlag(const Channel& ch) {
   if (ch.name == "train") return std::string("--train");
   if (ch.name == "validation" || ch.name == "valid") return std::string("--valid");
-  return InvalidArgumentError("inputdataconfig.json: channel \"" + ch.name +
-                              "\" has no ctrain input (channels: train, validation)");
+  return InvalidArgumentError(
+      "inputdataconfig.json: channel \"" + ch.name + "\" has no ctrain input (channels: train, validation" +
+      (LocalRankChannel(ch.name) >= 0 ? "; train_0 .. train_{N-1} are the local ranks' Pipe channels of distribution "
+                                        "mpi processes_per_host N, read by hosts that read their channels themselves)"
+                                      : ")"));
 }
 
 Status RefusePipeValidation(const Channel& ch) {
@@ -79,14 +95,44 @@ Status RefusePipeValidation(const Channel& ch) {
 
 }  // namespace
 
-// A host that reads its channels itself (homogeneous cluster): every channel of this host.
-StatusOr<std::vector<std::string>> LocalInputArgs(const Contract& c) {
+// A host that reads its channels itself (homogeneous cluster): every channel of this host. With
+// processes_per_host N > 1 a FIFO cannot be shared by the host's ranks, so a Pipe train channel
+// is one channel per local rank, train_0 .. train_{N-1} (as SageMaker's Pipe mode with Horovod
+// asks), given to the trainer as pipe:DIR/train_{local_rank}.
+StatusOr<std::vector<std::string>> LocalInputArgs(const Contract& c, int32_t ranks_per_host) {
   std::vector<std::string> args;
   bool have_train = false;
+  const std::string per_host = std::to_string(ranks_per_host);
+  const std::string per_rank_names = "train_0 .. train_" + std::to_string(std::max(ranks_per_host, 2) - 1);
+  std::vector<const Channel*> per_rank(std::max(ranks_per_host, 1), nullptr);
+  bool any_per_rank = false;
   for (const Channel& ch : c.channels) {
+    if (const int32_t k = LocalRankChannel(ch.name); k >= 0) {
+      const std::string what = "inputdataconfig.json: channel \"" + ch.name + "\" is local rank " +
+                               std::to_string(k) + "'s Pipe channel (" + per_rank_names +
+                               " for distribution mpi processes_per_host " +
+                               (ranks_per_host > 1 ? per_host : std::string("N")) + ")";
+      if (ranks_per_host <= 1)
+        return InvalidArgumentError(what + ", but processes_per_host is 1: name the channel train");
+      if (k >= ranks_per_host)
+        return InvalidArgumentError(what + ", but a host runs ranks 0 .. " + std::to_string(ranks_per_host - 1));
+      if (ch.mode != InputMode::kPipe)
+        return InvalidArgumentError(what + ", but it is in " + (ch.mode == InputMode::kFile ? "File" : "FastFile") +
+                                    " mode: in File or FastFile mode give one train channel, which the ranks share "
+                                    "out by rank");
+      per_rank[static_cast<size_t>(k)] = &ch;
+      any_per_rank = true;
+      continue;
+    }
     CTRAIN_ASSIGN_OR_RETURN(std::string flag, ChannelFlag(ch));
     if (ch.mode == InputMode::kPipe) {
       if (flag == "--valid") return RefusePipeValidation(ch);
+      if (ranks_per_host > 1)
+        return InvalidArgumentError(
+            "distribution mpi processes_per_host " + per_host + ": channel \"" + ch.name + "\" is in Pipe mode, and "
+            "SageMaker gives each host one FIFO per channel and epoch, which " + per_host + " ranks cannot share: give "
+            "one Pipe channel per local rank (" + per_rank_names + "; each rank reads train_{local_rank}), use File "
+            "or FastFile mode, or processes_per_host 1");
       args.push_back(flag);
       args.push_back("pipe:" + ch.dir);
     } else {
@@ -95,6 +141,19 @@ StatusOr<std::vector<std::string>> LocalInputArgs(const Contract& c) {
       args.insert(args.end(), files.begin(), files.end());
     }
     have_train |= flag == "--train";
+  }
+  if (any_per_rank) {
+    if (have_train)
+      return InvalidArgumentError("inputdataconfig.json: channels \"train\" and " + per_rank_names +
+                                  " both hold training data: give one or the other");
+    for (size_t k = 0; k < per_rank.size(); ++k)
+      if (per_rank[k] == nullptr)
+        return InvalidArgumentError("inputdataconfig.json: no channel \"train_" + std::to_string(k) +
+                                    "\": with distribution mpi processes_per_host " + per_host +
+                                    " every local rank reads its own Pipe channel (" + per_rank_names + ")");
+    args.push_back("--train");
+    args.push_back("pipe:" + fs::path(per_rank[0]->dir).parent_path().string() + "/train_{local_rank}");
+    have_train = true;
   }
   if (!have_train) return InvalidArgumentError("inputdataconfig.json: no \"train\" channel (nothing to train on)");
   return args;
@@ -202,19 +261,6 @@ int CountMpiDaemons() {
     if (std::getline(in, comm) && (comm == "orted" || comm == "prted")) ++n;
   }
   return n;
-}
-
-// distribution mpi processes_per_host > 1: the trainer's inputs must be files a rank can read
-// beside the others. Errors: InvalidArgument naming the Pipe channel.
-Status CheckRanksPerHost(const MappedHyperparameters& hp, const std::vector<std::string>& inputs) {
-  if (hp.processes_per_host <= 1) return Status::OK();
-  for (const std::string& a : inputs)
-    if (a.starts_with("pipe:"))
-      return InvalidArgumentError("distribution mpi processes_per_host " + std::to_string(hp.processes_per_host) +
-                                  ": " + a.substr(5) + " is a Pipe channel, and SageMaker gives each host one FIFO "
-                                  "per channel and epoch, which " + std::to_string(hp.processes_per_host) +
-                                  " ranks cannot share: use File or FastFile mode, or processes_per_host 1");
-  return Status::OK();
 }
 
 // The OpenMP threads of each rank when a host runs several and the hyperparameters do not say:

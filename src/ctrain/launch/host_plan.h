@@ -25,8 +25,11 @@ std::string ShellLine(const std::vector<std::string>& argv);
 // role.json beside a role's monitoring files: what `ctrain report` groups by.
 Status WriteRoleJson(const std::string& dir, const Contract& c, const std::string& role, int32_t ranks);
 // A host that reads its channels itself (homogeneous cluster): the `ctrain train` input flags of
-// every channel of this host. Errors: InvalidArgument naming the channel.
-StatusOr<std::vector<std::string>> LocalInputArgs(const Contract& c);
+// every channel of this host, for `ranks_per_host` ranks on it (distribution mpi
+// processes_per_host). Pipe channels: `train` with one rank per host; train_0 .. train_{N-1}
+// (one per local rank, read as pipe:DIR/train_{local_rank}) with N ranks. Errors:
+// InvalidArgument naming the channel.
+StatusOr<std::vector<std::string>> LocalInputArgs(const Contract& c, int32_t ranks_per_host = 1);
 // The trainer host of a heterogeneous job: its input flags; *notes gets what it says about them.
 StatusOr<std::vector<std::string>> TrainerInputArgs(const Contract& c, const EnvLookup& getenv,
                                                     std::vector<std::string>* notes);
@@ -36,9 +39,6 @@ Status CheckDataHostChannels(const Contract& c, const std::string& data_group);
 Status CopyCheckpointTo(const std::string& from, const std::string& to);
 // Processes of this machine named like an Open MPI daemon (orted: Open MPI 4, prted: 5).
 int CountMpiDaemons();
-// distribution mpi processes_per_host > 1: the trainer's inputs must be files a rank can read
-// beside the others. Errors: InvalidArgument naming the Pipe channel.
-Status CheckRanksPerHost(const MappedHyperparameters& hp, const std::vector<std::string>& inputs);
 // The OpenMP threads of each rank when a host runs several and the hyperparameters do not say
 // (0: the trainer's own default).
 int32_t RankThreads(const MappedHyperparameters& hp);

@@ -216,12 +216,11 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
   const std::string& me = c_.resources.current_host;
   std::vector<std::string> inputs, notes;
   if (data_service.empty()) {
-    CTRAIN_ASSIGN_OR_RETURN(inputs, LocalInputArgs(c_));
+    CTRAIN_ASSIGN_OR_RETURN(inputs, LocalInputArgs(c_, hp_.processes_per_host));
   } else {
     CTRAIN_ASSIGN_OR_RETURN(inputs, TrainerInputArgs(c_, o_.getenv, &notes));
   }
   for (const std::string& n : notes) Say(me + ": " + n);
-  CTRAIN_RETURN_IF_ERROR(CheckRanksPerHost(hp_, inputs));
   const int32_t per_host = hp_.processes_per_host;
   const size_t ranks = hosts.size() * static_cast<size_t>(per_host);
   const std::string mon = c_.output_data_dir + "/monitor/" + me + "/trainer";
@@ -575,7 +574,7 @@ int PrintEnvironment(const LaunchOptions& o) {
   std::vector<std::string> inputs, notes;
   const bool ps_worker = plan->role == HostPlan::kPs && plan->ps->worker_index >= 0;
   if ((plan->role == HostPlan::kTrainer && plan->data == nullptr) || ps_worker) {
-    StatusOr<std::vector<std::string>> a = LocalInputArgs(*c);
+    StatusOr<std::vector<std::string>> a = LocalInputArgs(*c, hp->processes_per_host);
     if (!a.ok()) return fail(a.status());
     inputs = std::move(*a);
   } else if (plan->role == HostPlan::kTrainer) {
@@ -583,7 +582,7 @@ int PrintEnvironment(const LaunchOptions& o) {
     if (!a.ok()) return fail(a.status());
     inputs = std::move(*a);
   }
-  if (Status s = CheckRanksPerHost(*hp, inputs); !s.ok()) return fail(s); else if (plan->role == HostPlan::kData) {
+  if (plan->role == HostPlan::kData) {
     if (Status s = CheckDataHostChannels(*c, hp->data_group); !s.ok()) return fail(s);
   }
   std::string bind;  // a data host's servers listen there
