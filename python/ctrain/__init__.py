@@ -429,12 +429,34 @@ class DataService:
     """A client of a ctrain data service (docs/data-service.md): ``DataService("host:port")``.
 
     Security: token_file (or CTRAIN_SERVICE_TOKEN in the environment), tls_ca,
-    tls_cert, tls_key, as the CLI's flags."""
+    tls_cert, tls_key, as the CLI's flags. ``training_job_name``: the job this client
+    belongs to, sent on every call; a service of another job refuses it (``ctrain train
+    --training-job-name``). Default: CTRAIN_TRAINING_JOB_NAME from the environment, which
+    ``ctrain launch`` sets for a user's script ("" = none)."""
 
     def __init__(self, address: str, *, token_file: Optional[str] = None, tls_ca: Optional[str] = None,
-                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None):
+                 tls_cert: Optional[str] = None, tls_key: Optional[str] = None,
+                 training_job_name: Optional[str] = None):
         self.address = address
-        self._security = dict(token_file=token_file, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key)
+        if training_job_name is None:
+            training_job_name = os.environ.get("CTRAIN_TRAINING_JOB_NAME", "")
+        self._security = dict(token_file=token_file, tls_ca=tls_ca, tls_cert=tls_cert, tls_key=tls_key,
+                              training_job_name=training_job_name)
+
+    @classmethod
+    def from_env(cls, **security: Any) -> "DataService":
+        """The data service of the ``ctrain launch`` job this script runs in (docs/launch.md#entry-points):
+        the dispatcher in CTRAIN_DATA_SERVICE, the job's name in CTRAIN_TRAINING_JOB_NAME, the token in
+        CTRAIN_SERVICE_TOKEN. The train channel's path on the data hosts is CTRAIN_DATA_SERVICE_TRAIN.
+
+        Raises RuntimeError when CTRAIN_DATA_SERVICE is not set (a job without data_group has no
+        data service: read the files with :class:`Pipeline`)."""
+        address = os.environ.get("CTRAIN_DATA_SERVICE", "")
+        if not address:
+            raise RuntimeError("CTRAIN_DATA_SERVICE is not set: ctrain launch sets it for a script in a job with a "
+                               "data_group (a heterogeneous cluster); without one, read the channel's files with "
+                               "ctrain.Pipeline(os.environ['SM_CHANNEL_TRAIN'])")
+        return cls(address, **security)
 
     def pipeline(self, files, *, batch_size: int = 1024, epochs: int = 1, shuffle_buffer: int = 0,
                  seed: int = 0, drop_remainder: bool = False, num_parallel_reads: int = 1,

@@ -146,6 +146,7 @@ class DataServiceIterator {
       else if (key == "buffer_bytes") cf.buffer_bytes = nb::cast<int64_t>(v);
       else if (key == "max_open_splits") cf.max_open_splits = nb::cast<int32_t>(v);
       else if (key == "token_file") cf.security.token_file = OptionText(v);
+      else if (key == "training_job_name") cf.security.training_job_name = OptionText(v);
       else if (key == "tls_ca") cf.security.tls_ca = OptionText(v);
       else if (key == "tls_cert") cf.security.tls_cert = OptionText(v);
       else if (key == "tls_key") cf.security.tls_key = OptionText(v);

@@ -78,21 +78,46 @@ TEST(MapHyperparameters, ListsForListFlags) {
 
 TEST(MapHyperparameters, PlatformKeysAreSkippedCountedAndNamed) {
   StatusOr<MappedHyperparameters> m =
-      Map({{"sagemaker_program", "\"train.py\""}, {"epochs", "2"}, {"_tuning_objective_metric", "\"validation:auc\""},
+      Map({{"sagemaker_job_name", "\"j-1\""}, {"epochs", "2"}, {"_tuning_objective_metric", "\"validation:auc\""},
            {"sagemaker_region", "\"us-east-1\""}, {"sagemaker_estimator_class_name", "\"Estimator\""},
            {"_some_new_service_key", "{\"a\": 1}"},  // never refused, not even an object
            {"default_user_module_name", "\"train\""}});  // the training toolkit's
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->train_args, (Args{"--epochs=2"}));
   EXPECT_EQ(m->skipped_platform_keys, 6);
-  EXPECT_EQ(m->skipped_keys, (Args{"sagemaker_program", "_tuning_objective_metric", "sagemaker_region",
+  EXPECT_EQ(m->skipped_keys, (Args{"sagemaker_job_name", "_tuning_objective_metric", "sagemaker_region",
                                    "sagemaker_estimator_class_name", "_some_new_service_key",
                                    "default_user_module_name"}));
   // The decoded object keeps every key, as the toolkit's read_hyperparameters() does.
   EXPECT_EQ(m->decoded_json,
-            R"({"sagemaker_program":"train.py","epochs":2,"_tuning_objective_metric":"validation:auc",)"
+            R"({"sagemaker_job_name":"j-1","epochs":2,"_tuning_objective_metric":"validation:auc",)"
             R"("sagemaker_region":"us-east-1","sagemaker_estimator_class_name":"Estimator",)"
             R"("_some_new_service_key":{"a":1},"default_user_module_name":"train"})");
+}
+
+TEST(MapHyperparameters, AUserScriptsKeysAreItsOwnNotCtrainFlags) {
+  // sagemaker_program (a framework estimator's entry_point) makes the job a user script's: its keys
+  // are passed on, never mapped or refused (lr is no ctrain flag); data_group is still read.
+  StatusOr<MappedHyperparameters> m =
+      Map({{"sagemaker_program", "\"train.py\""}, {"sagemaker_submit_directory", "\"s3://b/src.tar.gz\""},
+           {"lr", "0.01"}, {"layers", "[64, 32]"}, {"data_group", "\"cpu\""}, {"sagemaker_mpi_enabled", "true"}});
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(m->user_script);
+  EXPECT_EQ(m->program, "train.py");
+  EXPECT_EQ(m->submit_directory, "s3://b/src.tar.gz");
+  EXPECT_EQ(m->train_args, Args{});
+  EXPECT_EQ(m->data_group, "cpu");
+  EXPECT_EQ(m->user.dump(), R"({"lr":0.01,"layers":[64,32],"data_group":"cpu"})");
+  // --entry-point does the same without sagemaker_program.
+  StatusOr<MappedHyperparameters> e = MapHyperparameters({{"lr", "0.01"}}, "hyperparameters.json", true);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_TRUE(e->user_script);
+  EXPECT_EQ(e->user.dump(), R"({"lr":0.01})");
+  // Without either, lr is refused as before.
+  EXPECT_FALSE(Map({{"lr", "0.01"}}).ok());
+  EXPECT_NE(Map({{"sagemaker_program", "3"}}).status().ToString().find(
+                "hyperparameter \"sagemaker_program\" (value 3) must be a non-empty string"),
+            std::string::npos);
 }
 
 // The SDK's distribution keys (Framework._distribution_configuration, JSON-encoded): what the

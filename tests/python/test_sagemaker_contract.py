@@ -32,6 +32,7 @@ import pytest
 
 estimator = pytest.importorskip("sagemaker.estimator", reason="the SageMaker Python SDK is not installed")
 pytest.importorskip("sagemaker_training", reason="the SageMaker training toolkit is not installed")
+from sagemaker import model as sagemaker_model  # noqa: E402
 from sagemaker.local import image as local_image  # noqa: E402
 from sagemaker.tuner import CategoricalParameter, ContinuousParameter, HyperparameterTuner  # noqa: E402
 
@@ -270,6 +271,75 @@ def test_heterogeneous_trees(ctrain_cli, data, tmp_path):
     # Without an address that resolves, a data host cannot say where to listen: named.
     p = ctrain_view(ctrain_cli, roots["algo-2"])
     assert p.returncode == 1 and 'cannot resolve host "algo-2" to an address to listen on' in p.stderr, p.stderr
+
+
+def toolkit_env_vars(host_root):
+    """What the training toolkit tells a user's script (Environment().to_env_vars(), as entry_point.run gives it)."""
+    script = ("import json, sys\nfrom sagemaker_training import environment\n"
+              "sys.stdout.write('\\nTOOLKIT ' + json.dumps(environment.Environment().to_env_vars()) + '\\n')\n")
+    env = dict(os.environ, SAGEMAKER_BASE_DIR=str(host_root), AWS_DEFAULT_REGION="us-east-1",
+               SAGEMAKER_SUPPRESS_V2_WARNING="1")
+    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads([line for line in p.stdout.splitlines() if line.startswith("TOOLKIT ")][-1][len("TOOLKIT "):])
+
+
+def assert_script_env_is_the_toolkits(cli, host_root, *extra):
+    """A user script's variables under ctrain launch equal the toolkit's, value for value; returns ctrain's view."""
+    p = ctrain_view(cli, host_root, *extra)
+    assert p.returncode == 0, p.stderr
+    ours = json.loads(p.stdout)
+    env = ours["entry_point"]["env"]
+    tk = toolkit_env_vars(host_root)
+    sm = {k: v for k, v in env.items() if k.startswith("SM_")}
+    assert len(sm) >= 25, sorted(sm)
+    for k, v in sm.items():
+        assert k in tk, k
+        assert tk[k] == v, (k, v, tk[k])
+    for k in tk:  # every hyperparameter and channel variable the toolkit gives, ctrain gives too
+        if k.startswith(("SM_HP_", "SM_CHANNEL_")):
+            assert k in sm, k
+    # The script's command line ends with the hyperparameters as the toolkit's to_cmd_args() gives them.
+    user_args = json.loads(tk["SM_USER_ARGS"])
+    assert ours["entry_point"]["argv"][-len(user_args):] == user_args
+    return ours
+
+
+def test_entry_point_is_told_what_the_training_toolkit_tells_a_script(ctrain_cli, data, tmp_path):
+    """sagemaker_program and sagemaker_submit_directory (the SDK's own names, JSON-encoded by the SDK) make
+    the trainer role run the user's script; its SM_* variables and arguments are the toolkit's."""
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text("print('hi')\n")
+    user = {"learning_rate": 0.01, "layers": [64, 32], "optimizer": "adam", "use_bn": True, "x": 2.0,
+            "names": ["a", "b"], "embedding_size": 8}
+    hps = dict(user, **{sagemaker_model.SCRIPT_PARAM_NAME: "train.py", sagemaker_model.DIR_PARAM_NAME: str(code)})
+    # Homogeneous, 1 and 2 hosts (local mode's own tree).
+    for count in (1, 2):
+        hosts = [f"algo-{i + 1}" for i in range(count)]
+        distribution = {"mpi": {"enabled": True}} if count > 1 else None
+        roots = local_mode_trees(tmp_path / f"h{count}", hosts, sdk_hyperparameters(hps, distribution), ["train"], data)
+        ours = assert_script_env_is_the_toolkits(ctrain_cli, roots["algo-1"])
+        assert ours["entry_point"]["argv"][1] == str(code / "train.py") and ours["entry_point"]["dir"] == str(code)
+        assert "CTRAIN_DATA_SERVICE" not in ours["entry_point"]["env"]
+        assert ours["entry_point"]["env"]["CTRAIN_TRAINING_JOB_NAME"]
+        if count > 1:  # the second host serves mpirun; the script runs on the first under it
+            assert json.loads(ctrain_view(ctrain_cli, roots["algo-2"]).stdout)["entry_point"] == {}
+    # Heterogeneous: the trainer host's script is told the data service.
+    roots = hetero_trees(tmp_path / "hetero", data, sdk_hyperparameters(dict(hps, data_group="data")))
+    addresses = [f"--host-address=algo-{i}=10.0.0.{i}" for i in range(1, 5)]
+    ours = assert_script_env_is_the_toolkits(ctrain_cli, roots["algo-3"], *addresses)
+    env = ours["entry_point"]["env"]
+    assert env["CTRAIN_DATA_SERVICE"] == "10.0.0.1:5050"
+    assert env["CTRAIN_DATA_SERVICE_TRAIN"] == str(roots["algo-3"] / "input" / "data" / "train")
+    assert env["SM_IS_HETERO"] == "true" and env["SM_CURRENT_INSTANCE_GROUP"] == "train"
+    # The data hosts name no script channels: they serve whatever files the script's jobs read.
+    assert json.loads(ctrain_view(ctrain_cli, roots["algo-1"], *addresses).stdout)["role"] == "data"
+    # A script does not take ctrain's parameter-server layout.
+    ps = local_mode_trees(tmp_path / "ps", ["algo-1"], sdk_hyperparameters(hps, {"parameter_server": {"enabled": True}}),
+                          ["train"], data)
+    p = ctrain_view(ctrain_cli, ps["algo-1"])
+    assert p.returncode == 1 and "a user entry point with distribution parameter_server" in p.stderr, p.stderr
 
 
 FAKE_SSH = """#!/bin/sh

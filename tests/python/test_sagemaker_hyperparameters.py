@@ -40,7 +40,7 @@ USER_HPS = {
     "intra_op_parallelism_threads": 1,
     "progress": "none",
     "_tuning_objective_metric": "validation:auc",
-    "sagemaker_program": "x",
+    "sagemaker_region": "us-east-1",
 }
 # The same run as `ctrain train` flags, written by hand (not derived from the launcher).
 TRAIN_FLAGS = [
@@ -121,10 +121,10 @@ def test_launch_trains_as_ctrain_train_with_the_same_flags(job):
     for flag in ("--epochs=2", "--optimizer=adam", "--learning-rate=0.001", "--deep-layers=32,32", "--batch-size=64",
                  "--batch-norm=true", "--shuffle=false", "--progress=none"):
         assert f" {flag}" in trainer[0], (flag, trainer[0])
-    assert "sagemaker_program" not in trainer[0] and "tuning" not in trainer[0]
+    assert "sagemaker_region" not in trainer[0] and "tuning" not in trainer[0]
     # The platform keys: skipped, counted, named.
     assert ("ctrain: launch: skipped 2 platform hyperparameter(s) (SageMaker's own, no ctrain train flags): "
-            "_tuning_objective_metric, sagemaker_program") in job["log"]
+            "_tuning_objective_metric, sagemaker_region") in job["log"]
 
 
 def test_the_training_toolkit_decodes_the_tree_as_ctrain_does(job):

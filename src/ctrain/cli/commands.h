@@ -30,6 +30,10 @@ Command AddDataServiceCommand(CLI::App& app);
 Command AddPsCommand(CLI::App& app);
 Command AddExportCommand(CLI::App& app);
 Command AddLaunchCommand(CLI::App& app);
+// `ctrain launch ... --entry-point SCRIPT [ARGS...]`: everything from --entry-point on is the
+// user's command line, not ctrain's flags. Removes it from `args` (the launch subcommand's) and
+// keeps it for the launch command; returns an error text ("" = fine).
+std::string TakeLaunchEntryPoint(std::vector<std::string>* args);
 Command AddReportCommand(CLI::App& app);
 
 // `ctrain train`'s flags (e.g. {"--feature-size", "921", "--shuffle=false"}) parsed onto the job's

@@ -22,9 +22,32 @@ struct LaunchFlags {
   std::vector<std::string> host_addresses;
   std::string local_cluster, work_dir;
   bool print_environment = false;
+  bool entry_point_help = false;  // never set: --entry-point is taken out before parsing
 };
 
+std::vector<std::string>& EntryPointArgs() {
+  static std::vector<std::string> args;  // set once, before parsing (TakeLaunchEntryPoint)
+  return args;
+}
+
 }  // namespace
+
+std::string TakeLaunchEntryPoint(std::vector<std::string>* args) {
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    if (a != "--entry-point" && a != "--entry_point" && !a.starts_with("--entry-point=") &&
+        !a.starts_with("--entry_point="))
+      continue;
+    std::vector<std::string> mine;
+    if (const size_t eq = a.find('='); eq != std::string::npos) mine.push_back(a.substr(eq + 1));
+    mine.insert(mine.end(), args->begin() + static_cast<std::ptrdiff_t>(i) + 1, args->end());
+    if (mine.empty() || mine[0].empty()) return "--entry-point: give the script to run (--entry-point SCRIPT [ARGS...])";
+    args->resize(i);
+    EntryPointArgs() = std::move(mine);
+    return "";
+  }
+  return "";
+}
 
 Command AddLaunchCommand(CLI::App& app) {
   auto fl = std::make_shared<LaunchFlags>();  // owned by the run function (CLI11 points into it)
@@ -67,6 +90,12 @@ Command AddLaunchCommand(CLI::App& app) {
   sub->add_option("--local-cluster,--local_cluster", fl->local_cluster,
                   "SPEC.toml: simulate a SageMaker cluster on this machine (needs --work-dir)");
   sub->add_option("--work-dir,--work_dir", fl->work_dir, "--local-cluster: where the hosts' /opt/ml trees go");
+  sub->add_option("--python", fl->o.python, "The interpreter of a .py entry point (on PATH)")->capture_default_str();
+  // Parsed before CLI11 (TakeLaunchEntryPoint); listed here for --help.
+  sub->add_flag("--entry-point,--entry_point", fl->entry_point_help,
+                "SCRIPT [ARGS...] (last: everything after it is the script's): run this script in the trainer role "
+                "instead of ctrain train, with the SageMaker environment and the data service's address "
+                "(docs/launch.md#entry-points); the hyperparameter sagemaker_program does the same");
   Command c;
   c.app = sub;
   c.run = [fl, &app]() -> int {
@@ -82,6 +111,7 @@ Command AddLaunchCommand(CLI::App& app) {
     fl->o.have_mpi = true;
 #endif
     fl->o.getenv = [](const char* name) -> const char* { return std::getenv(name); };
+    fl->o.entry_point = EntryPointArgs();
     if (fl->print_environment && !fl->local_cluster.empty()) {
       Logf("--print-environment reads one host's tree (--sm-root); a local cluster has one per host: give "
            "--sm-root <work-dir>/algo-N instead of --local-cluster\n");

@@ -41,6 +41,11 @@ int Main(int argc, char** argv) {
   const std::string command = SubcommandName(args);
   if (command == "train" || command == "eval" || command == "predict")
     if (Status s = train::ChooseOpenMPWaitAndReexec(argv); !s.ok()) Logf("%s\n", s.ToString().c_str());
+  if (command == "launch")
+    if (const std::string bad = TakeLaunchEntryPoint(&args); !bad.empty()) {
+      std::fprintf(stderr, "%s\n", bad.c_str());
+      return 2;
+    }
   InstallInterruptHandlers();  // interrupts remove in-progress temporary files (base/signals.h)
   CLI::App app{"ctrain: fast click-through-rate model training (DeepFM, DCN-V2, DLRM, xDeepFM, ...) and CTR data tools"};
   std::vector<Command> commands = BuildApp(app);

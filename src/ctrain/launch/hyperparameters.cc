@@ -109,13 +109,23 @@ std::string HyperparameterText(const std::string& value) {
   return value;
 }
 
-StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, const std::string& source) {
+StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, const std::string& source,
+                                                   bool entry_point) {
   MappedHyperparameters out;
   ordered_json decoded = ordered_json::object();
   std::map<std::string, std::string> seen;  // option name -> the key that gave it
   for (const auto& [key, raw] : hps) decoded[key] = Decode(raw);
   out.decoded_json = decoded.dump();
   out.values = ordered_json::object();
+  for (const char* k : {"sagemaker_program", "sagemaker_submit_directory"})
+    if (decoded.contains(k)) {
+      const ordered_json& v = decoded[k];
+      if (!v.is_string() || Trim(v.get<std::string>()).empty())
+        return InvalidArgumentError(source + ": hyperparameter \"" + k + "\" (value " + v.dump() +
+                                    ") must be a non-empty string");
+      (std::string(k) == "sagemaker_program" ? out.program : out.submit_directory) = v.get<std::string>();
+    }
+  out.user_script = entry_point || !out.program.empty();
   for (const auto& [key, raw] : hps) {
     const ordered_json v = Decode(raw);
     if (IsPlatformKey(key)) {
@@ -125,6 +135,15 @@ StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, c
       continue;
     }
     const std::string where = source + ": hyperparameter \"" + key + "\"";
+    if (out.user_script) {  // the script's own: passed on as the toolkit passes them, never a ctrain flag
+      out.user[key] = v;
+      if (Hyphens(key) == "data-group") {
+        if (!v.is_string() || Trim(v.get<std::string>()).empty())
+          return InvalidArgumentError(where + " (value " + v.dump() + ") names one instance group: a string");
+        out.data_group = v.get<std::string>();
+      }
+      continue;
+    }
     const std::string shown = " (value " + ordered_json(raw).dump() + ")";
     const std::string flag = Hyphens(key);
     if (v.is_object())

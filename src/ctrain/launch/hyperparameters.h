@@ -76,6 +76,13 @@ struct MappedHyperparameters {
   std::string decoded_json;
   // The options, typed ({"optimizer": "adam", "deep_layers": [400, 400]}), in file order.
   nlohmann::ordered_json values;
+  // A user's own script (launch/entry_point.h): sagemaker_program and sagemaker_submit_directory
+  // (decoded; "" when absent). With a program (or --entry-point), the keys that are not the
+  // platform's are the script's: kept in `user` (decoded, file order), never mapped to `ctrain
+  // train` flags; data_group is read as well (and stays in `user`, as the toolkit passes it on).
+  std::string program, submit_directory;
+  bool user_script = false;
+  nlohmann::ordered_json user = nlohmann::ordered_json::object();
 };
 
 // The toolkit's decoding of one value as compact JSON: the value itself when it is a JSON
@@ -88,6 +95,9 @@ std::string DecodeHyperparameterValue(const std::string& value);
 std::string HyperparameterText(const std::string& value);
 
 // `source` names the file in errors.
-StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, const std::string& source);
+// `entry_point`: `ctrain launch --entry-point` was given (the keys are a user script's, as with
+// sagemaker_program).
+StatusOr<MappedHyperparameters> MapHyperparameters(const Hyperparameters& hps, const std::string& source,
+                                                   bool entry_point = false);
 
 }  // namespace ctrain::launch

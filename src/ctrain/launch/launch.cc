@@ -21,6 +21,7 @@
 #include "ctrain/base/signals.h"
 #include "ctrain/dataservice/admin.h"
 #include "ctrain/io/file.h"
+#include "ctrain/launch/entry_point.h"
 #include "ctrain/launch/host_plan.h"
 #include "ctrain/launch/hyperparameters.h"
 #include "ctrain/launch/supervisor.h"
@@ -44,10 +45,19 @@ class Run {
 
  private:
   StatusOr<int> StartTrainer(const std::vector<std::string>& train_hosts, const std::string& data_service);
+  // The user's script in the trainer role (launch/entry_point.h), under mpirun for several ranks.
+  StatusOr<int> StartScript(const std::vector<std::string>& train_hosts, const std::string& data_service);
+  // mpirun and its arguments for `hosts` x processes_per_host ranks (empty for one rank).
+  // Errors: no MPI in this build, no mpirun on PATH.
+  StatusOr<std::vector<std::string>> MpirunArgv(const std::vector<std::string>& hosts);
+  // Asks the data service to shut down (its workers exit, then the dispatcher); false when it
+  // did not answer (logged).
+  bool ShutdownDataService(const std::string& dispatcher);
   // A parameter-server job: this host's server and worker (launch/ps_layout.h).
   int RunPs(const PsLayout& layout, std::string* reason);
   // Prints the role's command line, then starts it.
-  StatusOr<int> Start(const std::string& role, const std::vector<std::string>& argv);
+  StatusOr<int> Start(const std::string& role, const std::vector<std::string>& argv,
+                      const Supervisor::StartOptions& options = {});
   // Waits until every child has exited, forwarding a stop signal once; with stop_on_failure, a
   // role that fails stops the others (SIGTERM), which would otherwise wait for it.
   void WaitAll(bool stop_on_failure = false);
@@ -86,12 +96,19 @@ int Run::Go(std::string* reason) {
   if (!c.ok()) return fail(c.status());
   c_ = std::move(*c);
   training_job_ = TrainingJobName(c_, o_.getenv);
-  StatusOr<MappedHyperparameters> hp =
-      MapHyperparameters(c_.hyperparameters, o_.sm_root + "/input/config/hyperparameters.json");
+  StatusOr<MappedHyperparameters> hp = MapHyperparameters(
+      c_.hyperparameters, o_.sm_root + "/input/config/hyperparameters.json", !o_.entry_point.empty());
   if (!hp.ok()) return fail(hp.status());
   hp_ = std::move(*hp);
   Say("hyperparameters (decoded as the SageMaker training toolkit does): " + hp_.decoded_json);
-  Say("training options from the hyperparameters (typed as ctrain train reads them): " + hp_.values.dump());
+  if (!hp_.user_script)
+    Say("training options from the hyperparameters (typed as ctrain train reads them): " + hp_.values.dump());
+  if (hp_.user_script)
+    Say("a user entry point (" + (o_.entry_point.empty() ? "sagemaker_program " + hp_.program : "--entry-point " +
+                                  o_.entry_point[0]) + "): the hyperparameters are its arguments");
+  if (hp_.user_script && hp_.parameter_server)
+    return fail(InvalidArgumentError("a user entry point with distribution parameter_server: the parameter-server "
+                                     "layout runs ctrain's own workers; leave one out"));
   if (hp_.skipped_platform_keys > 0) {
     std::string names;
     for (const std::string& k : hp_.skipped_keys) names += (names.empty() ? "" : ", ") + k;
@@ -130,20 +147,25 @@ int Run::Go(std::string* reason) {
         return fail(s);
       }
     }
-    StatusOr<int> t = StartTrainer(plan->train_hosts, plan->data == nullptr ? "" : plan->dispatcher);
+    const std::string service = plan->data == nullptr ? "" : plan->dispatcher;
+    StatusOr<int> t = hp_.user_script ? StartScript(plan->train_hosts, service) : StartTrainer(plan->train_hosts, service);
     if (!t.ok()) {
       StopHelpers();
+      if (hp_.user_script && !service.empty()) ShutdownDataService(service);  // the data hosts serve it only
       return fail(t.status());
     }
     trainer_ = *t;
     WaitAll();
+    // A script's data hosts serve until it ends (its jobs are its own business): then they stop.
+    if (hp_.user_script && !service.empty()) ShutdownDataService(service);
     return Finish(reason);
   }
   const InstanceGroup* data = plan->data;
   const std::string& dispatcher = plan->dispatcher;
 
-  // A data host.
-  if (Status s = CheckDataHostChannels(c_, hp_.data_group); !s.ok()) return fail(s);
+  // A data host. (A user's script names the files its jobs read; ctrain's trainer reads the train channel.)
+  if (!hp_.user_script)
+    if (Status s = CheckDataHostChannels(c_, hp_.data_group); !s.ok()) return fail(s);
   // The servers listen on this host's own address (its --host-address, else its name resolved)
   // and the worker advertises that address; beyond loopback they need a token (the roles inherit
   // CTRAIN_SERVICE_TOKEN) or --insecure.
@@ -178,13 +200,17 @@ int Run::Go(std::string* reason) {
   if (Status s = WriteRoleJson(mon + "data-worker", c_, "data-worker", 1); !s.ok()) return fail(s);
   std::vector<std::string> wargv{exe, "data-service", "worker", "--dispatcher=" + dispatcher,
                                  "--port=" + std::to_string(o_.worker_port), "--bind=" + bind,
-                                 "--worker-address=" + service::JoinHostPort(addr, o_.worker_port), "--exit-when-idle",
+                                 "--worker-address=" + service::JoinHostPort(addr, o_.worker_port),
                                  "--monitor-dir=" + mon + "data-worker", interval, "--training-job-name=" + training_job_};
+  // ctrain's trainer: the worker exits once its job has finished. A user's script may run several
+  // jobs one after another: its host shuts the service down when the script ends.
+  if (!hp_.user_script) wargv.push_back("--exit-when-idle");
   wargv.insert(wargv.end(), exposure.begin(), exposure.end());
   StatusOr<int> w = Start("data-worker", wargv);
   if (!w.ok()) return fail(w.status());
   Say(me + ": data worker of group " + data->name + (runs_dispatcher ? " (and the dispatcher)" : ""));
-  // The worker exits 0 once every job has finished; then the dispatcher host shuts the service down.
+  // The worker exits 0 once every job has finished (a script's: once the service shuts down); then the
+  // dispatcher host shuts the service down.
   while (!sup_.Exited(*w)) {
     if (int sig = PendingInterrupt(); sig != 0 && stopped_by_ == 0) {
       stopped_by_ = sig;
@@ -195,13 +221,8 @@ int Run::Go(std::string* reason) {
   }
   if (disp >= 0 && !sup_.Exited(disp)) {
     if (sup_.status(*w) == 0 && stopped_by_ == 0) {
-      service::ChannelConfig channel;  // the roles' token: CTRAIN_SERVICE_TOKEN, inherited from this process
-      StatusOr<std::string> token = service::LoadToken("");
-      channel.token = token.ok() ? *token : "";
-      channel.training_job_name = training_job_;
-      Status s = dataservice::ShutdownService(dispatcher, channel, 5000);
-      if (!s.ok()) Say("shutting the data service down: " + s.ToString() + "; stopping the dispatcher");
-      if (!s.ok() || sup_.Wait(disp, std::chrono::seconds(30)) < 0) sup_.Signal(disp, SIGTERM);
+      const bool asked = ShutdownDataService(dispatcher);
+      if (!asked || sup_.Wait(disp, std::chrono::seconds(30)) < 0) sup_.Signal(disp, SIGTERM);
     } else if (stopped_by_ == 0) {  // (after a stop signal it has had its SIGTERM: a second would kill it)
       sup_.Signal(disp, SIGTERM);
     }
@@ -210,6 +231,75 @@ int Run::Go(std::string* reason) {
   }
   WaitAll();
   return Finish(reason);
+}
+
+StatusOr<std::vector<std::string>> Run::MpirunArgv(const std::vector<std::string>& hosts) {
+  const int32_t per_host = hp_.processes_per_host;
+  const size_t ranks = hosts.size() * static_cast<size_t>(per_host);
+  std::vector<std::string> argv;
+  if (ranks <= 1) return argv;
+  if (!o_.have_mpi)
+    return FailedPreconditionError(
+        (per_host > 1 ? std::to_string(hosts.size()) + " training host(s) x " + std::to_string(per_host) +
+                            " processes per host (distribution mpi processes_per_host) need training over MPI"
+                      : std::to_string(hosts.size()) + " training hosts need multi-host training over MPI") +
+        " (mpirun, docs/distributed.md), but this ctrain was built without MPI (-DCTRAIN_MPI=ON and libopenmpi-dev)");
+  std::map<std::string, int> slots;
+  std::vector<std::string> order;
+  for (const std::string& h : hosts) {
+    const std::string a = Address(o_, h);
+    if (slots[a] == 0) order.push_back(a);
+    slots[a] += per_host;
+  }
+  std::string list;
+  for (const std::string& a : order) list += (list.empty() ? "" : ",") + a + ":" + std::to_string(slots[a]);
+  argv = {o_.mpirun};
+  if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // containers run as root
+  // Open MPI binds each rank to one core when -np <= 2 (to a socket above): a trainer would then see one CPU of
+  // its host. As SageMaker's own MPI runner, the ranks are not bound unless the user binds them.
+  const auto binds = [](const std::string& a) { return a == "--bind-to" || a == "-bind-to" || a.starts_with("--bind-to="); };
+  if (std::none_of(o_.mpirun_args.begin(), o_.mpirun_args.end(), binds) &&
+      std::none_of(hp_.custom_mpi_options.begin(), hp_.custom_mpi_options.end(), binds))
+    argv.insert(argv.end(), {"--bind-to", "none"});
+  argv.insert(argv.end(), o_.mpirun_args.begin(), o_.mpirun_args.end());
+  argv.insert(argv.end(), hp_.custom_mpi_options.begin(), hp_.custom_mpi_options.end());
+  argv.insert(argv.end(), {"-np", std::to_string(ranks), "--host", list});
+  // mpirun is found on PATH: resolve it so that execv can run it.
+  StatusOr<std::string> found = FindOnPath(o_.mpirun);
+  if (!found.ok())
+    return FailedPreconditionError(std::to_string(ranks) + " training ranks need " + o_.mpirun +
+                                   " (Open MPI, docs/distributed.md), which is not on PATH");
+  argv[0] = *found;
+  return argv;
+}
+
+StatusOr<int> Run::StartScript(const std::vector<std::string>& hosts, const std::string& data_service) {
+  const std::string& me = c_.resources.current_host;
+  CTRAIN_ASSIGN_OR_RETURN(EntryPoint e, ResolveEntryPoint(c_, hp_, o_));
+  if (!e.dir.empty() && fs::exists(e.dir + "/requirements.txt"))
+    Say(me + ": " + e.dir + "/requirements.txt is not installed by ctrain launch: the image must hold those packages");
+  const std::string train_path = data_service.empty() ? "" : ChannelDir(c_.root, "train", o_.getenv);
+  const std::vector<std::pair<std::string, std::string>> env =
+      ScriptEnvironment(c_, hp_, e, training_job_, data_service, train_path);
+  const size_t ranks = hosts.size() * static_cast<size_t>(hp_.processes_per_host);
+  CTRAIN_RETURN_IF_ERROR(WriteRoleJson(c_.output_data_dir + "/monitor/" + me + "/trainer", c_, "trainer",
+                                       static_cast<int32_t>(ranks)));
+  CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> argv, MpirunArgv(hosts));
+  if (!argv.empty()) {
+    // As the training toolkit's MPI runner: every rank gets the job's variables (-x NAME: mpirun's own
+    // value; SM_CURRENT_HOST is then the first host's on every rank, as with the toolkit) and the
+    // script's working directory.
+    for (const auto& [name, value] : env) argv.insert(argv.end(), {"-x", name});
+    for (const char* name : {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CTRAIN_SERVICE_TOKEN"})
+      if (std::getenv(name) != nullptr) argv.insert(argv.end(), {"-x", name});
+    if (!e.dir.empty()) argv.insert(argv.end(), {"--wdir", e.dir});
+  }
+  argv.insert(argv.end(), e.argv.begin(), e.argv.end());
+  Supervisor::StartOptions start;
+  start.env = env;
+  start.dir = e.dir;
+  start.any_stderr_line = true;
+  return Start(e.name, argv, start);
 }
 
 StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std::string& data_service) {
@@ -229,56 +319,7 @@ StatusOr<int> Run::StartTrainer(const std::vector<std::string>& hosts, const std
   fs::create_directories(ckpt_, ec);
   if (ec) return IOError(ckpt_ + ": cannot create the checkpoint directory: " + ec.message());
   const std::string exe = o_.exe.empty() ? SelfExe() : o_.exe;
-  std::vector<std::string> argv;
-  if (ranks > 1) {
-    if (!o_.have_mpi)
-      return FailedPreconditionError(
-          (per_host > 1 ? std::to_string(hosts.size()) + " training host(s) x " + std::to_string(per_host) +
-                              " processes per host (distribution mpi processes_per_host) need training over MPI"
-                        : std::to_string(hosts.size()) + " training hosts need multi-host training over MPI") +
-          " (mpirun, docs/distributed.md), but this ctrain was built without MPI (-DCTRAIN_MPI=ON and libopenmpi-dev)");
-    std::map<std::string, int> slots;
-    std::vector<std::string> order;
-    for (const std::string& h : hosts) {
-      const std::string a = Address(o_, h);
-      if (slots[a] == 0) order.push_back(a);
-      slots[a] += per_host;
-    }
-    std::string list;
-    for (const std::string& a : order) list += (list.empty() ? "" : ",") + a + ":" + std::to_string(slots[a]);
-    argv = {o_.mpirun};
-    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");  // containers run as root
-    // Open MPI binds each rank to one core when -np <= 2 (to a socket above): a trainer would then see one CPU of
-    // its host. As SageMaker's own MPI runner, the ranks are not bound unless the user binds them.
-    const auto binds = [](const std::string& a) { return a == "--bind-to" || a == "-bind-to" || a.starts_with("--bind-to="); };
-    if (std::none_of(o_.mpirun_args.begin(), o_.mpirun_args.end(), binds) &&
-        std::none_of(hp_.custom_mpi_options.begin(), hp_.custom_mpi_options.end(), binds))
-      argv.insert(argv.end(), {"--bind-to", "none"});
-    argv.insert(argv.end(), o_.mpirun_args.begin(), o_.mpirun_args.end());
-    argv.insert(argv.end(), hp_.custom_mpi_options.begin(), hp_.custom_mpi_options.end());
-    argv.insert(argv.end(), {"-np", std::to_string(ranks), "--host", list});
-    // mpirun is found on PATH: resolve it so that execv can run it.
-    if (o_.mpirun.find('/') == std::string::npos) {
-      std::string found;
-      if (const char* path = std::getenv("PATH")) {
-        std::string p = path;
-        for (size_t a = 0; a <= p.size();) {
-          size_t b = p.find(':', a);
-          if (b == std::string::npos) b = p.size();
-          const std::string cand = p.substr(a, b - a) + "/" + o_.mpirun;
-          if (::access(cand.c_str(), X_OK) == 0) {
-            found = cand;
-            break;
-          }
-          a = b + 1;
-        }
-      }
-      if (found.empty())
-        return FailedPreconditionError(std::to_string(ranks) + " training ranks need " + o_.mpirun +
-                                       " (Open MPI, docs/distributed.md), which is not on PATH");
-      argv[0] = found;
-    }
-  }
+  CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> argv, MpirunArgv(hosts));
   argv.insert(argv.end(), {exe, "train"});
   argv.insert(argv.end(), inputs.begin(), inputs.end());
   argv.push_back("--model-dir=" + ckpt_);
@@ -368,9 +409,21 @@ int Run::RunPs(const PsLayout& l, std::string* reason) {
   return Finish(reason);
 }
 
-StatusOr<int> Run::Start(const std::string& role, const std::vector<std::string>& argv) {
-  Say(c_.resources.current_host + ": " + role + ": " + ShellLine(argv));
-  return sup_.Start(role, argv);
+StatusOr<int> Run::Start(const std::string& role, const std::vector<std::string>& argv,
+                         const Supervisor::StartOptions& options) {
+  Say(c_.resources.current_host + ": " + role + ": " + ShellLine(argv) +
+      (options.dir.empty() ? "" : " (in " + options.dir + ")"));
+  return sup_.Start(role, argv, options);
+}
+
+bool Run::ShutdownDataService(const std::string& dispatcher) {
+  service::ChannelConfig channel;  // the roles' token: CTRAIN_SERVICE_TOKEN, inherited from this process
+  StatusOr<std::string> token = service::LoadToken("");
+  channel.token = token.ok() ? *token : "";
+  channel.training_job_name = training_job_;
+  Status s = dataservice::ShutdownService(dispatcher, channel, 5000);
+  if (!s.ok()) Say("shutting the data service down: " + s.ToString() + "; stopping the dispatcher");
+  return s.ok();
 }
 
 int Run::WaitForMpiRanks(const std::string& leader, std::string* reason) {
@@ -502,6 +555,9 @@ int Run::Finish(std::string* reason) {
   }
   if (exported_) {
     Say(c_.resources.current_host + ": training done; model in " + c_.model_dir + " (exported from the servers)");
+  } else if (trainer_ >= 0 && hp_.user_script) {
+    Say(c_.resources.current_host + ": " + sup_.name(trainer_) + " done (it writes its own model to " + c_.model_dir +
+        ")");
   } else if (trainer_ >= 0 && !ps_job_) {
     if (Status s = CopyCheckpointTo(ckpt_, c_.model_dir); !s.ok()) {
       *reason = s.ToString();
@@ -565,15 +621,28 @@ int PrintEnvironment(const LaunchOptions& o) {
   };
   StatusOr<Contract> c = LoadContract(o.sm_root, o.getenv);
   if (!c.ok()) return fail(c.status());
-  StatusOr<MappedHyperparameters> hp =
-      MapHyperparameters(c->hyperparameters, o.sm_root + "/input/config/hyperparameters.json");
+  StatusOr<MappedHyperparameters> hp = MapHyperparameters(
+      c->hyperparameters, o.sm_root + "/input/config/hyperparameters.json", !o.entry_point.empty());
   if (!hp.ok()) return fail(hp.status());
+  if (hp->user_script && hp->parameter_server)
+    return fail(InvalidArgumentError("a user entry point with distribution parameter_server: the parameter-server "
+                                     "layout runs ctrain's own workers; leave one out"));
   StatusOr<HostPlan> plan = PlanHost(*c, *hp, o);
   if (!plan.ok()) return fail(plan.status());
-  // The channel checks of this host's role, as the launch makes them.
+  // The channel checks of this host's role, as the launch makes them (a user's script: its entry point).
   std::vector<std::string> inputs, notes;
   const bool ps_worker = plan->role == HostPlan::kPs && plan->ps->worker_index >= 0;
-  if ((plan->role == HostPlan::kTrainer && plan->data == nullptr) || ps_worker) {
+  nlohmann::ordered_json script = nlohmann::ordered_json::object();
+  if (hp->user_script && plan->role == HostPlan::kTrainer) {
+    StatusOr<EntryPoint> e = ResolveEntryPoint(*c, *hp, o);
+    if (!e.ok()) return fail(e.status());
+    const std::string train = plan->data == nullptr ? "" : ChannelDir(c->root, "train", o.getenv);
+    nlohmann::ordered_json env = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : ScriptEnvironment(*c, *hp, *e, TrainingJobName(*c, o.getenv), plan->dispatcher, train))
+      env[k] = v;
+    script = {{"argv", e->argv}, {"dir", e->dir}, {"env", env}};
+  } else if (hp->user_script) {
+  } else if ((plan->role == HostPlan::kTrainer && plan->data == nullptr) || ps_worker) {
     StatusOr<std::vector<std::string>> a = LocalInputArgs(*c, hp->processes_per_host);
     if (!a.ok()) return fail(a.status());
     inputs = std::move(*a);
@@ -582,7 +651,7 @@ int PrintEnvironment(const LaunchOptions& o) {
     if (!a.ok()) return fail(a.status());
     inputs = std::move(*a);
   }
-  if (plan->role == HostPlan::kData) {
+  if (plan->role == HostPlan::kData && !hp->user_script) {
     if (Status s = CheckDataHostChannels(*c, hp->data_group); !s.ok()) return fail(s);
   }
   std::string bind;  // a data host's servers listen there
@@ -637,6 +706,7 @@ int PrintEnvironment(const LaunchOptions& o) {
            {"bind_address", bind},
            {"insecure", o.insecure},
            {"trainer_inputs", inputs},
+           {"entry_point", script},
            {"notes", notes},
            {"num_cpus", cpus > 0 ? cpus : 1},
            {"model_dir", c->model_dir},

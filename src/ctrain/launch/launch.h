@@ -84,6 +84,11 @@ struct LaunchOptions {
   // (CTRAIN_SERVICE_TOKEN in every host's environment) unless this passes --insecure to them.
   bool insecure = false;
   EnvLookup getenv;                      // SM_* lookup (null: none)
+  // A user's script in the trainer role instead of `ctrain train` (launch/entry_point.h):
+  // --entry-point SCRIPT [ARGS...] (empty: none; the hyperparameter sagemaker_program also names
+  // one). `python`: the interpreter of a .py script, found on PATH.
+  std::vector<std::string> entry_point;
+  std::string python = "python3";
 };
 
 // Runs this host's roles; returns the process exit status (0 = success).
@@ -101,6 +106,8 @@ int RunLaunch(const LaunchOptions& options);
 //   training_options (typed), data_group, role ("trainer", "mpi-peer", "data", "ps"), train_hosts,
 //   mpi_leader, dispatcher, runs_dispatcher, bind_address (a data host's servers listen there:
 //   its --host-address or its name, resolved), insecure, trainer_inputs (the trainer's input flags),
+//   entry_point (a user's script on a trainer host: {argv, dir, env}, env being the variables it
+//   gets, launch/entry_point.h; {} otherwise),
 //   notes, num_cpus (online CPUs, as the toolkit's multiprocessing.cpu_count()), model_dir,
 //   output_data_dir, checkpoint_dir; processes_per_host, world_size (MPI ranks; 0: none),
 //   custom_mpi_options, rank_intra_op_threads; parameter_servers, ps_source, ps_shard,

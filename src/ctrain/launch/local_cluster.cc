@@ -312,6 +312,11 @@ int RunLocalCluster(const std::string& spec_path, const std::string& work_dir, c
       argv.push_back("--mpirun-arg=--oversubscribe");
       if (base.insecure) argv.push_back("--insecure");  // (every host is on loopback: nothing to allow)
       for (const std::string& a : base.mpirun_args) argv.push_back("--mpirun-arg=" + a);
+      argv.push_back("--python=" + base.python);
+      if (!base.entry_point.empty()) {  // last: the script's own arguments follow it
+        argv.push_back("--entry-point");
+        argv.insert(argv.end(), base.entry_point.begin(), base.entry_point.end());
+      }
       if (StatusOr<int> s = sup.Start(hosts[i], argv); !s.ok()) {
         failures.push_back("failed: " + s.status().ToString());
         rc = 1;

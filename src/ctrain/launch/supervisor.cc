@@ -13,6 +13,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include <algorithm>
+#include <string_view>
+
 namespace ctrain::launch {
 namespace {
 
@@ -84,6 +87,25 @@ Supervisor::~Supervisor() {
 }
 
 StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::string>& argv) {
+  return Start(name, argv, StartOptions());
+}
+
+StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::string>& argv,
+                                const StartOptions& options) {
+  // The child's environment, made here: after fork only async-signal-safe calls are made.
+  std::vector<std::string> env_text;
+  std::vector<char*> envp;
+  if (!options.env.empty()) {
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view kv(*e);
+      const std::string_view key = kv.substr(0, kv.find('='));
+      if (std::none_of(options.env.begin(), options.env.end(), [&](const auto& p) { return p.first == key; }))
+        env_text.emplace_back(kv);
+    }
+    for (const auto& [k, v] : options.env) env_text.push_back(k + "=" + v);
+    for (std::string& kv : env_text) envp.push_back(kv.data());
+    envp.push_back(nullptr);
+  }
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0) return ErrnoError(name, "pipe", errno);
   if (::pipe2(err, O_CLOEXEC) != 0) {
@@ -111,7 +133,12 @@ StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::
     // Not in the terminal's foreground group: reading the terminal would stop it (SIGTTIN).
     if (const int null = ::open("/dev/null", O_RDONLY); null >= 0) ::dup2(null, 0);
     ::dup2(out[1], 1), ::dup2(err[1], 2);
-    ::execv(args[0], args.data());
+    if (!options.dir.empty() && ::chdir(options.dir.c_str()) != 0) {
+      Logf("launch: cannot enter %s: %s\n", options.dir.c_str(), std::strerror(errno));
+      ::_exit(126);
+    }
+    if (envp.empty()) ::execv(args[0], args.data());
+    else ::execve(args[0], args.data(), envp.data());
     Logf("launch: cannot execute %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);
   }
@@ -133,12 +160,13 @@ StatusOr<int> Supervisor::Start(const std::string& name, const std::vector<std::
       }
     });
   });
-  c->readers.emplace_back([raw, fd = err[0], prefix, previous = std::string()](void) mutable {
-    CopyLines(fd, stderr, prefix, [raw, &previous](const std::string& line) {
+  c->readers.emplace_back([raw, fd = err[0], prefix, any = options.any_stderr_line, previous = std::string()](void) mutable {
+    CopyLines(fd, stderr, prefix, [raw, any, &previous](const std::string& line) {
       // A flag CLI11 rejects ("Could not convert: --learning-rate = abc", "--x: ... is required")
       // prints no "ctrain: " prefix; the footer below marks the line before it as the error.
       static const std::string kUsageFooter = "Run with --help for more information.";
-      if (line.rfind("ctrain: ", 0) == 0 || (line == kUsageFooter && !previous.empty())) {
+      if (line.rfind("ctrain: ", 0) == 0 || (line == kUsageFooter && !previous.empty()) ||
+          (any && line.find_first_not_of(" \t") != std::string::npos)) {
         std::lock_guard<std::mutex> l(raw->mu);
         raw->last_line = line == kUsageFooter ? previous : line;
         if (raw->first_rank_error.empty() && line.rfind("ctrain: error: rank ", 0) == 0) raw->first_rank_error = line;

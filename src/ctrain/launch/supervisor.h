@@ -32,6 +32,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "ctrain/base/status.h"
@@ -45,9 +46,19 @@ class Supervisor {
   Supervisor(const Supervisor&) = delete;
   Supervisor& operator=(const Supervisor&) = delete;
 
+  struct StartOptions {
+    // Set in the child's environment (over this process's own, which it inherits).
+    std::vector<std::pair<std::string, std::string>> env;
+    std::string dir;  // the child's working directory ("" = ours)
+    // Any program's errors (a user's script): the last non-empty stderr line is its failure
+    // line (a Python traceback ends with the exception), not only "ctrain: " lines.
+    bool any_stderr_line = false;
+  };
   // Starts argv (argv[0] is the program path) as `name`; returns its index.
-  // Errors: the fork/pipe failure (an exec failure shows as exit status 127).
+  // Errors: the fork/pipe failure (an exec failure shows as exit status 127; a working
+  // directory that cannot be entered as 126).
   StatusOr<int> Start(const std::string& name, const std::vector<std::string>& argv);
+  StatusOr<int> Start(const std::string& name, const std::vector<std::string>& argv, const StartOptions& options);
 
   // Waits up to `limit` for child i's "listening on ADDR" line; returns ADDR.
   // Errors: Unavailable naming the child and its exit status when it exits

@@ -1,0 +1,189 @@
+"""A user's own training script in a launched job (#23): `ctrain launch --entry-point` runs it in the
+trainer role of a heterogeneous cluster, fed by the data hosts' data service
+(examples/heterogeneous/pytorch_deepfm.py on the real split), and a failing script fails the job
+with its own reason while every data host exits.
+
+Real processes: `ctrain launch --local-cluster` starts one launcher per simulated host on loopback
+(2 data hosts, 1 trainer host); the script is a real PyTorch program using the installed package."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed (the example is a PyTorch program)")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "heterogeneous" / "pytorch_deepfm.py"
+# The model and data settings, as the job's hyperparameters and as the local run's flags.
+SETTINGS = {"epochs": 3, "batch_size": 256, "embedding_size": 16, "deep_layers": "200,200", "feature_size": 921,
+            "id_base": 1, "format": "libsvm", "threads": 1, "seed": 5}
+
+
+@pytest.fixture(scope="module")
+def ctrain_cli(request):
+    path = os.environ.get("CTRAIN_CLI")
+    if not path:
+        path = request.getfixturevalue("cli")
+    assert os.access(path, os.X_OK), f"no ctrain CLI at {path}"
+    return path
+
+
+def spec(tmp_path, train, valid, hyperparameters):
+    hps = "\n".join(f'{k} = "{v}"' for k, v in dict(hyperparameters, data_group="data").items())
+    text = f"""[[group]]
+name = "data"
+instance_type = "ml.c5.xlarge"
+count = 2
+
+[[group]]
+name = "train"
+instance_type = "ml.g5.xlarge"
+count = 1
+
+[hyperparameters]
+{hps}
+
+[channels.train]
+mode = "File"
+files = ["{train}"]
+
+[channels.validation]
+mode = "File"
+files = ["{valid}"]
+"""
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    return path
+
+
+def launch(cli, tmp_path, job, script, *args):
+    return subprocess.run([cli, "launch", "--local-cluster", str(job), "--work-dir", str(tmp_path / "run"),
+                           "--monitor-interval-ms", "500", "--python", sys.executable, "--entry-point", str(script),
+                           *args], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+
+
+def leftover_processes(root):
+    """Processes whose command line names `root` (none may outlive the job)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmd = pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(root) in cmd:
+            out.append(cmd)
+    return out
+
+
+@pytest.mark.slow  # ~40 s: three launchers, two data workers, a dispatcher and a PyTorch job
+def test_pytorch_deepfm_trains_through_the_data_service_and_reaches_the_local_auc(ctrain_cli, va10k_split, tmp_path):
+    train, valid = va10k_split
+    # The same script fed from local files (no launcher, no service).
+    local_out = tmp_path / "local"
+    local_out.mkdir()
+    flags = [a for k, v in SETTINGS.items() for a in (f"--{k}", str(v))]
+    p = subprocess.run([sys.executable, str(EXAMPLE), *flags, "--train", str(train), "--valid", str(valid)],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, SM_OUTPUT_DATA_DIR=str(local_out)))
+    assert p.returncode == 0, p.stderr
+    local = json.loads((local_out / "metrics.json").read_text())
+    assert local["source"] == "files" and local["examples"] == 3 * 8000
+
+    r = launch(ctrain_cli, tmp_path, spec(tmp_path, train, valid, SETTINGS), EXAMPLE)
+    log = r.stdout + r.stderr
+    assert r.returncode == 0, log
+    trainer = tmp_path / "run" / "algo-3"
+    metrics = json.loads((trainer / "output" / "data" / "metrics.json").read_text())
+    assert metrics["source"].startswith("data service 127.0.0.1:"), metrics
+    assert metrics["examples"] == 3 * 8000 and metrics["steps"] == 3 * 32, metrics  # every row once per epoch
+    # The batches come in the service's split order, not the file's: the AUC of the local run, within noise.
+    assert metrics["auc"] >= local["auc"] - 0.01, (metrics, local)
+    assert metrics["auc"] > 0.70, metrics
+    assert (trainer / "model" / "model.pt").is_file()
+    state = torch.load(trainer / "model" / "model.pt")
+    assert tuple(state["v.weight"].shape) == (921, 16)
+    # The launcher ran the script (the toolkit's arguments after it) and both data hosts served it, then stopped.
+    assert "a user entry point (--entry-point" in log, log
+    assert "--data_group data --deep_layers 200,200 --embedding_size 16 --epochs 3" in log, log
+    for h in ("algo-1", "algo-2"):
+        assert not (tmp_path / "run" / h / "output" / "failure").exists()
+    assert "the data service is shutting down" in log, log
+    assert leftover_processes(tmp_path / "run") == []
+
+
+FAILING = """import os, sys
+import ctrain
+batches = ctrain.DataService.from_env().pipeline(os.environ["CTRAIN_DATA_SERVICE_TRAIN"], batch_size=100,
+                                                 format="libsvm", id_base=1, feature_size=921)
+n = sum(len(b.labels) for b in batches)
+print("read", n, "rows", flush=True)
+raise ValueError(f"no positive label in {n} rows")
+"""
+
+
+@pytest.mark.slow  # ~15 s
+def test_a_failing_script_fails_the_job_with_its_reason_and_every_data_host_exits(ctrain_cli, va10k_split, tmp_path):
+    train, valid = va10k_split
+    script = tmp_path / "fails.py"
+    script.write_text(FAILING)
+    r = launch(ctrain_cli, tmp_path, spec(tmp_path, train, valid, {"lr": 0.1}), script)
+    log = r.stdout + r.stderr
+    assert r.returncode != 0, log
+    assert "read 8000 rows" in log, log  # it ran, through the data service
+    failure = (tmp_path / "run" / "algo-3" / "output" / "failure").read_text()
+    assert failure.startswith("algo-3 fails.py exited with status 1: ValueError: no positive label in 8000 rows"), failure
+    assert leftover_processes(tmp_path / "run") == []
+
+
+RANKS = """import json, os
+rank = os.environ["OMPI_COMM_WORLD_RANK"]
+keep = {k: v for k, v in os.environ.items() if k.startswith(("SM_", "CTRAIN_", "OMPI_COMM_WORLD_"))}
+with open(os.path.join(os.environ["SM_OUTPUT_DATA_DIR"], f"rank{rank}.json"), "w") as f:
+    json.dump(dict(keep, cwd=os.getcwd()), f)
+"""
+
+
+def test_a_script_runs_under_mpirun_with_processes_per_host(ctrain_cli, tmp_path):
+    """distribution mpi processes_per_host 2 on one host: mpirun starts the script twice, each rank with the
+    job's variables (mpirun -x, as the toolkit's MPI runner) and the hyperparameters as arguments."""
+    script = tmp_path / "ranks.py"
+    script.write_text(RANKS)
+    data = tmp_path / "tr.libsvm"
+    subprocess.run([ctrain_cli, "synth", "--rows", "50", "--format", "libsvm", "-o", str(data)], check=True,
+                   capture_output=True, timeout=60)
+    job = tmp_path / "job.toml"
+    job.write_text(f"""[[group]]
+name = "train"
+instance_type = "ml.m5.xlarge"
+count = 1
+
+[hyperparameters]
+sagemaker_mpi_enabled = "true"
+sagemaker_mpi_num_of_processes_per_host = "2"
+lr = "0.5"
+
+[channels.train]
+mode = "File"
+files = ["{data}"]
+""")
+    r = launch(ctrain_cli, tmp_path, job, script)
+    log = r.stdout + r.stderr
+    if "built without MPI" in log:
+        pytest.skip("this ctrain has no MPI")
+    assert r.returncode == 0, log
+    out = tmp_path / "run" / "algo-1" / "output" / "data"
+    ranks = [json.loads((out / f"rank{k}.json").read_text()) for k in range(2)]
+    for k, env in enumerate(ranks):
+        assert env["OMPI_COMM_WORLD_RANK"] == str(k) and env["OMPI_COMM_WORLD_SIZE"] == "2"
+        assert env["OMPI_COMM_WORLD_LOCAL_RANK"] == str(k)
+        assert env["SM_HP_LR"] == "0.5" and env["SM_USER_ARGS"] == '["--lr","0.5"]'
+        assert env["SM_CHANNEL_TRAIN"] == str(tmp_path / "run" / "algo-1" / "input" / "data" / "train")
+        assert env["SM_CURRENT_HOST"] == "algo-1" and env["CTRAIN_TRAINING_JOB_NAME"]
+    assert " -x SM_HPS " in log and " -np 2 " in log, log
+    assert leftover_processes(tmp_path / "run") == []
