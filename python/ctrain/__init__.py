@@ -37,7 +37,25 @@ import subprocess
 import sys
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
-from . import _ctrain
+
+def _load_extension():
+    """Imports the C++ module with RTLD_DEEPBIND: it and the libraries it links (Debian's gRPC,
+    protobuf and abseil) resolve their symbols among themselves first. TensorFlow loads its own
+    copies of those libraries into the global scope (RTLD_GLOBAL); a client imported after it would
+    otherwise call TensorFlow's protobuf with Debian's data and crash (tests/python/
+    test_data_service.py imports tensorflow first)."""
+    flags = sys.getdlopenflags()
+    deepbind = getattr(os, "RTLD_DEEPBIND", 0)
+    if deepbind:
+        sys.setdlopenflags(os.RTLD_NOW | os.RTLD_LOCAL | deepbind)
+    try:
+        from . import _ctrain as module
+    finally:
+        sys.setdlopenflags(flags)
+    return module
+
+
+_ctrain = _load_extension()
 
 __all__ = [
     "Batch",
@@ -529,6 +547,20 @@ class DataServicePipeline:
     def metrics(self) -> Dict[str, Any]:
         """The client's figures (input wait, failovers, duplicates dropped, bytes)."""
         return json.loads(self._it.metrics_json()) if self._it is not None else {}
+
+    @property
+    def field_size(self) -> Optional[int]:
+        """F of the batches' ids and values [B, F] when given as field_size= (None: as the files hold)."""
+        f = self._args[2].get("field_size")
+        return int(f) if f is not None else None
+
+    def as_tf(self):
+        """A tf.data.Dataset of these batches (imports tensorflow now): (labels float32[None],
+        ids int64[None, F], values float32[None, F]), F as given by field_size= (else None). Each
+        iteration of the dataset is one iter() of this pipeline: a job joined, read, released."""
+        from ._tf import make_dataset
+
+        return make_dataset(self)
 
     def as_torch(self, pin_memory: bool = False, prefetch: int = 0):
         """A torch IterableDataset over these batches (as :meth:`Pipeline.as_torch`, single worker).

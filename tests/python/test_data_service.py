@@ -3,6 +3,7 @@ processes on 127.0.0.1, free ports, bounded waits, every process stopped and rea
 
 import collections
 import subprocess
+import sys
 import threading
 import time
 
@@ -148,3 +149,29 @@ def test_data_service_pads_stripped_criteo_rows(service, tmp_path):
     assert rows(got) == want
     with pytest.raises(Exception, match=r"stripped.tsv:2: expected 40 cells, got 39"):
         list(ds.pipeline(str(tmp_path / "stripped.tsv"), batch_size=8, num_splits=2, job_name="refused"))
+
+
+TF_FIRST = """import sys
+import tensorflow as tf  # first: its own gRPC, protobuf and abseil enter the global scope
+import ctrain
+pipeline = ctrain.DataService(sys.argv[1]).pipeline(sys.argv[2], batch_size=256, num_splits=4, field_size=39,
+                                                    format="libsvm", id_base=1, feature_size=921)
+n = 0
+for y, ids, vals in pipeline.as_tf():
+    assert ids.shape[1] == 39 and ids.dtype == tf.int64
+    n += int(tf.shape(y)[0])
+print("rows", n)
+"""
+
+
+def test_a_data_service_client_after_tensorflow_as_tf(service, va10k_split, tmp_path):
+    """TensorFlow imported before ctrain (a Keras user's script): the client works, and
+    DataServicePipeline.as_tf() gives every row (it crashed with SIGSEGV before ctrain's module was
+    loaded with RTLD_DEEPBIND)."""
+    pytest.importorskip("tensorflow", reason="TensorFlow is not installed")
+    tr, _ = va10k_split
+    script = tmp_path / "tf_first.py"
+    script.write_text(TF_FIRST)
+    p = subprocess.run([sys.executable, str(script), service, str(tr)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "rows 8000" in p.stdout, p.stdout

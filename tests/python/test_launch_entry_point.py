@@ -1,6 +1,6 @@
 """A user's own training script in a launched job (#23): `ctrain launch --entry-point` runs it in the
 trainer role of a heterogeneous cluster, fed by the data hosts' data service
-(examples/heterogeneous/pytorch_deepfm.py on the real split), and a failing script fails the job
+(examples/heterogeneous/pytorch_deepfm.py and keras_deepfm.py on the real split), and a failing script fails the job
 with its own reason while every data host exits.
 
 Real processes: `ctrain launch --local-cluster` starts one launcher per simulated host on loopback
@@ -14,10 +14,8 @@ import sys
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed (the example is a PyTorch program)")
-
 REPO = pathlib.Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "heterogeneous" / "pytorch_deepfm.py"
+EXAMPLES = REPO / "examples" / "heterogeneous"
 # The model and data settings, as the job's hyperparameters and as the local run's flags.
 SETTINGS = {"epochs": 3, "batch_size": 256, "embedding_size": 16, "deep_layers": "200,200", "feature_size": 921,
             "id_base": 1, "format": "libsvm", "threads": 1, "seed": 5}
@@ -81,21 +79,28 @@ def leftover_processes(root):
     return out
 
 
-@pytest.mark.slow  # ~40 s: three launchers, two data workers, a dispatcher and a PyTorch job
-def test_pytorch_deepfm_trains_through_the_data_service_and_reaches_the_local_auc(ctrain_cli, va10k_split, tmp_path):
+@pytest.mark.slow  # ~10-20 s each: three launchers, two data workers, a dispatcher and a PyTorch or Keras job
+@pytest.mark.parametrize("example,framework,model_file", [("pytorch_deepfm.py", "torch", "model.pt"),
+                                                          ("keras_deepfm.py", "tensorflow", "model.keras")])
+def test_example_trains_through_the_data_service_and_reaches_the_local_auc(ctrain_cli, va10k_split, tmp_path,
+                                                                           example, framework, model_file):
+    """The field report's two reference jobs: a PyTorch DeepFM on .as_torch() and a Keras one on .as_tf(),
+    each the trainer role of 2 data hosts + 1 trainer host, against the same script fed from local files."""
+    pytest.importorskip(framework, reason=f"{framework} is not installed (the example is a {framework} program)")
+    script = EXAMPLES / example
     train, valid = va10k_split
     # The same script fed from local files (no launcher, no service).
     local_out = tmp_path / "local"
     local_out.mkdir()
     flags = [a for k, v in SETTINGS.items() for a in (f"--{k}", str(v))]
-    p = subprocess.run([sys.executable, str(EXAMPLE), *flags, "--train", str(train), "--valid", str(valid)],
+    p = subprocess.run([sys.executable, str(script), *flags, "--train", str(train), "--valid", str(valid)],
                        capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, SM_OUTPUT_DATA_DIR=str(local_out)))
     assert p.returncode == 0, p.stderr
     local = json.loads((local_out / "metrics.json").read_text())
-    assert local["source"] == "files" and local["examples"] == 3 * 8000
+    assert local["source"] == "files" and local["examples"] == 3 * 8000 and local["steps"] == 3 * 32, local
 
-    r = launch(ctrain_cli, tmp_path, spec(tmp_path, train, valid, SETTINGS), EXAMPLE)
+    r = launch(ctrain_cli, tmp_path, spec(tmp_path, train, valid, SETTINGS), script)
     log = r.stdout + r.stderr
     assert r.returncode == 0, log
     trainer = tmp_path / "run" / "algo-3"
@@ -105,9 +110,7 @@ def test_pytorch_deepfm_trains_through_the_data_service_and_reaches_the_local_au
     # The batches come in the service's split order, not the file's: the AUC of the local run, within noise.
     assert metrics["auc"] >= local["auc"] - 0.01, (metrics, local)
     assert metrics["auc"] > 0.70, metrics
-    assert (trainer / "model" / "model.pt").is_file()
-    state = torch.load(trainer / "model" / "model.pt")
-    assert tuple(state["v.weight"].shape) == (921, 16)
+    assert (trainer / "model" / model_file).is_file()
     # The launcher ran the script (the toolkit's arguments after it) and both data hosts served it, then stopped.
     assert "a user entry point (--entry-point" in log, log
     assert "--data_group data --deep_layers 200,200 --embedding_size 16 --epochs 3" in log, log
