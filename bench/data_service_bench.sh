@@ -37,13 +37,7 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
-wait_line() {  # wait_line FILE PATTERN: up to 60 s for a line, print its last word
-  for _ in $(seq 600); do
-    if grep -q "$2" "$1" 2>/dev/null; then grep "$2" "$1" | head -1 | awk '{print $NF}'; return; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1" >&2; exit 1
-}
+. "$SRC/bench/lib.sh"  # wait_line
 cpu_of() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }  # utime+stime, clock ticks (USER_HZ 100)
 
 echo "data-service throughput: $ROWS rows ($(du -m "$FILE" | cut -f1) MB TFRecord), batch 1024, $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"

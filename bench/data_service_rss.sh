@@ -28,13 +28,7 @@ SMALL="$DIR/s1024.tfrecord"
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
-wait_line() {  # wait_line FILE PATTERN: up to 60 s for a line, print its last word
-  for _ in $(seq 600); do
-    if grep -q "$2" "$1" 2>/dev/null; then grep "$2" "$1" | head -1 | awk '{print $NF}'; return; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1" >&2; exit 1
-}
+. "$SRC/bench/lib.sh"  # wait_line
 kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status" 2>/dev/null || true; }  # kb PID VmRSS|VmHWM
 
 "$BIN" data-service dispatcher --port 0 > "$DIR/disp.out" 2> "$DIR/disp.err" & PIDS+=($!)

@@ -35,13 +35,7 @@ TSV="$WORK/big.tsv"
 for _ in $(seq "$REPS"); do cat "$TSV_SRC"; done > "$TSV"
 "$BIN" inspect "$TSV" 2>/dev/null | head -1
 
-wait_line() {  # wait_line FILE PATTERN: up to 60 s for a line, print its last word
-  for _ in $(seq 600); do
-    if grep -q "$2" "$1" 2>/dev/null; then grep "$2" "$1" | head -1 | awk '{print $NF}'; return; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1" >&2; exit 1
-}
+. "$SRC/bench/lib.sh"  # wait_line
 taskset -c 1 "$BIN" data-service dispatcher --port 0 > "$WORK/disp.out" 2> "$WORK/disp.err" & PIDS+=($!)
 ADDR=$(wait_line "$WORK/disp.out" "listening on")
 taskset -c 1 "$BIN" data-service worker --dispatcher "$ADDR" --threads 1 > "$WORK/worker.out" 2> "$WORK/worker.err" & PIDS+=($!)

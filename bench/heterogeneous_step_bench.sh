@@ -45,13 +45,7 @@ for _ in $(seq "$REPS"); do cat "$TSV_SRC"; done > "$TSV"
 "$PY" -m tfrecord.tools.tfrecord2idx "$TFR" "$TFR.idx" > /dev/null
 echo "DeepFM K $EMB, MLP $LAYERS, batch 1024; rows: $((REPS * 100)); tsv $(stat -c %s "$TSV") bytes, tfrecord $(stat -c %s "$TFR") bytes; $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-wait_line() {  # wait_line FILE PATTERN: up to 60 s for a line, print its last word
-  for _ in $(seq 600); do
-    if grep -q "$2" "$1" 2>/dev/null; then grep "$2" "$1" | head -1 | awk '{print $NF}'; return; fi
-    sleep 0.1
-  done
-  echo "timed out waiting for '$2' in $1" >&2; exit 1
-}
+. "$SRC/bench/lib.sh"  # wait_line
 taskset -c 1 "$BIN" data-service dispatcher --port 0 > "$WORK/disp.out" 2> "$WORK/disp.err" & PIDS+=($!)
 CTRAIN_ADDR=$(wait_line "$WORK/disp.out" "listening on")
 taskset -c 1 "$BIN" data-service worker --dispatcher "$CTRAIN_ADDR" --threads 1 > "$WORK/worker.out" 2> "$WORK/worker.err" & PIDS+=($!)

@@ -36,6 +36,16 @@ def cli():
 
 
 @pytest.fixture(scope="session")
+def ctrain_cli(request):
+    """The CLI under test: $CTRAIN_CLI (a build tree's ctrain) when set, else the package's."""
+    path = os.environ.get("CTRAIN_CLI")
+    if not path:
+        path = request.getfixturevalue("cli")
+    assert os.access(path, os.X_OK), f"no ctrain CLI at {path}"
+    return path
+
+
+@pytest.fixture(scope="session")
 def va10k_split(shared_data, tmp_path_factory):
     """criteo_deepfm_va10k: the first 8000 lines train, the last 2040 valid (tmp copies,
     never in the repository: the data is CC BY-NC-SA). Read with VA10K options."""

@@ -21,15 +21,6 @@ SETTINGS = {"epochs": 3, "batch_size": 256, "embedding_size": 16, "deep_layers":
             "id_base": 1, "format": "libsvm", "threads": 1, "seed": 5}
 
 
-@pytest.fixture(scope="module")
-def ctrain_cli(request):
-    path = os.environ.get("CTRAIN_CLI")
-    if not path:
-        path = request.getfixturevalue("cli")
-    assert os.access(path, os.X_OK), f"no ctrain CLI at {path}"
-    return path
-
-
 def spec(tmp_path, train, valid, hyperparameters):
     hps = "\n".join(f'{k} = "{v}"' for k, v in dict(hyperparameters, data_group="data").items())
     text = f"""[[group]]

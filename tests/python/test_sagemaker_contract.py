@@ -42,15 +42,6 @@ TYPE = "ml.c5.xlarge"
 
 
 @pytest.fixture(scope="module")
-def ctrain_cli(request):
-    path = os.environ.get("CTRAIN_CLI")
-    if not path:
-        path = request.getfixturevalue("cli")
-    assert os.access(path, os.X_OK), f"no ctrain CLI at {path}"
-    return path
-
-
-@pytest.fixture(scope="module")
 def data(ctrain_cli, tmp_path_factory):
     d = tmp_path_factory.mktemp("data")
     tr = d / "tr.libsvm"
@@ -88,6 +79,15 @@ def local_mode_trees(root, hosts, hyperparameters, channels, train_file):
     return {h: root / h for h in hosts}
 
 
+def run_toolkit(host_root, script):
+    """Runs `script` (which writes one "TOOLKIT <json>" line) under the training toolkit's view of host_root."""
+    env = dict(os.environ, SAGEMAKER_BASE_DIR=str(host_root), AWS_DEFAULT_REGION="us-east-1",
+               SAGEMAKER_SUPPRESS_V2_WARNING="1")
+    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads([line for line in p.stdout.splitlines() if line.startswith("TOOLKIT ")][-1][len("TOOLKIT "):])
+
+
 def toolkit_view(host_root):
     script = (
         "import json, sys\n"
@@ -100,11 +100,7 @@ def toolkit_view(host_root):
         " 'hyperparameters': env.hyperparameters, 'all_hyperparameters': environment.read_hyperparameters(),"
         " 'additional_framework_parameters': env.additional_framework_parameters, 'num_cpus': env.num_cpus}) + '\\n')\n"
     )
-    env = dict(os.environ, SAGEMAKER_BASE_DIR=str(host_root), AWS_DEFAULT_REGION="us-east-1",
-               SAGEMAKER_SUPPRESS_V2_WARNING="1")
-    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    return json.loads([line for line in p.stdout.splitlines() if line.startswith("TOOLKIT ")][-1][len("TOOLKIT "):])
+    return run_toolkit(host_root, script)
 
 
 def ctrain_view(cli, host_root, *extra):
@@ -277,11 +273,7 @@ def toolkit_env_vars(host_root):
     """What the training toolkit tells a user's script (Environment().to_env_vars(), as entry_point.run gives it)."""
     script = ("import json, sys\nfrom sagemaker_training import environment\n"
               "sys.stdout.write('\\nTOOLKIT ' + json.dumps(environment.Environment().to_env_vars()) + '\\n')\n")
-    env = dict(os.environ, SAGEMAKER_BASE_DIR=str(host_root), AWS_DEFAULT_REGION="us-east-1",
-               SAGEMAKER_SUPPRESS_V2_WARNING="1")
-    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    return json.loads([line for line in p.stdout.splitlines() if line.startswith("TOOLKIT ")][-1][len("TOOLKIT "):])
+    return run_toolkit(host_root, script)
 
 
 def assert_script_env_is_the_toolkits(cli, host_root, *extra):

@@ -51,15 +51,6 @@ TRAIN_FLAGS = [
 DECODED_PREFIX = "ctrain: launch: hyperparameters (decoded as the SageMaker training toolkit does): "
 
 
-@pytest.fixture(scope="module")
-def ctrain_cli(request):
-    path = os.environ.get("CTRAIN_CLI")
-    if not path:
-        path = request.getfixturevalue("cli")
-    assert os.access(path, os.X_OK), f"no ctrain CLI at {path}"
-    return path
-
-
 def run(args, **kw):
     p = subprocess.run(args, capture_output=True, text=True, timeout=300, **kw)
     assert p.returncode == 0, f"{args} exited {p.returncode}:\n{p.stdout}\n{p.stderr}"
