@@ -75,13 +75,23 @@ def write_stripped_criteo(directory, n):
     return directory / "full.tsv", directory / "stripped.tsv"
 
 
+def skip_unless_installed(module: str, reason: str):
+    """Skips the test when `module` is not installed, without importing it: pytest.importorskip
+    would load TensorFlow into the suite's process, and a later torch import there crashes."""
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(reason)
+
+
+def skip_without_tensorflow():
+    skip_unless_installed("tensorflow", "TensorFlow is not installed (scripts/install-deps.sh installs tensorflow-cpu)")
+
+
 def run_with_tensorflow(code: str, **values):
     """Runs `code` (asserts) in a fresh Python process that imports TensorFlow; skips when it is not
     installed. TensorFlow and PyTorch loaded into one process crash (a segfault in torch's first
     call after tensorflow's import), and the suite's other tests use torch. `values` (JSON) are the
     child's global `values`; the child fails the test with its stderr."""
-    if importlib.util.find_spec("tensorflow") is None:
-        pytest.skip("TensorFlow is not installed (scripts/install-deps.sh installs tensorflow-cpu)")
+    skip_without_tensorflow()
     prelude = "import json, sys\nimport numpy as np\nimport tensorflow as tf\nimport ctrain\nvalues = json.loads(sys.argv[1])\n"
     p = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(code), json.dumps(values)],
                        capture_output=True, text=True, timeout=600, cwd=str(REPO / "tests" / "python"))

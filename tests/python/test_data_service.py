@@ -12,7 +12,7 @@ import pytest
 
 import ctrain
 
-from conftest import VA10K, write_stripped_criteo
+from conftest import VA10K, skip_without_tensorflow, write_stripped_criteo
 
 
 class Server:
@@ -168,7 +168,7 @@ def test_a_data_service_client_after_tensorflow_as_tf(service, va10k_split, tmp_
     """TensorFlow imported before ctrain (a Keras user's script): the client works, and
     DataServicePipeline.as_tf() gives every row (it crashed with SIGSEGV before ctrain's module was
     loaded with RTLD_DEEPBIND)."""
-    pytest.importorskip("tensorflow", reason="TensorFlow is not installed")
+    skip_without_tensorflow()
     tr, _ = va10k_split
     script = tmp_path / "tf_first.py"
     script.write_text(TF_FIRST)

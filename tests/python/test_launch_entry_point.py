@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from conftest import skip_unless_installed
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "heterogeneous"
 # The model and data settings, as the job's hyperparameters and as the local run's flags.
@@ -77,7 +79,7 @@ def test_example_trains_through_the_data_service_and_reaches_the_local_auc(ctrai
                                                                            example, framework, model_file):
     """The field report's two reference jobs: a PyTorch DeepFM on .as_torch() and a Keras one on .as_tf(),
     each the trainer role of 2 data hosts + 1 trainer host, against the same script fed from local files."""
-    pytest.importorskip(framework, reason=f"{framework} is not installed (the example is a {framework} program)")
+    skip_unless_installed(framework, f"{framework} is not installed (the example is a {framework} program)")
     script = EXAMPLES / example
     train, valid = va10k_split
     # The same script fed from local files (no launcher, no service).
