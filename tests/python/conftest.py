@@ -18,6 +18,18 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "data"
 
 
+@pytest.fixture(autouse=True)
+def tensorflow_stays_out_of_the_suite():
+    """TensorFlow and PyTorch loaded into one process crash (SIGSEGV in torch's first import or call
+    after tensorflow's), so TensorFlow code runs in child processes (run_with_tensorflow). A test
+    that loads it here fails by name instead of crashing a later test."""
+    before = "tensorflow" in sys.modules
+    yield
+    if not before and "tensorflow" in sys.modules:
+        pytest.fail("this test imported tensorflow into the pytest process; run TensorFlow code with "
+                    "run_with_tensorflow (a child process) or check with skip_unless_installed")
+
+
 @pytest.fixture(scope="session")
 def shared_data():
     if not SHARED.is_dir():
