@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -135,6 +136,41 @@ std::string TensorBoardScalars(const std::string& dir, int* status) {
 
 bool HaveTensorBoard() {
   return std::system("python3 -c 'import tensorboard.backend.event_processing.event_accumulator' >/dev/null 2>&1") == 0;
+}
+
+TEST(TrainMonitor, LossIsTheMeanOverTheStepsThatHaveOneAndLeftOutWhenNoneHas) {
+  // A user's script fed by the data service (python/src/module.cc ScriptMonitor): ctrain never sees
+  // its loss, so its lines carry no train/loss (not a 0 or a NaN that a chart would draw).
+  const std::string dir = testing::TestTempDir("monitor", "loss") + "/algo-1/trainer";
+  MonitorOptions o;
+  o.dir = dir;
+  o.role = "trainer";
+  o.interval_ms = 1000;
+  StatusOr<std::unique_ptr<Monitor>> m = Monitor::Start(o);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  TrainMonitor tm(m->get(), 2);
+  train::StepInfo s{1, 100, 0.020, 0.010, 9.0};
+  s.has_loss = false;
+  tm.OnStep(s);  // steps 1-2: no loss
+  s.global_step = 2;
+  tm.OnStep(s);
+  tm.OnStep({3, 100, 0.020, 0.0, 0.4});  // steps 3-4: one loss, 0.4
+  s.global_step = 4;
+  tm.OnStep(s);
+  ASSERT_TRUE((*m)->Close().ok());
+  std::ifstream in(dir + "/metrics.jsonl");
+  std::vector<nlohmann::json> train;
+  for (std::string line; std::getline(in, line);) {
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (j["kind"] == "train") train.push_back(j);
+  }
+  ASSERT_EQ(train.size(), 2u);
+  EXPECT_EQ(train[0]["step"], 2);
+  EXPECT_FALSE(train[0]["values"].contains("train/loss")) << train[0].dump();
+  EXPECT_DOUBLE_EQ(train[0]["values"]["train/step_time_ms"].get<double>(), 20.0);
+  EXPECT_DOUBLE_EQ(train[0]["values"]["train/input_wait_percent"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(train[1]["values"]["train/loss"].get<double>(), 0.4);
+  EXPECT_DOUBLE_EQ(train[1]["values"]["train/input_wait_percent"].get<double>(), 25.0);
 }
 
 TEST(Monitor, WritesJsonLinesAndEventsThatTensorBoardReads) {

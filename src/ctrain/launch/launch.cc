@@ -279,11 +279,14 @@ StatusOr<int> Run::StartScript(const std::vector<std::string>& hosts, const std:
   if (!e.dir.empty() && fs::exists(e.dir + "/requirements.txt"))
     Say(me + ": " + e.dir + "/requirements.txt is not installed by ctrain launch: the image must hold those packages");
   const std::string train_path = data_service.empty() ? "" : ChannelDir(c_.root, "train", o_.getenv);
-  const std::vector<std::pair<std::string, std::string>> env =
+  std::vector<std::pair<std::string, std::string>> env =
       ScriptEnvironment(c_, hp_, e, training_job_, data_service, train_path);
   const size_t ranks = hosts.size() * static_cast<size_t>(hp_.processes_per_host);
-  CTRAIN_RETURN_IF_ERROR(WriteRoleJson(c_.output_data_dir + "/monitor/" + me + "/trainer", c_, "trainer",
-                                       static_cast<int32_t>(ranks)));
+  // The package's data-service client monitors the script's steps there (what `ctrain report` reads).
+  const std::string mon = c_.output_data_dir + "/monitor/" + me + "/trainer";
+  CTRAIN_RETURN_IF_ERROR(WriteRoleJson(mon, c_, "trainer", static_cast<int32_t>(ranks)));
+  env.emplace_back("CTRAIN_MONITOR_DIR", mon);
+  env.emplace_back("CTRAIN_MONITOR_INTERVAL_MS", std::to_string(o_.monitor_interval_ms));
   CTRAIN_ASSIGN_OR_RETURN(std::vector<std::string> argv, MpirunArgv(hosts));
   if (!argv.empty()) {
     // As the training toolkit's MPI runner: every rank gets the job's variables (-x NAME: mpirun's own

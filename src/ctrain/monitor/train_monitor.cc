@@ -7,14 +7,14 @@ void TrainMonitor::OnStep(const train::StepInfo& s) {
   examples_ += s.examples;
   seconds_ += s.step_seconds;
   wait_ += s.input_wait_seconds;
-  loss_ += s.loss;
+  if (s.has_loss) loss_ += s.loss, ++loss_steps_;
   if (steps_ < every_) return;
-  monitor_->Record("train", s.global_step,
-                   {{"train/step_time_ms", 1000.0 * seconds_ / steps_},
-                    {"train/examples_per_sec", seconds_ > 0 ? examples_ / seconds_ : 0.0},
-                    {"train/input_wait_percent", seconds_ > 0 ? 100.0 * wait_ / seconds_ : 0.0},
-                    {"train/loss", loss_ / steps_}});
-  steps_ = examples_ = 0;
+  std::vector<Scalar> scalars{{"train/step_time_ms", 1000.0 * seconds_ / steps_},
+                              {"train/examples_per_sec", seconds_ > 0 ? examples_ / seconds_ : 0.0},
+                              {"train/input_wait_percent", seconds_ > 0 ? 100.0 * wait_ / seconds_ : 0.0}};
+  if (loss_steps_ > 0) scalars.emplace_back("train/loss", loss_ / loss_steps_);
+  monitor_->Record("train", s.global_step, scalars);
+  steps_ = examples_ = loss_steps_ = 0;
   seconds_ = wait_ = loss_ = 0;
 }
 

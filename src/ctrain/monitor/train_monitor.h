@@ -3,7 +3,8 @@
 //   train/step_time_ms         mean wall time per step over the steps since the last write
 //   train/examples_per_sec     examples / wall time over those steps
 //   train/input_wait_percent   time blocked on input / wall time over those steps (0-100)
-//   train/loss                 mean training loss over those steps
+//   train/loss                 mean training loss over those of the steps that have one (left out when
+//                              none has: StepInfo::has_loss, a user's script fed by the data service)
 // and after every validation, as kind "eval":
 //   eval/auc, eval/logloss
 #pragma once
@@ -25,6 +26,7 @@ class TrainMonitor final : public train::TrainObserver {
   Monitor* monitor_;
   int64_t every_;
   int64_t steps_ = 0, examples_ = 0;
+  int64_t loss_steps_ = 0;
   double seconds_ = 0, wait_ = 0, loss_ = 0;
 };
 

@@ -152,6 +152,8 @@ struct StepInfo {
   double step_seconds = 0;         // wall time of the step, input wait included
   double input_wait_seconds = 0;   // time blocked on the input (stream mode; 0 in memory mode)
   double loss = 0;                 // the step's mean training loss
+  bool has_loss = true;            // false: a step whose loss ctrain never sees (a user's script fed by
+                                   // the data service, python/src/module.cc ScriptMonitor)
 };
 
 // Called by Train/TrainStream on the training thread (keep it cheap): after
