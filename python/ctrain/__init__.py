@@ -277,12 +277,11 @@ class Pipeline:
         and single-id entries as tensors of their dtype with the batch dimension None;
         multi-hot entries as tf.RaggedTensor ids [None, None] (int64), or (ids, weights) ragged
         alike when the entry has weights (the EmbeddingBag offsets become the row splits). The
-        signature is read from the first batch (one batch read ahead, in a separate iteration);
-        a pipeline with no batch is a ValueError."""
+        signature comes from the spec (nothing is read ahead)."""
         if self.feature_spec is not None:
             from ._tf import make_spec_dataset
 
-            return make_spec_dataset(self)
+            return make_spec_dataset(self, _ctrain.spec_layout(self.feature_spec))
         from ._tf import make_dataset
 
         return make_dataset(self)
@@ -480,21 +479,38 @@ class DataService:
                  seed: int = 0, drop_remainder: bool = False, num_parallel_reads: int = 1,
                  processing_mode: str = "distributed_epoch", job_name: str = "", num_splits: int = 8,
                  consumer_index: int = 0, compression: str = "auto", buffer_bytes: int = 256 << 20,
-                 max_open_splits: int = 4, format: str = "auto", **reader: Any) -> "DataServicePipeline":
+                 max_open_splits: int = 4, format: str = "auto", feature_spec: Optional[PathLike] = None,
+                 **reader: Any) -> "DataServicePipeline":
         """The same iterable of :class:`Batch` as :class:`Pipeline`, read and batched by the
         service's workers (``ctrain train --data-service``'s client). ``files`` are paths on
         the workers' hosts. Batches come split by split in the order the dispatcher hands
-        them out, exactly once per epoch. See :class:`DataServicePipeline` for resuming."""
+        them out, exactly once per epoch. See :class:`DataServicePipeline` for resuming.
+
+        ``feature_spec="spec.json"`` (a file here; docs/feature-spec.md): the workers read the
+        files through the spec and each batch is a dict of its arrays, as
+        ``Pipeline(..., feature_spec=)`` gives (multi-hot as EmbeddingBag (ids, offsets[, weights])).
+        A split reads whole files (at least as many files as splits) or every num_splits-th record
+        of each, in file order: shuffle_buffer, num_parallel_reads > 1 and reader options other
+        than compression and max_line_bytes are refused (ValueError naming them)."""
         reader = dict(reader, format=format)
         bad = [k for k in reader if k not in _READER_KEYS]
         if bad:
             raise TypeError(f"unknown option(s) {bad}")
+        if feature_spec is not None:
+            given = dict(reader)
+            if shuffle_buffer:
+                given["shuffle_buffer"] = shuffle_buffer
+            if num_parallel_reads != 1:
+                given["num_parallel_reads"] = num_parallel_reads
+            _refuse_with_spec("DataService.pipeline", given, _SPEC_READER_KEYS)
+            reader = {k: v for k, v in reader.items() if k in _SPEC_READER_KEYS}
         client = dict(self._security, processing_mode=processing_mode, job_name=job_name, num_splits=num_splits,
                       consumer_index=consumer_index, compression=compression, buffer_bytes=buffer_bytes,
                       max_open_splits=max_open_splits)
         pipeline = dict(shuffle_buffer_size=shuffle_buffer, num_parallel_reads=num_parallel_reads,
                         drop_remainder=drop_remainder)
-        return DataServicePipeline(self.address, _files(files), reader, client, pipeline, batch_size, epochs, seed)
+        return DataServicePipeline(self.address, _files(files), reader, client, pipeline, batch_size, epochs, seed,
+                                   os.fspath(feature_spec) if feature_spec is not None else None)
 
 
 class DataServicePipeline:
@@ -512,15 +528,16 @@ class DataServicePipeline:
     it releases the job. Ctrl-C stops a wait for the service (KeyboardInterrupt; the
     iteration is over, but state_dict() still gives the position)."""
 
-    def __init__(self, address, files, reader, client, pipeline, batch_size, epochs, seed):
+    def __init__(self, address, files, reader, client, pipeline, batch_size, epochs, seed, feature_spec=None):
         self._args = (address, files, reader, client, pipeline, int(batch_size), int(epochs), int(seed))
+        self.feature_spec = feature_spec  # a spec file: batches are dicts of its arrays
         self._resume: Optional[Dict[str, Any]] = None
         self._it = None
 
     def __iter__(self) -> Iterator[Batch]:
         cursor = json.dumps(self._resume) if self._resume is not None else ""
         self._resume = None
-        self._it = _ctrain.DataServiceIterator(*self._args, cursor)
+        self._it = _ctrain.DataServiceIterator(*self._args, cursor, self.feature_spec or "")
         it = self._it
 
         def gen():
@@ -529,7 +546,7 @@ class DataServicePipeline:
                     b = it.next()
                 except StopIteration:
                     return
-                yield Batch(*b)
+                yield b if isinstance(b, dict) else Batch(*b)  # feature_spec=: a dict of arrays
 
         return gen()
 
@@ -556,8 +573,14 @@ class DataServicePipeline:
 
     def as_tf(self):
         """A tf.data.Dataset of these batches (imports tensorflow now): (labels float32[None],
-        ids int64[None, F], values float32[None, F]), F as given by field_size= (else None). Each
-        iteration of the dataset is one iter() of this pipeline: a job joined, read, released."""
+        ids int64[None, F], values float32[None, F]), F as given by field_size= (else None); with
+        feature_spec= a dict of the spec's entries as :meth:`Pipeline.as_tf` gives (multi-hot
+        ragged). Each iteration of the dataset is one iter() of this pipeline: a job joined, read,
+        released."""
+        if self.feature_spec is not None:
+            from ._tf import make_spec_dataset
+
+            return make_spec_dataset(self, _ctrain.spec_layout(self.feature_spec))
         from ._tf import make_dataset
 
         return make_dataset(self)

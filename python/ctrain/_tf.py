@@ -29,22 +29,25 @@ def _bag_ragged(bag):
     return out[0] if len(out) == 1 else out
 
 
-def _spec_of(value):
-    if isinstance(value, tuple):  # a multi-hot entry: ids (and weights), ragged
-        specs = tuple(tf.RaggedTensorSpec(shape=(None, None), dtype=tf.as_dtype(a.dtype), ragged_rank=1,
-                                          row_splits_dtype=tf.int64) for a in (value[0],) + tuple(value[2:]))
-        return specs[0] if len(specs) == 1 else specs
-    return tf.TensorSpec(shape=(None,) + value.shape[1:], dtype=tf.as_dtype(value.dtype))
+def _layout_signature(layout):
+    """The output signature of a feature spec's batches from _ctrain.spec_layout."""
+    sig = {"label": tf.TensorSpec(shape=(None,), dtype=tf.float32)}
+    for name, kind, width, weighted in layout:
+        if kind == "bag":
+            ragged = [tf.RaggedTensorSpec(shape=(None, None), dtype=dt, ragged_rank=1, row_splits_dtype=tf.int64)
+                      for dt in ((tf.int64, tf.float32) if weighted else (tf.int64,))]
+            sig[name] = tuple(ragged) if weighted else ragged[0]
+        else:
+            shape = (None,) if width == 1 else (None, width)
+            sig[name] = tf.TensorSpec(shape=shape, dtype=tf.float32 if kind == "dense" else tf.int64)
+    return sig
 
 
-def make_spec_dataset(pipeline):
-    """A tf.data.Dataset of a Pipeline(feature_spec=)'s batches: a dict per batch, multi-hot entries
-    ragged (see Pipeline.as_tf). The output signature comes from the first batch."""
-    first = next(iter(pipeline), None)
-    if first is None:
-        raise ValueError("InvalidArgument: as_tf(): the pipeline gave no batch to read the feature spec's "
-                         f"output signature from ({pipeline.files})")
-    signature = {k: _spec_of(v) for k, v in first.items()}
+def make_spec_dataset(pipeline, layout):
+    """A tf.data.Dataset of a feature spec's batches (Pipeline or DataServicePipeline with
+    feature_spec=): a dict per batch, multi-hot entries ragged (see Pipeline.as_tf). The output
+    signature comes from the spec (`layout`: _ctrain.spec_layout), so nothing is read ahead."""
+    signature = _layout_signature(layout)
 
     def gen():
         for b in pipeline:

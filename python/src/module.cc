@@ -3,7 +3,10 @@
 // GIL is released and Ctrl-C is seen (call_thread.h); errors raise the
 // exceptions of convert.h with the CLI's located messages.
 #include <atomic>
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,7 +22,11 @@
 #include "ctrain/data/pipeline.h"
 #include "ctrain/dataservice/client.h"
 #include "ctrain/dataservice/client_settings.h"
+#include "ctrain/data/feature_spec.h"
+#include "ctrain/data/spec_columns.h"
 #include "ctrain/job/data_options.h"
+#include "ctrain/monitor/monitor.h"
+#include "ctrain/monitor/train_monitor.h"
 #include "ctrain/train/stream_input.h"
 
 namespace nb = nanobind;
@@ -51,7 +58,8 @@ class PipelineIterator {
   ~PipelineIterator() { Close(); }
 
   // (labels, ids, values) of the next batch; StopIteration after the last.
-  nb::tuple Next() {
+  // (labels, ids, values), or with a feature spec a dict of its arrays (spec_batches.cc).
+  nb::object Next() {
     if (!pipe_) throw nb::stop_iteration();
     if (!call_.busy()) call_.Post([this] { result_ = pipe_->Next(&batch_); });
     call_.Wait();
@@ -124,13 +132,79 @@ nb::tuple Read(const std::string& path, const nb::dict& reader) {
   return BatchToArrays(std::move(batch));
 }
 
+// A user's script under `ctrain launch` (CTRAIN_MONITOR_DIR set: launch/entry_point.h): the batches it
+// takes from the data service are its steps, monitored as the trainer's are (monitor/train_monitor.h:
+// train/step_time_ms = the time from one batch handed out to the next, train/input_wait_percent = the
+// part of it spent waiting in next(), train/examples_per_sec), with the process's CPU, into the role's
+// monitor directory (monitor/monitor.h RankDir under mpirun). `ctrain report` reads them. One per
+// process, over all its pipelines; the gap between two pipelines is no step.
+class ScriptMonitor {
+ public:
+  // Null when CTRAIN_MONITOR_DIR is unset (or the monitor cannot start: said once on stderr).
+  static ScriptMonitor* Get() {
+    static ScriptMonitor* instance = [] () -> ScriptMonitor* {
+      const char* dir = std::getenv("CTRAIN_MONITOR_DIR");
+      if (dir == nullptr || *dir == '\0') return nullptr;
+      monitor::MonitorOptions o;
+      o.dir = monitor::RankDir(dir);
+      o.role = "trainer";
+      if (const char* ms = std::getenv("CTRAIN_MONITOR_INTERVAL_MS")) o.interval_ms = std::atoll(ms);
+      StatusOr<std::unique_ptr<monitor::Monitor>> m = monitor::Monitor::Start(o);
+      if (!m.ok()) {
+        std::fprintf(stderr, "ctrain: CTRAIN_MONITOR_DIR: %s (not monitoring)\n", m.status().ToString().c_str());
+        return nullptr;
+      }
+      return new ScriptMonitor(std::move(*m));  // lives until exit: std::atexit closes its files
+    }();
+    return instance;
+  }
+  // A pipeline starts: the time since the last batch of another one is no step.
+  void Begin() {
+    std::lock_guard<std::mutex> l(mu_);
+    have_last_ = false;
+  }
+  // A batch of `examples` handed out after `wait` seconds inside next().
+  void OnBatch(double wait, int64_t examples) {
+    std::lock_guard<std::mutex> l(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (have_last_) {
+      train::StepInfo s;
+      s.global_step = ++steps_;
+      s.examples = examples;
+      s.step_seconds = std::chrono::duration<double>(now - last_).count();
+      s.input_wait_seconds = wait;
+      s.has_loss = false;
+      observer_.OnStep(s);
+    }
+    last_ = now;
+    have_last_ = true;
+  }
+
+ private:
+  explicit ScriptMonitor(std::unique_ptr<monitor::Monitor> m) : monitor_(std::move(m)), observer_(monitor_.get(), 10) {
+    std::atexit([] {
+      if (ScriptMonitor* s = Get()) s->monitor_->Close();
+    });
+  }
+  std::unique_ptr<monitor::Monitor> monitor_;
+  std::mutex mu_;
+  monitor::TrainMonitor observer_;
+  std::chrono::steady_clock::time_point last_;
+  bool have_last_ = false;
+  int64_t steps_ = 0;
+};
+
+}  // namespace
+nb::dict ColumnsToDict(data::SpecColumns&& columns);  // spec_batches.cc
+namespace {
+
 // The data-service client (dataservice/client.h) over all epochs of one
 // iteration. `cursor_json`: a state from Cursor() to resume at ("" = start).
 class DataServiceIterator {
  public:
   DataServiceIterator(const std::string& address, const std::vector<std::string>& files, const nb::dict& reader,
                       const nb::dict& client, const nb::dict& pipeline, int64_t batch_size, int32_t epochs,
-                      uint64_t seed, const std::string& cursor_json)
+                      uint64_t seed, const std::string& cursor_json, const std::string& feature_spec)
       : epochs_(epochs) {
     SetDataOptions(reader, &flags_);
     dataservice::DataServiceSettings cf;
@@ -165,6 +239,12 @@ class DataServiceIterator {
     StatusOr<dataservice::DataServiceClientOptions> o = cf.Options(/*ordered=*/true, flags_.feature_map);
     ThrowIfError(o.status());
     options_ = std::move(*o);
+    if (!feature_spec.empty()) {  // the workers read through the spec; the batches become its arrays
+      StatusOr<data::FeatureSpec> spec = data::LoadFeatureSpec(feature_spec);
+      ThrowIfError(spec.status());
+      options_.feature_spec = spec->ToJson();
+      spec_ = std::make_unique<data::SpecColumnsBuilder>(*spec);
+    }
     options_.stop = &stop_;
     params_.input = &input_;
     params_.batch_size = batch_size;
@@ -185,6 +265,7 @@ class DataServiceIterator {
       else st = s.status();
     });
     ThrowIfError(st);
+    if ((monitor_ = ScriptMonitor::Get()) != nullptr) monitor_->Begin();
   }
   ~DataServiceIterator() {
     if (call_.busy()) call_.Join();
@@ -192,10 +273,12 @@ class DataServiceIterator {
     source_.reset();
   }
 
-  nb::tuple Next() {
+  // (labels, ids, values), or with a feature spec a dict of its arrays (spec_batches.cc).
+  nb::object Next() {
     if (!source_ || finished_) throw nb::stop_iteration();
     Status st;
     bool got = false;
+    const auto asked = std::chrono::steady_clock::now();
     RunStoppable([&] {
       while (epoch_ < epochs_) {
         if (!begun_) {
@@ -221,6 +304,12 @@ class DataServiceIterator {
     if (!got) {
       finished_ = true;
       throw nb::stop_iteration();
+    }
+    if (monitor_ != nullptr)
+      monitor_->OnBatch(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count(), batch_.size());
+    if (spec_) {
+      ThrowIfError(spec_->AppendBatch(batch_).WithContext("data service batch"));
+      return ColumnsToDict(spec_->Take());
     }
     return BatchToArrays(std::move(batch_));
   }
@@ -251,9 +340,11 @@ class DataServiceIterator {
   std::atomic<int> stop_{0};
   std::unique_ptr<train::BatchSource> source_;
   data::Batch batch_;
+  std::unique_ptr<data::SpecColumnsBuilder> spec_;  // with a feature spec, else null
   int64_t epoch_ = 0;
   int32_t epochs_ = 1;
   bool begun_ = false, finished_ = false;
+  ScriptMonitor* monitor_ = nullptr;  // a launched script's (CTRAIN_MONITOR_DIR), else null
   CallThread call_;
 };
 
@@ -299,9 +390,9 @@ NB_MODULE(_ctrain, m) {
 
   nb::class_<DataServiceIterator>(m, "DataServiceIterator")
       .def(nb::init<const std::string&, const std::vector<std::string>&, const nb::dict&, const nb::dict&,
-                    const nb::dict&, int64_t, int32_t, uint64_t, const std::string&>(),
+                    const nb::dict&, int64_t, int32_t, uint64_t, const std::string&, const std::string&>(),
            "address"_a, "files"_a, "reader"_a, "client"_a, "pipeline"_a, "batch_size"_a, "epochs"_a, "seed"_a,
-           "cursor_json"_a)
+           "cursor_json"_a, "feature_spec"_a = "")
       .def("next", &DataServiceIterator::Next)
       .def("cursor_json", &DataServiceIterator::Cursor)
       .def("metrics_json", &DataServiceIterator::Metrics);

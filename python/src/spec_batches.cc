@@ -35,8 +35,11 @@ nb::object Array(T* data, std::vector<size_t> shape, nb::handle owner) {
   return nb::ndarray<nb::numpy, T, nb::ndim<2>, nb::c_contig>(data, {shape[0], shape[1]}, owner).cast();
 }
 
+}  // namespace
+
 // {"label": float32[B], name: array or (ids, offsets[, weights])}, sharing the
-// columns' memory (one capsule owns them; freed with the last array).
+// columns' memory (one capsule owns them; freed with the last array). Also the
+// data service's spec batches (module.cc).
 nb::dict ColumnsToDict(data::SpecColumns&& columns) {
   auto* c = new data::SpecColumns(std::move(columns));
   nb::capsule owner(c, [](void* p) noexcept { delete static_cast<data::SpecColumns*>(p); });
@@ -61,6 +64,8 @@ nb::dict ColumnsToDict(data::SpecColumns&& columns) {
   }
   return d;
 }
+
+namespace {
 
 // The spec file and the reader options that apply to it (compression,
 // max_line_bytes; the Python side refuses the others by name).
@@ -185,6 +190,22 @@ nb::dict ReadSpec(const std::string& path, const std::string& spec_path, const n
   return ColumnsToDict(builder.Take());
 }
 
+// The arrays a batch of the spec has, without reading any: [(name, kind, width, weighted)],
+// kind "dense" (float32), "ids" (int64) or "bag" (EmbeddingBag ids/offsets[/weights]), in the
+// batches' order after "label" (as_tf's output signature).
+std::vector<nb::tuple> SpecLayout(const std::string& spec_path) {
+  StatusOr<data::FeatureSpec> spec = data::LoadFeatureSpec(spec_path);
+  ThrowIfError(spec.status());
+  std::vector<nb::tuple> out;
+  for (const data::SpecColumn& c : data::SpecColumnsBuilder(*spec).Take().columns) {
+    const char* kind = c.kind == data::SpecColumn::Kind::kDense ? "dense"
+                       : c.kind == data::SpecColumn::Kind::kIds ? "ids"
+                                                                 : "bag";
+    out.push_back(nb::make_tuple(c.name, kind, c.width, c.weighted));
+  }
+  return out;
+}
+
 }  // namespace
 
 void BindSpecBatches(nb::module_& m) {
@@ -194,6 +215,7 @@ void BindSpecBatches(nb::module_& m) {
       .def("next", &SpecBatchIterator::Next)
       .def("files", &SpecBatchIterator::Files);
   m.def("read_spec", &ReadSpec, "path"_a, "feature_spec"_a, "reader"_a);
+  m.def("spec_layout", &SpecLayout, "feature_spec"_a);
 }
 
 }  // namespace ctrain::python

@@ -243,6 +243,7 @@ TEST(DatasetFingerprint, StableAndSensitiveToEachField) {
       [](proto::DatasetDef* d) { d->set_drop_remainder(true); },
       [](proto::DatasetDef* d) { d->set_order("shard,interleave,shuffle,batch,parse,prefetch"); },
       [](proto::DatasetDef* d) { d->set_read_chunk_records(64); },
+      [](proto::DatasetDef* d) { d->set_feature_spec(R"({"input":"libffm"})"); },  // hashed as given
   };
   // Every field of DatasetDef (files twice: a changed and an added file).
   EXPECT_EQ(proto::DatasetDef::descriptor()->field_count() + 1, static_cast<int>(mutations.size()));

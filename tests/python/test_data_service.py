@@ -2,6 +2,7 @@
 processes on 127.0.0.1, free ports, bounded waits, every process stopped and reaped)."""
 
 import collections
+import re
 import subprocess
 import sys
 import threading
@@ -175,3 +176,87 @@ def test_a_data_service_client_after_tensorflow_as_tf(service, va10k_split, tmp_
     p = subprocess.run([sys.executable, str(script), service, str(tr)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "rows 8000" in p.stdout, p.stdout
+
+
+# ---- feature-spec batches (issue #23) ------------------------------------------------------------
+
+
+def _spec_rows(d, n):
+    """Row r of a spec batch dict as a hashable tuple (label, then each entry's values of row r)."""
+    out = []
+    for r in range(n):
+        row = [float(d["label"][r])]
+        for k, v in d.items():
+            if k == "label":
+                continue
+            if isinstance(v, tuple):
+                ends = list(v[1][1:]) + [len(v[0])]
+                lo, hi = int(v[1][r]), int(ends[r])
+                row.append(tuple(tuple(a[lo:hi].tolist()) for a in (v[0],) + tuple(v[2:])))
+            else:
+                row.append(tuple(np.atleast_1d(v[r]).tolist()))
+        out.append(tuple(row))
+    return out
+
+
+def test_feature_spec_batches_through_the_data_service(service, cli, tmp_path):
+    """DataService(...).pipeline(feature_spec=): the workers read a DeepCTR-layout TFRecord and a
+    multi-hot libFFM file through the spec. With one split the batches are the file's rows in order and
+    their arrays equal `ctrain convert --output-format npz`'s; with three splits of one file (record
+    level) and over two epochs every row comes once per epoch; as_torch gives the same tensors; what a
+    spec read cannot honour is refused by name."""
+    from test_feature_spec_arrays import (ROWS, assert_same, concat, deepctr_rows, example, from_npz,
+                                          libffm_lines, suggest_spec, write_tfrecord)
+
+    deepctr = tmp_path / "deepctr.tfrecord"
+    write_tfrecord(deepctr, [example(r) for r in deepctr_rows()])
+    suggest_spec(cli, deepctr, tmp_path / "spec.json", tmp_path)
+    ffm = tmp_path / "mh.libffm"
+    ffm.write_text("".join(f"{y} " + " ".join(f"{f}:{j}:{v}" for f, j, v in t) + "\n" for y, t in libffm_lines()))
+    suggest_spec(cli, ffm, tmp_path / "ffm.json", tmp_path)
+    ds = ctrain.DataService(service)
+    for i, (data, spec) in enumerate([(deepctr, tmp_path / "spec.json"), (ffm, tmp_path / "ffm.json")]):
+        want = ctrain.read(data, feature_spec=spec)
+        npz = tmp_path / f"{i}.npz"
+        ctrain.convert(data, npz, feature_spec=spec, output_format="npz")
+        want = from_npz(npz, want)
+
+        one = list(ds.pipeline(data, batch_size=5, num_splits=1, job_name=f"one{i}", feature_spec=spec))
+        assert all(isinstance(b, dict) for b in one)
+        assert [len(b["label"]) for b in one] == [5] * (ROWS // 5) + ([ROWS % 5] if ROWS % 5 else [])
+        assert_same(concat(one), want)
+
+        three = concat(list(ds.pipeline(data, batch_size=4, num_splits=3, epochs=2, job_name=f"three{i}",
+                                        feature_spec=spec)))
+        assert len(three["label"]) == 2 * ROWS
+        assert sorted(_spec_rows(three, 2 * ROWS)) == sorted(_spec_rows(want, ROWS) * 2)
+
+        # Resumed mid-epoch from state_dict(): every row once, as without spec.
+        first = ds.pipeline(data, batch_size=4, num_splits=3, job_name=f"resume{i}", feature_spec=spec)
+        it = iter(first)
+        head = [next(it) for _ in range(3)]
+        state = first.state_dict()
+        del it, first
+        second = ds.pipeline(data, batch_size=4, num_splits=3, job_name=f"resume{i}", feature_spec=spec)
+        second.load_state_dict(state)
+        both = concat(head + list(second))
+        assert sorted(_spec_rows(both, ROWS)) == sorted(_spec_rows(want, ROWS))
+
+        torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+        tb = list(ds.pipeline(data, batch_size=5, num_splits=1, job_name=f"torch{i}", feature_spec=spec)
+                  .as_torch(prefetch=2))
+        got = concat([{k: tuple(t.numpy() for t in v) if isinstance(v, tuple) else v.numpy() for k, v in b.items()}
+                      for b in tb])
+        assert_same(got, want)
+        assert all(isinstance(t, torch.Tensor) for b in tb for v in b.values()
+                   for t in (v if isinstance(v, tuple) else (v,)))
+
+    spec = tmp_path / "ffm.json"
+    for bad, kw in [("shuffle_buffer=8", dict(shuffle_buffer=8)), ("num_parallel_reads=2", dict(num_parallel_reads=2)),
+                    ("id_base=1", dict(id_base=1)), ("format='libsvm'", dict(format="libsvm"))]:
+        with pytest.raises(ValueError, match=rf"DataService.pipeline\({re.escape(bad)}\) does not apply with "
+                                             r"feature_spec="):
+            ds.pipeline(ffm, feature_spec=spec, **kw)
+    # A file the spec does not read: the worker's error names it and the record.
+    with pytest.raises((ValueError, RuntimeError), match=r"deepctr.tfrecord"):
+        list(ds.pipeline(deepctr, num_splits=1, job_name="wrong", feature_spec=spec))

@@ -9,6 +9,7 @@ Real processes: `ctrain launch --local-cluster` starts one launcher per simulate
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -111,6 +112,22 @@ def test_example_trains_through_the_data_service_and_reaches_the_local_auc(ctrai
         assert not (tmp_path / "run" / h / "output" / "failure").exists()
     assert "the data service is shutting down" in log, log
     assert leftover_processes(tmp_path / "run") == []
+    # The package's client monitored the script's steps (CTRAIN_MONITOR_DIR): no loss, which ctrain never
+    # sees, and `ctrain report` gives the job's price-performance table and verdict as for ctrain's trainer.
+    mon = trainer / "output" / "data" / "monitor" / "algo-3" / "trainer" / "metrics.jsonl"
+    steps = [j for j in map(json.loads, mon.read_text().splitlines()) if j["kind"] == "train"]
+    assert len(steps) >= 5, steps  # one line per 10 batches, 3 x 32 batches
+    assert all(j["values"]["train/examples_per_sec"] > 0 and "train/loss" not in j["values"] for j in steps), steps
+    rep = subprocess.run([ctrain_cli, "report", str(tmp_path / "run"), "--prices", str(REPO / "examples" / "prices.toml"),
+                          "--output-dir", str(tmp_path / "rep")], capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert "| train | ml.g5.xlarge | 1 | trainer |" in rep.stdout, rep.stdout
+    assert "| data | ml.c5.xlarge | 2 | data-worker+dispatcher |" in rep.stdout, rep.stdout
+    cluster = re.search(r"Cluster: \$([0-9.]+) per hour, ([0-9]+) examples/s, \$([0-9.]+) per million examples",
+                        rep.stdout)
+    assert cluster and float(cluster[1]) == pytest.approx(2 * 0.204 + 1.408, abs=1e-3), rep.stdout
+    assert int(cluster[2]) > 0 and float(cluster[3]) > 0, rep.stdout
+    assert re.search(r"Verdict: (compute|input)-bound: the trainer waits", rep.stdout), rep.stdout
 
 
 FAILING = """import os, sys

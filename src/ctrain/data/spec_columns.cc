@@ -1,6 +1,8 @@
 #include "ctrain/data/spec_columns.h"
 
 #include <memory>
+#include <span>
+#include <string>
 #include <utility>
 
 #include "ctrain/data/spec_reader.h"
@@ -55,6 +57,43 @@ Status SpecColumnsBuilder::Append(const SpecRow& row) {
   }
   if (field != row.lengths.size() || entry != row.ids.size()) return bad(spec_.fields.back());
   cols_.labels.push_back(row.label);
+  return Status::OK();
+}
+
+Status SpecColumnsBuilder::AppendBatch(const Batch& batch) {
+  const int32_t F = spec_.field_size;
+  if (batch.field_size != F || batch.variable_length() || batch.multi_hot() != spec_.multi_hot)
+    return InvalidArgumentError("a batch of field_size " + std::to_string(batch.field_size) +
+                                (batch.multi_hot() ? " (multi-hot)" : batch.variable_length() ? " (variable length)" : "") +
+                                " does not have the layout of the spec " + spec_.source + " (field_size " +
+                                std::to_string(F) + (spec_.multi_hot ? ", multi-hot)" : ")"));
+  // All or nothing: on an error every array is cut back to its size before the batch.
+  struct Sizes { size_t values, ids, offsets; };
+  std::vector<Sizes> before;
+  for (const SpecColumn& c : cols_.columns) before.push_back({c.values.size(), c.ids.size(), c.offsets.size()});
+  const size_t labels_before = cols_.labels.size();
+  SpecRow row;
+  for (int64_t b = 0; b < batch.size(); ++b) {
+    row.Clear();
+    row.label = batch.labels[static_cast<size_t>(b)];
+    const std::span<const int64_t> ids = batch.row_ids(b);
+    const std::span<const float> values = batch.row_values(b);
+    row.ids.assign(ids.begin(), ids.end());
+    row.values.assign(values.begin(), values.end());
+    for (int32_t f = 0; f < F; ++f)
+      row.lengths.push_back(batch.multi_hot() ? static_cast<int32_t>(batch.field_splits[static_cast<size_t>(b * F + f + 1)] -
+                                                                      batch.field_splits[static_cast<size_t>(b * F + f)])
+                                              : 1);
+    if (Status st = Append(row); !st.ok()) {
+      cols_.labels.resize(labels_before);
+      for (size_t i = 0; i < before.size(); ++i) {
+        cols_.columns[i].values.resize(before[i].values);
+        cols_.columns[i].ids.resize(before[i].ids);
+        cols_.columns[i].offsets.resize(before[i].offsets);
+      }
+      return InvalidArgumentError("batch row " + std::to_string(b) + ": " + std::string(st.message()));
+    }
+  }
   return Status::OK();
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ctrain/base/status.h"
+#include "ctrain/data/batch.h"
 #include "ctrain/data/feature_spec.h"
 #include "ctrain/data/spec_row_builder.h"
 
@@ -59,6 +60,12 @@ class SpecColumnsBuilder {
   // Appends a row built by a SpecRowBuilder of the same spec. Errors:
   // Internal when the row does not have the spec's layout.
   Status Append(const SpecRow& row);
+  // Appends every row of a batch in the trainer's layout for this spec (one-hot
+  // [B, F] for a one-hot spec, multi-hot field_splits for a multi-hot one: what
+  // the data service carries, dataservice/split_source.h). Errors:
+  // InvalidArgument when the batch's field_size is not the spec's, or a row
+  // does not have the spec's layout (nothing of the batch is appended then).
+  Status AppendBatch(const Batch& batch);
   int64_t rows() const { return cols_.rows(); }
   // The rows appended since the last Take (empty columns of the same layout remain).
   SpecColumns Take();

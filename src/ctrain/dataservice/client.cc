@@ -182,7 +182,7 @@ Status DataServiceSource::Init() {
   CTRAIN_ASSIGN_OR_RETURN(std::shared_ptr<grpc::Channel> ch, service::MakeChannel(opt_.dispatcher, opt_.channel));
   stub_ = proto::Dispatcher::NewStub(ch);
   CTRAIN_ASSIGN_OR_RETURN(proto::DatasetDef def, MakeDatasetDef(*params_.input, opt_.feature_map, params_.batch_size,
-                                                                params_.seed, params_.shuffle));
+                                                                params_.seed, params_.shuffle, opt_.feature_spec));
   proto::RegisterDatasetRequest rreq;
   *rreq.mutable_dataset() = def;
   proto::RegisterDatasetResponse rresp;

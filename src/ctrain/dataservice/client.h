@@ -67,6 +67,9 @@ struct DataServiceClientOptions {
   // --data-service-wait-seconds. 0 = no limit.
   std::chrono::seconds wait{600};
   std::string feature_map;           // the path input.reader.vocabulary came from ("" = none)
+  // A feature spec's canonical JSON (FeatureSpec::ToJson; "" = none): the workers read the files
+  // through it (split_source.h) and the batches have the spec's layout (one-hot or multi-hot rows).
+  std::string feature_spec;
   const std::atomic<int>* stop = nullptr;  // stop waiting (SIGINT/SIGTERM)
   std::function<void(const std::string&)> log;  // null: stderr "ctrain: data service: ..."
 };

@@ -1,6 +1,7 @@
 #include "ctrain/base/path.h"
 #include "ctrain/dataservice/dataset_def.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "ctrain/data/file_list.h"
@@ -10,7 +11,8 @@
 namespace ctrain::dataservice {
 
 StatusOr<proto::DatasetDef> MakeDatasetDef(const train::StreamInput& input, const std::string& feature_map,
-                                           int64_t batch_size, uint64_t seed, bool shuffle) {
+                                           int64_t batch_size, uint64_t seed, bool shuffle,
+                                           const std::string& feature_spec) {
   const data::PipelineOptions& p = input.pipeline;
   if (!p.cache.empty())
     return InvalidArgumentError("--cache cannot be used with --data-service: the workers stream each split once");
@@ -65,6 +67,12 @@ StatusOr<proto::DatasetDef> MakeDatasetDef(const train::StreamInput& input, cons
   def.set_drop_remainder(p.drop_remainder);
   def.set_order(p.order);
   def.set_read_chunk_records(p.read_chunk_records);
+  if (!feature_spec.empty()) {
+    def.set_feature_spec(feature_spec);
+    CTRAIN_ASSIGN_OR_RETURN(data::FeatureSpec spec, ParseDatasetSpec(def));
+    def.set_field_size(spec.field_size);  // the batches' F
+    def.set_feature_size(std::max<int64_t>(1, spec.feature_size));
+  }
   CTRAIN_RETURN_IF_ERROR(ValidateDatasetDef(def));
   return def;
 }
@@ -96,6 +104,24 @@ Status ValidateDatasetDef(const proto::DatasetDef& def) {
                "]");
   if (def.read_chunk_records() < 1 || def.read_chunk_records() > (1 << 20))
     return bad("read_chunk_records is outside [1, 2^20]");
+  if (!def.feature_spec().empty()) {  // split_source.h: what a spec read does not do is refused by name
+    CTRAIN_RETURN_IF_ERROR(ParseDatasetSpec(def).status());
+    const data::ExampleReaderOptions defaults;
+    auto refuse = [&](const std::string& what) {
+      return bad(what + " does not apply with a feature spec (the spec decides the layout and the rows are read in "
+                 "file order): leave it out");
+    };
+    if (def.format() != "auto") return refuse("format \"" + def.format() + "\"");
+    if (!def.feature_map().empty()) return refuse("a feature map");
+    if (def.oov_buckets()) return refuse("oov_buckets");
+    if (def.criteo_pad_missing_trailing()) return refuse("criteo_pad_missing_trailing");
+    if (def.skip_corrupt_records()) return refuse("skip_corrupt_records");
+    if (def.id_limit() != 0) return refuse("id_limit");
+    if (def.id_base() != defaults.id_base) return refuse("id_base");
+    if (def.shuffle_buffer_size() != 0) return refuse("shuffle_buffer_size");
+    if (def.num_parallel_reads() != 1) return refuse("num_parallel_reads " + std::to_string(def.num_parallel_reads()));
+    if (def.order() != data::kDefaultPipelineOrder) return refuse("order \"" + def.order() + "\"");
+  }
   data::PipelineOptions p;
   p.order = def.order();
   p.batch_size = def.batch_size();
@@ -132,9 +158,26 @@ std::string DatasetFingerprint(const proto::DatasetDef& def) {
   num(def.drop_remainder()), add(def.order()), num(def.read_chunk_records());
   if (def.oov_buckets()) add("oov_buckets");  // older definitions keep their fingerprint
   if (def.criteo_pad_missing_trailing()) add("criteo_pad_missing_trailing");
+  if (!def.feature_spec().empty()) add("feature_spec"), add(def.feature_spec());
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
+}
+
+StatusOr<data::FeatureSpec> ParseDatasetSpec(const proto::DatasetDef& def) {
+  const std::string& text = def.feature_spec();
+  auto bad = [](const std::string& why) { return InvalidArgumentError("dataset definition: feature_spec: " + why); };
+  // A client sends FeatureSpec::ToJson (vocabularies inline): a worker never opens a path named in a
+  // spec it received (a JSON string value cannot hold the key's unescaped quotes, so this finds keys only).
+  if (text.find("\"vocabulary_file\"") != std::string::npos)
+    return bad("\"vocabulary_file\" is not accepted in a dataset definition: send the spec's canonical form "
+               "(vocabularies inline; ctrain's clients do)");
+  StatusOr<data::FeatureSpec> spec = data::ParseFeatureSpec(text, "feature_spec.json", /*base_dir=*/"/nonexistent");
+  if (!spec.ok()) return bad(std::string(spec.status().message()));
+  if (spec->ToJson() != text)
+    return bad("not in canonical form (FeatureSpec::ToJson, which ctrain's clients send): the fingerprint of a "
+               "dataset must not depend on how its spec was written");
+  return spec;
 }
 
 uint64_t EpochShuffleSeed(uint64_t seed, int64_t epoch) {

@@ -18,6 +18,7 @@
 
 #include "ctrain/base/status.h"
 #include "ctrain/data/example_reader.h"
+#include "ctrain/data/feature_spec.h"
 #include "ctrain/data/pipeline.h"
 #include "ctrain/dataservice/data_service.pb.h"
 #include "ctrain/io/criteo.h"
@@ -41,14 +42,26 @@ inline constexpr int32_t kMaxSplits = 1 << 16;
 // Errors: ExpandFileList's other errors; InvalidArgument for stdin, FIFOs and
 // pipe: channels (a worker cannot read the trainer's stream) and for a cache
 // option (workers stream each split once).
+// `feature_spec`: a feature spec's canonical JSON (FeatureSpec::ToJson; "" =
+// none): the workers read the files through it (split_source.h), and the
+// options that do not apply to a spec (the pipeline's shuffle, order,
+// num_parallel_reads > 1, a feature map, the records reader's options) are
+// refused by name.
 StatusOr<proto::DatasetDef> MakeDatasetDef(const train::StreamInput& input, const std::string& feature_map,
-                                           int64_t batch_size, uint64_t seed, bool shuffle);
+                                           int64_t batch_size, uint64_t seed, bool shuffle,
+                                           const std::string& feature_spec = "");
 
 // Checks every field of a definition received over the wire.
 // Errors: InvalidArgument naming the field (no files, an empty or relative
 // path, unknown format or compression, field_size / batch_size / threads out
 // of range, a bad stage order).
 Status ValidateDatasetDef(const proto::DatasetDef& def);
+
+// The definition's feature spec (DatasetDef.feature_spec, set: FeatureSpec::ToJson's
+// canonical form, vocabularies inline). Errors: InvalidArgument "dataset
+// definition: feature_spec: ..." when it does not parse, names a
+// "vocabulary_file" (a worker opens no path a spec names) or is not canonical.
+StatusOr<data::FeatureSpec> ParseDatasetSpec(const proto::DatasetDef& def);
 
 // Checks a split against kMaxSplits: 0 <= split_index < num_splits, epoch >= 0,
 // copy >= 0. Errors: InvalidArgument naming the field.

@@ -17,6 +17,7 @@
 #include "ctrain/dataservice/data_service.grpc.pb.h"
 #include "ctrain/dataservice/dataset_def.h"
 #include "ctrain/dataservice/frame_codec.h"
+#include "ctrain/dataservice/split_source.h"
 #include "ctrain/service/auth.h"
 #include "ctrain/service/grpc_status.h"
 
@@ -84,14 +85,11 @@ struct Worker::Impl final : public proto::Worker::Service {
     proto::StreamRequest open;
     if (!stream->Read(&open))
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "StreamSplit: the stream ended before its first message");
-    StatusOr<SplitReadPlan> plan = PlanSplitRead(open.dataset(), open.split(), options.threads);
-    if (!plan.ok()) return service::ToGrpcStatus(plan.status());
     StatusOr<FrameCompression> comp = ParseFrameCompression(open.compression());
     if (!comp.ok()) return service::ToGrpcStatus(comp.status());
     if (open.skip_batches() < 0 || open.credits() < 0 || open.credits() > (1 << 20))
       return service::ToGrpcStatus(InvalidArgumentError("StreamSplit: skip_batches and credits must be in range"));
-    const std::vector<std::string> files(open.dataset().files().begin(), open.dataset().files().end());
-    StatusOr<std::unique_ptr<data::Pipeline>> pipe = data::Pipeline::Create(files, plan->reader, plan->pipeline);
+    StatusOr<std::unique_ptr<SplitSource>> pipe = OpenSplit(open.dataset(), open.split(), options.threads);
     if (!pipe.ok()) return service::ToGrpcStatus(pipe.status());
     const std::string split_name = SplitName(open.split());
 
