@@ -12,6 +12,13 @@
 #   bench/heterogeneous_step_bench.sh [REPS=1200] [STEPS=100] [REPEAT=3]
 # MODEL="K LAYERS" sizes the DeepFM (default "16 128,128"); a small one ("4 16") stands for an
 # accelerator's short step, where the input tier, not the trainer, sets the pace.
+# Then `ctrain report` prices each layout from the same runs: every trainer records its steps
+# (ctrain.monitor_steps; a DataServicePipeline by itself) into a run directory laid out as `ctrain
+# launch` writes one, the trainer's host as TRAIN_TYPE (default ml.g5.xlarge: its DataLoader workers
+# are that host's own CPUs) and, for (b) and (c), the data tier's host as DATA_TYPE (ml.c5.xlarge,
+# its CPU as sampled over the whole bench), priced from PRICES (examples/prices.toml). The report's
+# Markdown, CSV and charts go to REPORT_DIR when set. Its figures are the means over the rounds
+# (the first 10 steps of each run dropped), the table's are min and median.
 # Needs: build/ctrain, the installed ctrain package (pip install .), torch, tensorflow-cpu and the
 # `tfrecord` package (bench/peers/requirements.txt), 2 cores. The TSV is
 # ../shared/data/criteo_raw_paddlerec_part-0.tsv (100 rows) repeated REPS times into a temp dir
@@ -23,6 +30,8 @@ REPEAT=${3:-3}
 WARMUP=${WARMUP:-10}
 BUCKETS=${BUCKETS:-1048576}
 read -r EMB LAYERS <<< "${MODEL:-16 128,128}"
+TRAIN_TYPE=${TRAIN_TYPE:-ml.g5.xlarge}
+DATA_TYPE=${DATA_TYPE:-ml.c5.xlarge}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 BIN="$SRC/build/ctrain"
 PY=${PYTHON:-python3}
@@ -48,11 +57,20 @@ echo "DeepFM K $EMB, MLP $LAYERS, batch 1024; rows: $((REPS * 100)); tsv $(stat 
 . "$SRC/bench/lib.sh"  # wait_line
 taskset -c 1 "$BIN" data-service dispatcher --port 0 > "$WORK/disp.out" 2> "$WORK/disp.err" & PIDS+=($!)
 CTRAIN_ADDR=$(wait_line "$WORK/disp.out" "listening on")
-taskset -c 1 "$BIN" data-service worker --dispatcher "$CTRAIN_ADDR" --threads 1 > "$WORK/worker.out" 2> "$WORK/worker.err" & PIDS+=($!)
+mkdir -p "$WORK/mon/ctrain" "$WORK/mon/tfds"  # the data tiers' own monitoring (their CPU), for the report
+taskset -c 1 "$BIN" data-service worker --dispatcher "$CTRAIN_ADDR" --threads 1 --monitor-dir "$WORK/mon/ctrain" \
+  > "$WORK/worker.out" 2> "$WORK/worker.err" & PIDS+=($!)
 wait_line "$WORK/worker.out" "listening on" > /dev/null
-taskset -c 1 "$PY" "$SRC/bench/peers/tf_data_service_peer.py" server > "$WORK/tfds.out" 2> "$WORK/tfds.err" & PIDS+=($!)
+CTRAIN_MONITOR_DIR="$WORK/mon/tfds" taskset -c 1 "$PY" "$SRC/bench/peers/tf_data_service_peer.py" server > "$WORK/tfds.out" 2> "$WORK/tfds.err" & PIDS+=($!)
 TFDS_ADDR=$(wait_line "$WORK/tfds.out" "dispatcher")
 
+# A run directory per layout, with the role.json `ctrain launch` writes: DIR HOST ROLE GROUP TYPE.
+role_json() {
+  mkdir -p "$1"
+  printf '{"host": "%s", "role": "%s", "instance_group": "%s", "instance_type": "%s", "group_hosts": 1, "ranks": 1}\n' \
+    "$2" "$3" "$4" "$5" > "$1/role.json"
+}
+RUNS="$WORK/runs"
 : > "$WORK/runs.jsonl"
 for i in $(seq "$REPEAT"); do
   for input in tsv tfrecord; do
@@ -64,7 +82,10 @@ for i in $(seq "$REPEAT"); do
         tfds) args=(--feed tfds --service "$TFDS_ADDR" --job-name "tfds-$input-$i") ;;
         ctrain) args=(--feed ctrain --service "$CTRAIN_ADDR" --job-name "ctrain-$input-$i") ;;
       esac
-      "$PY" "$SRC/bench/peers/heterogeneous_step.py" "${args[@]}" --input "$input" --file "$file" \
+      run="$RUNS/$input-$setup"
+      role_json "$run/algo-1/trainer" algo-1 trainer train "$TRAIN_TYPE"
+      case $setup in tfds|ctrain) role_json "$run/algo-2/data-worker" algo-2 data-worker data "$DATA_TYPE" ;; esac
+      CTRAIN_MONITOR_DIR="$run/algo-1/trainer" "$PY" "$SRC/bench/peers/heterogeneous_step.py" "${args[@]}" --input "$input" --file "$file" \
         --feature-size "$BUCKETS" --embedding-size "$EMB" --deep-layers "$LAYERS" --warmup "$WARMUP" --steps "$STEPS" 2> "$WORK/run.err" | tail -1 >> "$WORK/runs.jsonl" \
         || { echo "run $setup $input failed:" >&2; tail -5 "$WORK/run.err" >&2; exit 1; }
       tail -1 "$WORK/runs.jsonl"
@@ -97,3 +118,14 @@ for inp in ("tsv", "tfrecord"):
     print(f"  {inp}: ctrain {c:,.0f}; {c / best[(inp, 'PyTorch DataLoader')]:.2f}x the best DataLoader, "
           f"{c / best[(inp, 'tf.data.service')]:.2f}x tf.data.service")
 EOF
+
+# The data tiers stop (their monitors write their last sample), then each layout is priced.
+for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+wait 2>/dev/null || true
+PIDS=()
+for input in tsv tfrecord; do
+  for tier in tfds ctrain; do cp "$WORK/mon/$tier/metrics.jsonl" "$RUNS/$input-$tier/algo-2/data-worker/"; done
+done
+echo
+"$BIN" report "$RUNS"/tsv-* "$RUNS"/tfrecord-* --prices "${PRICES:-$SRC/examples/prices.toml}" \
+  --output-dir "${REPORT_DIR:-$WORK/report}"

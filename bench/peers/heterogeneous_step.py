@@ -159,6 +159,10 @@ def main(argv):
     opt_dense = torch.optim.Adam([model.bias, *model.mlp.parameters()], lr=1e-3)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     feed = {"dataloader": dataloader_feed, "tfds": tfds_feed, "ctrain": ctrain_feed}[a.feed](a, torch)
+    if a.feed != "ctrain":  # with CTRAIN_MONITOR_DIR (the bench's report) each batch is a monitored step;
+        import ctrain       # ctrain's data-service pipeline records its own
+
+        feed = ctrain.monitor_steps(feed)
     waits, steps_ms, examples = [], [], 0
     t_end = time.perf_counter()
     t_start = None

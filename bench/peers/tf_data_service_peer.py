@@ -47,6 +47,9 @@ def serve(a):
     w = svc.WorkerServer(svc.WorkerConfig(dispatcher_address=host_port, worker_address="localhost:%port%",
                                           heartbeat_interval_ms=100))
     print("dispatcher " + d.target, flush=True)
+    if os.environ.get("CTRAIN_MONITOR_DIR"):  # heterogeneous_step_bench.sh: this host's CPU for `ctrain report`
+        import ctrain
+        ctrain.monitor("data-worker")
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     signal.signal(signal.SIGINT, lambda *_: done.set())

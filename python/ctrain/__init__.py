@@ -68,6 +68,8 @@ __all__ = [
     "cli_path",
     "Trainer",
     "option_schema",
+    "monitor",
+    "monitor_steps",
 ]
 
 __version__ = "0.1.0"
@@ -535,6 +537,13 @@ class DataServicePipeline:
         self._it = None
 
     def __iter__(self) -> Iterator[Batch]:
+        # Under `ctrain launch`, each batch the loop takes is a monitored step (ctrain.monitor_steps).
+        from ._monitor import _examples, _monitored
+
+        return _monitored(self._batches(), _examples, strict=False)
+
+    def _batches(self) -> Iterator[Batch]:
+        """The batches, unmonitored (as_torch(prefetch=) times them where its loop takes them)."""
         cursor = json.dumps(self._resume) if self._resume is not None else ""
         self._resume = None
         self._it = _ctrain.DataServiceIterator(*self._args, cursor, self.feature_spec or "")
@@ -592,6 +601,9 @@ class DataServicePipeline:
         from ._torch import make_iterable_dataset
 
         return make_iterable_dataset(self, pin_memory=pin_memory, prefetch=prefetch)
+
+
+from ._monitor import monitor, monitor_steps  # noqa: E402  (after DataServicePipeline, which it refuses)
 
 
 def __getattr__(name: str):

@@ -74,7 +74,8 @@ class CtrainIterableDataset(IterableDataset):
         """(batch of tensors, the source's cursor after it or None), in order. The cursor is taken per
         batch only with prefetch: without it, the source's own cursor is the loop's (state_dict())."""
         stateful = self.prefetch > 0 and hasattr(source, "state_dict")
-        for batch in source:
+        # A DataServicePipeline's batches unmonitored: __iter__ times them where the loop takes them.
+        for batch in source._batches() if hasattr(source, "_batches") else source:
             if isinstance(batch, dict):  # feature_spec=: one array (or EmbeddingBag tuple) per entry
                 item = {k: tuple(self._tensor(a) for a in v) if isinstance(v, tuple) else self._tensor(v)
                         for k, v in batch.items()}
@@ -84,7 +85,16 @@ class CtrainIterableDataset(IterableDataset):
             yield item, (source.state_dict() if stateful else None)
 
     def __iter__(self):
-        items = self._items(self._shard())
+        source = self._shard()
+        out = self._handed_out(self._items(source))
+        if hasattr(source, "_batches"):  # a DataServicePipeline: under `ctrain launch`, each batch is a step
+            from ._monitor import _examples, _monitored
+
+            out = _monitored(out, lambda item: _examples(item) if isinstance(item, dict) else len(item[0]),
+                             strict=False)
+        yield from out
+
+    def _handed_out(self, items):
         if self.prefetch == 0:
             for item, _ in items:
                 yield item

@@ -3,10 +3,7 @@
 // GIL is released and Ctrl-C is seen (call_thread.h); errors raise the
 // exceptions of convert.h with the CLI's located messages.
 #include <atomic>
-#include <chrono>
 #include <csignal>
-#include <cstdlib>
-#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,9 +22,8 @@
 #include "ctrain/data/feature_spec.h"
 #include "ctrain/data/spec_columns.h"
 #include "ctrain/job/data_options.h"
-#include "ctrain/monitor/monitor.h"
-#include "ctrain/monitor/train_monitor.h"
 #include "ctrain/train/stream_input.h"
+#include "script_monitor.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -132,68 +128,6 @@ nb::tuple Read(const std::string& path, const nb::dict& reader) {
   return BatchToArrays(std::move(batch));
 }
 
-// A user's script under `ctrain launch` (CTRAIN_MONITOR_DIR set: launch/entry_point.h): the batches it
-// takes from the data service are its steps, monitored as the trainer's are (monitor/train_monitor.h:
-// train/step_time_ms = the time from one batch handed out to the next, train/input_wait_percent = the
-// part of it spent waiting in next(), train/examples_per_sec), with the process's CPU, into the role's
-// monitor directory (monitor/monitor.h RankDir under mpirun). `ctrain report` reads them. One per
-// process, over all its pipelines; the gap between two pipelines is no step.
-class ScriptMonitor {
- public:
-  // Null when CTRAIN_MONITOR_DIR is unset (or the monitor cannot start: said once on stderr).
-  static ScriptMonitor* Get() {
-    static ScriptMonitor* instance = [] () -> ScriptMonitor* {
-      const char* dir = std::getenv("CTRAIN_MONITOR_DIR");
-      if (dir == nullptr || *dir == '\0') return nullptr;
-      monitor::MonitorOptions o;
-      o.dir = monitor::RankDir(dir);
-      o.role = "trainer";
-      if (const char* ms = std::getenv("CTRAIN_MONITOR_INTERVAL_MS")) o.interval_ms = std::atoll(ms);
-      StatusOr<std::unique_ptr<monitor::Monitor>> m = monitor::Monitor::Start(o);
-      if (!m.ok()) {
-        std::fprintf(stderr, "ctrain: CTRAIN_MONITOR_DIR: %s (not monitoring)\n", m.status().ToString().c_str());
-        return nullptr;
-      }
-      return new ScriptMonitor(std::move(*m));  // lives until exit: std::atexit closes its files
-    }();
-    return instance;
-  }
-  // A pipeline starts: the time since the last batch of another one is no step.
-  void Begin() {
-    std::lock_guard<std::mutex> l(mu_);
-    have_last_ = false;
-  }
-  // A batch of `examples` handed out after `wait` seconds inside next().
-  void OnBatch(double wait, int64_t examples) {
-    std::lock_guard<std::mutex> l(mu_);
-    const auto now = std::chrono::steady_clock::now();
-    if (have_last_) {
-      train::StepInfo s;
-      s.global_step = ++steps_;
-      s.examples = examples;
-      s.step_seconds = std::chrono::duration<double>(now - last_).count();
-      s.input_wait_seconds = wait;
-      s.has_loss = false;
-      observer_.OnStep(s);
-    }
-    last_ = now;
-    have_last_ = true;
-  }
-
- private:
-  explicit ScriptMonitor(std::unique_ptr<monitor::Monitor> m) : monitor_(std::move(m)), observer_(monitor_.get(), 10) {
-    std::atexit([] {
-      if (ScriptMonitor* s = Get()) s->monitor_->Close();
-    });
-  }
-  std::unique_ptr<monitor::Monitor> monitor_;
-  std::mutex mu_;
-  monitor::TrainMonitor observer_;
-  std::chrono::steady_clock::time_point last_;
-  bool have_last_ = false;
-  int64_t steps_ = 0;
-};
-
 }  // namespace
 nb::dict ColumnsToDict(data::SpecColumns&& columns);  // spec_batches.cc
 namespace {
@@ -265,7 +199,6 @@ class DataServiceIterator {
       else st = s.status();
     });
     ThrowIfError(st);
-    if ((monitor_ = ScriptMonitor::Get()) != nullptr) monitor_->Begin();
   }
   ~DataServiceIterator() {
     if (call_.busy()) call_.Join();
@@ -278,7 +211,6 @@ class DataServiceIterator {
     if (!source_ || finished_) throw nb::stop_iteration();
     Status st;
     bool got = false;
-    const auto asked = std::chrono::steady_clock::now();
     RunStoppable([&] {
       while (epoch_ < epochs_) {
         if (!begun_) {
@@ -305,8 +237,6 @@ class DataServiceIterator {
       finished_ = true;
       throw nb::stop_iteration();
     }
-    if (monitor_ != nullptr)
-      monitor_->OnBatch(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count(), batch_.size());
     if (spec_) {
       ThrowIfError(spec_->AppendBatch(batch_).WithContext("data service batch"));
       return ColumnsToDict(spec_->Take());
@@ -344,7 +274,6 @@ class DataServiceIterator {
   int64_t epoch_ = 0;
   int32_t epochs_ = 1;
   bool begun_ = false, finished_ = false;
-  ScriptMonitor* monitor_ = nullptr;  // a launched script's (CTRAIN_MONITOR_DIR), else null
   CallThread call_;
 };
 
@@ -399,4 +328,5 @@ NB_MODULE(_ctrain, m) {
 
   BindTrainer(m);
   BindSpecBatches(m);
+  BindScriptMonitor(m);
 }

@@ -2,6 +2,8 @@
 processes on 127.0.0.1, free ports, bounded waits, every process stopped and reaped)."""
 
 import collections
+import json
+import os
 import re
 import subprocess
 import sys
@@ -260,3 +262,39 @@ def test_feature_spec_batches_through_the_data_service(service, cli, tmp_path):
     # A file the spec does not read: the worker's error names it and the record.
     with pytest.raises((ValueError, RuntimeError), match=r"deepctr.tfrecord"):
         list(ds.pipeline(deepctr, num_splits=1, job_name="wrong", feature_spec=spec))
+
+
+MONITORED = """import sys, time
+import ctrain
+def pipeline(job_name):
+    return ctrain.DataService(sys.argv[1]).pipeline(sys.argv[2], batch_size=256, num_splits=4, job_name=job_name,
+                                                    field_size=39, format="libsvm", id_base=1, feature_size=921)
+n = 0
+for b in pipeline("direct"):  # 32 batches: 31 steps
+    time.sleep(0.03)
+    n += len(b.labels)
+import torch
+for labels, ids, values in pipeline("torch").as_torch(prefetch=2):  # 31 more, timed where the loop takes them
+    time.sleep(0.03)
+    n += labels.shape[0]
+print("rows", n)
+"""
+
+
+def test_a_launched_scripts_data_service_batches_are_monitored_steps(service, va10k_split, tmp_path):
+    """Under `ctrain launch` (CTRAIN_MONITOR_DIR), each batch a script's loop takes from a
+    DataServicePipeline, directly or through .as_torch(prefetch=), is a monitored step with no loss."""
+    pytest.importorskip("torch", reason="PyTorch is not installed")
+    tr, _ = va10k_split
+    mon = tmp_path / "mon"
+    p = subprocess.run([sys.executable, "-c", MONITORED, service, str(tr)], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, CTRAIN_MONITOR_DIR=str(mon)))
+    assert p.returncode == 0, p.stderr
+    assert "rows 16000" in p.stdout, p.stdout
+    train = [j for j in map(json.loads, (mon / "metrics.jsonl").read_text().splitlines()) if j["kind"] == "train"]
+    assert [j["step"] for j in train] == [10, 20, 30, 40, 50, 60], train
+    for j in train:
+        v = j["values"]
+        assert "train/loss" not in v and v["train/step_time_ms"] >= 30, v
+        # Each of the 4 splits ends with a partial batch (2000 rows: 7 x 256 + 208).
+        assert 200 <= v["train/examples_per_sec"] * v["train/step_time_ms"] / 1000 <= 256, v
