@@ -138,15 +138,19 @@ bool HaveTensorBoard() {
   return std::system("python3 -c 'import tensorboard.backend.event_processing.event_accumulator' >/dev/null 2>&1") == 0;
 }
 
-TEST(TrainMonitor, LossIsTheMeanOverTheStepsThatHaveOneAndLeftOutWhenNoneHas) {
-  // A user's script fed by the data service (python/src/module.cc ScriptMonitor): ctrain never sees
-  // its loss, so its lines carry no train/loss (not a 0 or a NaN that a chart would draw).
-  const std::string dir = testing::TestTempDir("monitor", "loss") + "/algo-1/trainer";
+StatusOr<std::unique_ptr<Monitor>> StartTrainerMonitor(const std::string& dir, int64_t interval_ms) {
   MonitorOptions o;
   o.dir = dir;
   o.role = "trainer";
-  o.interval_ms = 1000;
-  StatusOr<std::unique_ptr<Monitor>> m = Monitor::Start(o);
+  o.interval_ms = interval_ms;
+  return Monitor::Start(o);
+}
+
+TEST(TrainMonitor, LossIsTheMeanOverTheStepsThatHaveOneAndLeftOutWhenNoneHas) {
+  // A user's script fed by the data service (python/src/script_monitor.h): ctrain never sees
+  // its loss, so its lines carry no train/loss (not a 0 or a NaN that a chart would draw).
+  const std::string dir = testing::TestTempDir("monitor", "loss") + "/algo-1/trainer";
+  StatusOr<std::unique_ptr<Monitor>> m = StartTrainerMonitor(dir, 1000);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   TrainMonitor tm(m->get(), 2);
   train::StepInfo s{1, 100, 0.020, 0.010, 9.0};
@@ -175,11 +179,7 @@ TEST(TrainMonitor, LossIsTheMeanOverTheStepsThatHaveOneAndLeftOutWhenNoneHas) {
 
 TEST(Monitor, WritesJsonLinesAndEventsThatTensorBoardReads) {
   const std::string dir = testing::TestTempDir("monitor", "mon") + "/algo-1/trainer";
-  MonitorOptions o;
-  o.dir = dir;
-  o.role = "trainer";
-  o.interval_ms = 50;
-  StatusOr<std::unique_ptr<Monitor>> m = Monitor::Start(o);
+  StatusOr<std::unique_ptr<Monitor>> m = StartTrainerMonitor(dir, 50);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   TrainMonitor tm(m->get(), 1);
   for (int64_t step = 1; step <= 5; ++step) tm.OnStep({step, 256, 0.010, 0.002, 0.5 - 0.01 * step});

@@ -207,15 +207,9 @@ def test_feature_spec_batches_through_the_data_service(service, cli, tmp_path):
     their arrays equal `ctrain convert --output-format npz`'s; with three splits of one file (record
     level) and over two epochs every row comes once per epoch; as_torch gives the same tensors; what a
     spec read cannot honour is refused by name."""
-    from test_feature_spec_arrays import (ROWS, assert_same, concat, deepctr_rows, example, from_npz,
-                                          libffm_lines, suggest_spec, write_tfrecord)
+    from test_feature_spec_arrays import ROWS, assert_same, concat, from_npz, write_both_inputs
 
-    deepctr = tmp_path / "deepctr.tfrecord"
-    write_tfrecord(deepctr, [example(r) for r in deepctr_rows()])
-    suggest_spec(cli, deepctr, tmp_path / "spec.json", tmp_path)
-    ffm = tmp_path / "mh.libffm"
-    ffm.write_text("".join(f"{y} " + " ".join(f"{f}:{j}:{v}" for f, j, v in t) + "\n" for y, t in libffm_lines()))
-    suggest_spec(cli, ffm, tmp_path / "ffm.json", tmp_path)
+    deepctr, ffm = write_both_inputs(cli, tmp_path)
     ds = ctrain.DataService(service)
     for i, (data, spec) in enumerate([(deepctr, tmp_path / "spec.json"), (ffm, tmp_path / "ffm.json")]):
         want = ctrain.read(data, feature_spec=spec)

@@ -265,15 +265,22 @@ def test_feature_spec_refuses_settings_it_cannot_honour(tmp_path):
     assert b["field0"][0].tolist() == [1] and b["field0"][1].tolist() == [0] and b["field0"][2].tolist() == [1.0]
 
 
-def test_as_tf_gives_one_tensor_per_spec_entry_and_multi_hot_ragged(cli, tmp_path):
-    """Pipeline(feature_spec=).as_tf(): the element spec follows the spec (multi-hot entries as
-    tf.RaggedTensor, with their weights ragged alike), and the batches joined equal read()."""
+def write_both_inputs(cli, tmp_path):
+    """The DeepCTR-layout TFRecord (tmp_path/deepctr.tfrecord, its spec spec.json) and the multi-hot
+    libFFM file (mh.libffm, ffm.json), specs from --suggest-spec: (deepctr, ffm)."""
     deepctr = tmp_path / "deepctr.tfrecord"
     write_tfrecord(deepctr, [example(r) for r in deepctr_rows()])
     suggest_spec(cli, deepctr, tmp_path / "spec.json", tmp_path)
     ffm = tmp_path / "mh.libffm"
     ffm.write_text("".join(f"{y} " + " ".join(f"{f}:{j}:{v}" for f, j, v in t) + "\n" for y, t in libffm_lines()))
     suggest_spec(cli, ffm, tmp_path / "ffm.json", tmp_path)
+    return deepctr, ffm
+
+
+def test_as_tf_gives_one_tensor_per_spec_entry_and_multi_hot_ragged(cli, tmp_path):
+    """Pipeline(feature_spec=).as_tf(): the element spec follows the spec (multi-hot entries as
+    tf.RaggedTensor, with their weights ragged alike), and the batches joined equal read()."""
+    deepctr, ffm = write_both_inputs(cli, tmp_path)
     empty = tmp_path / "empty.libffm"
     empty.write_text("")
     run_with_tensorflow("""

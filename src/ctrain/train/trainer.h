@@ -153,7 +153,7 @@ struct StepInfo {
   double input_wait_seconds = 0;   // time blocked on the input (stream mode; 0 in memory mode)
   double loss = 0;                 // the step's mean training loss
   bool has_loss = true;            // false: a step whose loss ctrain never sees (a user's script fed by
-                                   // the data service, python/src/module.cc ScriptMonitor)
+                                   // the data service, python/src/script_monitor.h)
 };
 
 // Called by Train/TrainStream on the training thread (keep it cheap): after
