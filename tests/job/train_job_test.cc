@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ctrain/job/finished_run.h"
 #include "ctrain/job/infer_job.h"
 #include "ctrain/job/option_schema.h"
 #include "ctrain/job/explicit_options.h"
@@ -168,6 +169,18 @@ TEST(TrainOptionSchema, TheSettingsARunRecordsDecideItsModel) {
   b.train_options.model_dir = "elsewhere";
   EXPECT_EQ(ResultTrainOptions(a), ResultTrainOptions(b));
   EXPECT_EQ(ResultTrainOptions(a)["learning_rate"], 0.0005);
+}
+
+// With --data-service, --train names the data hosts' files (case B51: a heterogeneous job's trainer
+// group has no train channel): the trainer neither fingerprints nor needs them.
+TEST(RunRecord, DataServiceInputsAreTheDataHostsNotFingerprintedHere) {
+  TrainJobOptions job;
+  job.train = {"/nonexistent/opt/ml/input/data/train"};
+  EXPECT_EQ(RunRecord(job).status().code(), StatusCode::kNotFound);  // a local input must exist
+  job.data_service.address = "127.0.0.1:5050";
+  StatusOr<nlohmann::json> r = RunRecord(job);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->is_null());  // such a run always trains
 }
 
 }  // namespace ctrain::job

@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -344,7 +345,7 @@ exec env TMPDIR="$(dirname "$0")/tmp-$host" /bin/sh -c "$*"
 """
 
 
-def launch_hosts(cli, roots, hosts, tmp_path, extra=(), envs=None, ssh_args=None):
+def launch_hosts(cli, roots, hosts, tmp_path, extra=(), envs=None, ssh_args=None, timeout_s=300):
     """One `ctrain launch --sm-root` per host at once, host algo-N at 127.0.0.N. The first host's
     mpirun starts the other hosts' Open MPI daemons through ssh, as on SageMaker; here its ssh is
     a script that runs the command on this machine (--mca plm_rsh_agent), and the other hosts'
@@ -362,14 +363,37 @@ def launch_hosts(cli, roots, hosts, tmp_path, extra=(), envs=None, ssh_args=None
                                   "--monitor-interval-ms", "500", *args, *extra[h]],
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                  env=dict(os.environ, **(envs or {}).get(h, {}))) for h in hosts}
-    out = {}
-    for h, p in procs.items():
+    out, exited = {}, {}
+
+    def wait(h, p):  # all hosts at once: when each one exits is measured (bench/sagemaker_exit_bench.sh)
         try:
-            out[h] = (p.communicate(timeout=300)[0], p.returncode)
-        finally:
-            if p.poll() is None:
-                p.kill()
+            out[h] = (p.communicate(timeout=timeout_s)[0], p.returncode)
+            exited[h] = time.time()
+        except subprocess.TimeoutExpired:
+            p.kill()
+            out[h] = (p.communicate()[0] + f"\n[killed: no exit within {timeout_s} s]", None)
+
+    waiters = [threading.Thread(target=wait, args=(h, p)) for h, p in procs.items()]
+    for t in waiters:
+        t.start()
+    for t in waiters:
+        t.join()
+    record_exit_times(roots, exited)
     return out
+
+
+def record_exit_times(roots, exited):
+    """With CTRAIN_EXIT_TIMES=FILE (bench/sagemaker_exit_bench.sh), appends the test's hosts' exit
+    times after the model was written (the checkpoint's mtime: the end of the last step) as a JSON line."""
+    path = os.environ.get("CTRAIN_EXIT_TIMES")
+    if not path:
+        return
+    written = [(roots[h] / "model" / "checkpoint").stat().st_mtime for h in roots
+               if (roots[h] / "model" / "checkpoint").is_file()]
+    line = {"test": os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0],
+            "after_model_s": {h: round(t - written[0], 3) for h, t in exited.items()} if written else None}
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 @pytest.mark.parametrize("count,per_host", [(1, 1), (3, 1), (2, 2)])  # a few seconds each: 600 rows
@@ -509,6 +533,37 @@ def test_parameter_server_distribution_trains_on_loopback(ctrain_cli, data, tmp_
     for h in hosts:
         metrics = json.loads((roots[h] / "output" / "data" / "metrics.json").read_text())
         assert metrics["ps"]["num_workers"] == 2 and metrics["ps"]["steps"] > 0
+
+
+def test_heterogeneous_trees_train_on_loopback(ctrain_cli, data, tmp_path):
+    """The heterogeneous trees (2 data hosts + 2 trainer hosts, the train channel on the data group
+    only) launched, one `ctrain launch --sm-root` per host: the data hosts serve the train channel, the
+    two trainers train on it over MPI, the first writes the model, and every host exits by itself."""
+    hosts = ["algo-1", "algo-2", "algo-3", "algo-4"]
+    roots = hetero_trees(tmp_path / "trees", data, sdk_hyperparameters(dict(USER_HPS, data_group="data")))
+    for h in hosts[2:]:
+        # The trainer reads no train channel (it has none, case B51): it names its path, which on SageMaker
+        # is /opt/ml/input/data/train on every host, and the dispatcher expands it on its own host. Here each
+        # host has its own root on one machine, so that path of a trainer's root leads to the data hosts' copy.
+        assert not (roots[h] / "input" / "data" / "train").exists()
+        (roots[h] / "input" / "data" / "train").symlink_to(roots["algo-1"] / "input" / "data" / "train")
+    ports = [f"--dispatcher-port={free_port()}", f"--worker-port={free_port()}"]
+    out = launch_hosts(ctrain_cli, roots, hosts, tmp_path, extra=ports, timeout_s=60)
+    if "built without MPI" in out["algo-3"][0]:
+        pytest.skip("this ctrain has no MPI")
+    logs = "\n".join(f"--- {h} (exit {rc}):\n{log[-4000:]}" for h, (log, rc) in out.items())
+    for h in hosts:
+        assert out[h][1] == 0, logs
+        assert not (roots[h] / "output" / "failure").exists(), h
+    assert (roots["algo-3"] / "model" / "checkpoint").is_file()
+    for h in ("algo-1", "algo-2", "algo-4"):  # the first trainer host alone writes the model
+        assert not (roots[h] / "model").exists() or not any((roots[h] / "model").iterdir()), h
+    metrics = json.loads((roots["algo-3"] / "output" / "data" / "metrics.json").read_text())
+    assert metrics["examples"] == 600 and metrics["epochs"] == 1, metrics  # every row once, over both ranks
+    # The data hosts served both trainers and exited once the job was done.
+    assert "trainer 0 finished job" in out["algo-1"][0] and "trainer 1 finished job" in out["algo-1"][0], logs
+    assert any(why in out["algo-2"][0] for why in ("every job has finished (--exit-when-idle)",
+                                                    "the data service is shutting down")), logs
 
 
 def test_tf_config_parameter_server_cluster_on_loopback(ctrain_cli, data, tmp_path):

@@ -32,6 +32,8 @@ StatusOr<nlohmann::json> FingerprintInputFile(const std::string& path, const std
 
 StatusOr<nlohmann::json> RunRecord(const TrainJobOptions& job) {
   if (job.train.empty()) return nlohmann::json();  // the synthetic data: nothing to fingerprint
+  // --data-service: the train files are the data hosts' (case B51), not this host's to fingerprint.
+  if (!job.data_service.address.empty()) return nlohmann::json();
   nlohmann::json inputs = nlohmann::json::array();
   auto add = [&](const std::vector<std::string>& patterns, const std::string& role) -> StatusOr<bool> {
     if (patterns.empty()) return true;  // no --valid: nothing of that role was read

@@ -32,7 +32,8 @@ StatusOr<nlohmann::json> FingerprintInputFile(const std::string& path, const std
 // them), then --feature-map and --feature-spec when given], "settings":
 // ResultTrainOptions(job) (job/option_schema.h: the defines_result options)}.
 // null when an input cannot be fingerprinted before it is read (stdin, a FIFO,
-// a pipe: channel) or when there is no --train (the synthetic data): such a
+// a pipe: channel, --data-service: the data hosts read them) or when there is
+// no --train (the synthetic data): such a
 // run always trains. Errors: ExpandFileList's and the files'.
 StatusOr<nlohmann::json> RunRecord(const TrainJobOptions& job);
 

@@ -114,6 +114,9 @@ Status OpenData(TrainRun& run) {
 Status FindFeatureMap(TrainRun& run) {
   TrainJobOptions& job = run.job;
   if (!job.data.feature_map.empty() || run.spec || job.train.empty()) return Status::OK();
+  // --data-service: --train names files on the data hosts (the dispatcher expands it there), which this
+  // host need not have (a heterogeneous job's trainer group has no train channel: case B51).
+  if (!job.data_service.address.empty()) return Status::OK();
   const std::string& first = job.train[0];
   if (first == "-" || first.rfind("pipe:", 0) == 0) return Status::OK();
   data::FileListSkipped skipped;  // logged when the files are read
