@@ -103,6 +103,10 @@ TEST(Report, SideBySideAndCsvAndMissingPrices) {
   EXPECT_NE(md.find("## Side by side"), std::string::npos);
   // a: 1.408 $/h at 12800/s; b: 1.816 $/h at 25600/s -> 1 - (1.816/25600)/(1.408/12800) = 35.5 % cheaper.
   EXPECT_NE(md.find("| vs the first run | baseline | 36 % cheaper | "), std::string::npos) << md;
+  // A cost per million examples keeps 4 significant digits (a fraction of a cent on a fast job).
+  EXPECT_NE(md.find("| $ per million examples | $0.03056 | $0.01970 | "), std::string::npos) << md;
+  EXPECT_NE(md.find("Cluster: $1.408 per hour, 12800 examples/s, $0.03056 per million examples"), std::string::npos)
+      << md;
   const std::string csv = FormatCsv(s);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 1 + 2);  // header, a's group, b's two groups
   RunData c;

@@ -74,6 +74,12 @@ std::string Fmt(const char* f, double v) {
 }
 std::string Pct(double v) { return v < 0 ? "-" : Fmt("%.0f %%", v); }
 std::string Money(double v) { return v < 0 ? "-" : Fmt("$%.3f", v); }
+// A cost per million examples: 4 significant digits (a fast job's is a fraction of a cent).
+std::string UnitCost(double v) {
+  if (v < 0) return "-";
+  const int decimals = v > 0 ? std::clamp(3 - static_cast<int>(std::floor(std::log10(v))), 3, 9) : 3;
+  return Fmt(("$%." + std::to_string(decimals) + "f").c_str(), v);
+}
 
 // Per host: the sum of its roles' cpu/process_percent per 1 s bucket.
 void HostCpu(const std::vector<const RoleSeries*>& roles, double* mean, double* peak) {
@@ -262,7 +268,7 @@ std::string FormatMarkdown(const std::vector<RunSummary>& runs, const Prices& pr
         << (g.trains ? Fmt("%.1f ms", g.step_ms) : "-") << " | " << (g.trains ? Fmt("%.0f", g.examples_per_sec) : "-")
         << " | " << (g.trains ? Pct(g.input_wait_percent) : "-") << " | " << Money(g.cost_per_hour) << " |\n";
     o << "\nCluster: " << Money(s.cost_per_hour) << " per hour, " << Fmt("%.0f", s.examples_per_sec)
-      << " examples/s, " << Money(s.cost_per_million) << " per million examples"
+      << " examples/s, " << UnitCost(s.cost_per_million) << " per million examples"
       << (s.final_auc >= 0 ? Fmt(", final validation AUC %.4f", s.final_auc) : "") << ".\n\n";
     o << "Verdict: " << s.verdict << "\n\n";
   }
@@ -282,7 +288,7 @@ std::string FormatMarkdown(const std::vector<RunSummary>& runs, const Prices& pr
     row("examples/s", [](const RunSummary& s) { return Fmt("%.0f", s.examples_per_sec); });
     row("step time", [](const RunSummary& s) { return Fmt("%.1f ms", s.step_ms); });
     row("input wait", [](const RunSummary& s) { return Pct(s.input_wait_percent); });
-    row("$ per million examples", [](const RunSummary& s) { return Money(s.cost_per_million); });
+    row("$ per million examples", [](const RunSummary& s) { return UnitCost(s.cost_per_million); });
     const double base = runs[0].cost_per_million;
     row("vs the first run", [&](const RunSummary& s) -> std::string {
       if (&s == &runs[0]) return "baseline";
