@@ -90,8 +90,7 @@ class CtrainIterableDataset(IterableDataset):
         if hasattr(source, "_batches"):  # a DataServicePipeline: under `ctrain launch`, each batch is a step
             from ._monitor import _examples, _monitored
 
-            out = _monitored(out, lambda item: _examples(item) if isinstance(item, dict) else len(item[0]),
-                             strict=False)
+            out = _monitored(out, _examples, strict=False)
         yield from out
 
     def _handed_out(self, items):

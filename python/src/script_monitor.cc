@@ -26,11 +26,12 @@ ScriptMonitor* g_monitor = nullptr;  // the started one (the atexit handler clos
 }  // namespace
 
 StatusOr<ScriptMonitor*> ScriptMonitor::Start(const std::string& role) {
+  // A bad role is this call's mistake, not the process's: checked before the one start.
+  if (role.empty() || role.find('/') != std::string::npos)
+    return InvalidArgumentError("monitor role \"" + role + "\": a name such as trainer or data-worker");
   static const Started started = [&role]() -> Started {
     const char* dir = std::getenv("CTRAIN_MONITOR_DIR");
     if (dir == nullptr || *dir == '\0') return {};
-    if (role.empty() || role.find('/') != std::string::npos)
-      return {InvalidArgumentError("monitor role \"" + role + "\": a name such as trainer or data-worker")};
     monitor::MonitorOptions o;
     o.dir = monitor::RankDir(dir);
     o.role = role;

@@ -73,6 +73,22 @@ TEST(Report, HeterogeneousInputBoundAdvisesMoreWorkers) {
             "96 %): add 2 data workers");
 }
 
+TEST(Report, CpuOfARoleSampledSeveralTimesASecondIsItsMeanThatSecond) {
+  // 250 ms samples (--monitor-interval-ms 250), and a last sample at exit in the same second: one
+  // process at 20-24 % is 22 %, not the sum of its samples.
+  RunData run;
+  run.name = "fast-samples";
+  RoleSeries t = Trainer(5, 3);
+  t.system.clear();
+  for (int i = 0; i < 8; ++i) t.system.push_back({100 + 0.25 * i, i + 1, {{"cpu/process_percent", i % 2 ? 24.0 : 20.0}}});
+  t.system.push_back({101.9, 9, {{"cpu/process_percent", 22.0}}});
+  run.roles = {t};
+  const RunSummary s = Summarize(run, TestPrices());
+  ASSERT_EQ(s.groups.size(), 1u);
+  EXPECT_DOUBLE_EQ(s.groups[0].cpu_mean, 22.0);
+  EXPECT_DOUBLE_EQ(s.groups[0].cpu_peak, 22.0);
+}
+
 TEST(Report, VerdictsComputeBoundAndFullQueues) {
   RunData run;
   run.name = "a";

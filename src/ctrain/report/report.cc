@@ -81,13 +81,19 @@ std::string UnitCost(double v) {
   return Fmt(("$%." + std::to_string(decimals) + "f").c_str(), v);
 }
 
-// Per host: the sum of its roles' cpu/process_percent per 1 s bucket.
+// Per host: per 1 s bucket, the sum over its roles of each role's mean cpu/process_percent in that
+// second (a role sampled every 200 ms, or twice in one second at its exit, counts once).
 void HostCpu(const std::vector<const RoleSeries*>& roles, double* mean, double* peak) {
   std::map<int64_t, double> buckets;
-  for (const RoleSeries* r : roles)
+  for (const RoleSeries* r : roles) {
+    std::map<int64_t, std::pair<double, int>> own;  // second -> (sum, samples)
     for (const Sample& s : r->system)
-      if (auto it = s.values.find("cpu/process_percent"); it != s.values.end())
-        buckets[static_cast<int64_t>(s.time)] += it->second;
+      if (auto it = s.values.find("cpu/process_percent"); it != s.values.end()) {
+        auto& [sum, n] = own[static_cast<int64_t>(s.time)];
+        sum += it->second, ++n;
+      }
+    for (const auto& [t, sn] : own) buckets[t] += sn.first / sn.second;
+  }
   double sum = 0;
   *peak = 0;
   for (const auto& [t, v] : buckets) sum += v, *peak = std::max(*peak, v);
