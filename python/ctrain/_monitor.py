@@ -75,7 +75,7 @@ def monitor_steps(batches: Iterable[Any], examples: Optional[Callable[[Any], int
     """Yields the items of ``batches`` (any iterable: a torch DataLoader, a tf.data.Dataset, a generator)
     and, under ``ctrain launch``, records each as a training step of this process (role "trainer"):
     ``train/step_time_ms`` from one batch handed out to the next, ``train/input_wait_percent`` the part
-    spent waiting for the next batch, ``train/examples_per_sec``; one line per 10 steps, no loss. The
+    spent waiting for the next batch, ``train/examples_per_sec``; a line per step (as ctrain's trainer writes), no loss. The
     first batch of each loop is no step (the time before it is start-up). ``examples(batch)`` counts a
     batch's examples (default: see _examples; a batch it cannot count is a TypeError, with or without
     the launcher). A loop inside a monitored loop (a validation pass) yields its batches unrecorded.

@@ -58,7 +58,7 @@ StatusOr<ScriptMonitor*> ScriptMonitor::Start(const std::string& role) {
 ScriptMonitor* ScriptMonitor::Current() { return g_monitor; }
 
 ScriptMonitor::ScriptMonitor(std::unique_ptr<monitor::Monitor> m, std::string role)
-    : monitor_(std::move(m)), role_(std::move(role)), observer_(monitor_.get(), 10) {
+    : monitor_(std::move(m)), role_(std::move(role)), observer_(monitor_.get(), 1) {
   std::atexit([] {
     if (g_monitor != nullptr) (void)g_monitor->monitor_->Close();
   });

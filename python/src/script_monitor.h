@@ -7,7 +7,7 @@
 // script's job as it prices ctrain's.
 //
 // Steps: each batch the script takes is a step (monitor/train_monitor.h, a line
-// per 10 steps): train/step_time_ms is the time from one batch handed out to the
+// per step, as `ctrain train` writes; `ctrain report` drops the first as warm-up): train/step_time_ms is the time from one batch handed out to the
 // next, train/input_wait_percent the part of it spent waiting for the batch,
 // train/examples_per_sec; no train/loss (ctrain never sees it). The first batch
 // after Begin() is no step (the time before it is start-up, or another loop).

@@ -286,9 +286,12 @@ def test_a_launched_scripts_data_service_batches_are_monitored_steps(service, va
     assert p.returncode == 0, p.stderr
     assert "rows 16000" in p.stdout, p.stdout
     train = [j for j in map(json.loads, (mon / "metrics.jsonl").read_text().splitlines()) if j["kind"] == "train"]
-    assert [j["step"] for j in train] == [10, 20, 30, 40, 50, 60], train
+    assert [j["step"] for j in train] == list(range(1, 63)), train  # a line per step: 31 + 31
+    sizes = []
     for j in train:
         v = j["values"]
         assert "train/loss" not in v and v["train/step_time_ms"] >= 30, v
-        # Each of the 4 splits ends with a partial batch (2000 rows: 7 x 256 + 208).
-        assert 200 <= v["train/examples_per_sec"] * v["train/step_time_ms"] / 1000 <= 256, v
+        sizes.append(v["train/examples_per_sec"] * v["train/step_time_ms"] / 1000)
+    # Each step's batch: 256 rows, or the partial last batch of one of the 4 splits.
+    assert all(abs(n - round(n)) < 1e-6 and 1 <= round(n) <= 256 for n in sizes), sizes
+    assert sum(round(n) == 256 for n in sizes) >= 62 - 2 * 4, sizes

@@ -5,6 +5,7 @@ roles do. Each case runs in a child process: the monitor is one per process and 
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -48,14 +49,16 @@ def test_monitor_steps_records_step_time_input_wait_and_examples(tmp_path):
     got = lines(mon / "metrics.jsonl")
     assert got[0]["kind"] == "start" and got[0]["role"] == "trainer", got[0]
     train = [j for j in got if j["kind"] == "train"]
-    # 31 batches: the first is no step, then one line per 10 steps.
-    assert [j["step"] for j in train] == [10, 20, 30], train
+    # 31 batches: the first is no step, then a line per step.
+    assert [j["step"] for j in train] == list(range(1, 31)), train
     for j in train:
         v = j["values"]
         assert "train/loss" not in v, v  # ctrain never sees the script's loss
-        assert 38 <= v["train/step_time_ms"] <= 200, v  # 0.02 s waiting + 0.02 s computing
-        assert 25 <= v["train/input_wait_percent"] <= 75, v
         assert v["train/examples_per_sec"] == pytest.approx(64 / (v["train/step_time_ms"] / 1000), rel=1e-6), v
+    step_ms = statistics.median(j["values"]["train/step_time_ms"] for j in train)
+    wait = statistics.median(j["values"]["train/input_wait_percent"] for j in train)
+    assert 38 <= step_ms <= 200, step_ms  # 0.02 s waiting + 0.02 s computing
+    assert 25 <= wait <= 75, wait
     system = [j for j in got if j["kind"] == "system"]
     assert system and all("cpu/process_percent" in j["values"] for j in system), system
 
@@ -162,9 +165,10 @@ def test_a_loop_inside_a_monitored_loop_is_not_recorded(tmp_path):
     p = run(NESTED, tmp_path, CTRAIN_MONITOR_DIR=str(mon))
     assert p.returncode == 0, p.stderr
     train = [j for j in lines(mon / "metrics.jsonl") if j["kind"] == "train"]
-    assert [j["step"] for j in train] == [10], train
-    v = train[0]["values"]
-    assert v["train/examples_per_sec"] == pytest.approx(64 / (v["train/step_time_ms"] / 1000), rel=1e-6), v
+    assert [j["step"] for j in train] == list(range(1, 11)), train  # the outer loop's 10 steps only
+    for j in train:
+        v = j["values"]
+        assert v["train/examples_per_sec"] == pytest.approx(64 / (v["train/step_time_ms"] / 1000), rel=1e-6), v
 
 
 def test_a_rejected_role_is_not_remembered_and_an_unwritable_directory_is_an_oserror(tmp_path):
