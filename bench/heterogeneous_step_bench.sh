@@ -18,7 +18,7 @@
 # are that host's own CPUs) and, for (b) and (c), the data tier's host as DATA_TYPE (ml.c5.xlarge,
 # its CPU as sampled over the whole bench), priced from PRICES (examples/prices.toml). The report's
 # Markdown, CSV and charts go to REPORT_DIR when set. Its figures are the means over the rounds
-# (the first 10 steps of each run dropped), the table's are min and median.
+# (the first step of each run dropped), the table's are min and median.
 # Needs: build/ctrain, the installed ctrain package (pip install .), torch, tensorflow-cpu and the
 # `tfrecord` package (bench/peers/requirements.txt), 2 cores. The TSV is
 # ../shared/data/criteo_raw_paddlerec_part-0.tsv (100 rows) repeated REPS times into a temp dir

@@ -89,6 +89,23 @@ TEST(Report, CpuOfARoleSampledSeveralTimesASecondIsItsMeanThatSecond) {
   EXPECT_DOUBLE_EQ(s.groups[0].cpu_peak, 22.0);
 }
 
+TEST(Report, DataHostsWithoutQueueMetricsAreStillTheDataGroup) {
+  // A script's job fed by another data service: its data hosts record CPU (ctrain.monitor("data-worker"))
+  // but no queues. The advice is not "move the input pipeline to data hosts": it has them.
+  RunData run;
+  run.name = "tfds";
+  RoleSeries host = Role("algo-2", "data-worker", "data", "ml.c5.xlarge", 1);
+  host.system = {{100, 1, {{"cpu/process_percent", 80}}}, {101, 2, {{"cpu/process_percent", 90}}}};
+  run.roles = {host, Trainer(11, 40)};
+  RunSummary s = Summarize(run, TestPrices());
+  EXPECT_EQ(s.verdict,
+            "input-bound: the trainer waits 40 % on input from its data hosts (CPU 85 %; their queues are not "
+            "recorded): more or faster data hosts, or a faster input service");
+  run.roles = {host, Trainer(11, 3)};
+  s = Summarize(run, TestPrices());
+  EXPECT_EQ(s.verdict, "compute-bound: the trainer waits only 3 % on input; the data hosts keep up (CPU 85 %)");
+}
+
 TEST(Report, VerdictsComputeBoundAndFullQueues) {
   RunData run;
   run.name = "a";

@@ -226,8 +226,8 @@ RunSummary Summarize(const RunData& run, const Prices& prices) {
 std::string Verdict(const RunSummary& s) {
   const double w = s.input_wait_percent / 100.0;
   const GroupRow* data = nullptr;
-  for (const GroupRow& g : s.groups)
-    if (!g.trains && g.data_queue_fill_percent >= 0) data = &g;
+  for (const GroupRow& g : s.groups)  // a data group: ctrain's workers (queue fill), or any data-worker role
+    if (!g.trains && (g.data_queue_fill_percent >= 0 || g.roles.find("data-worker") != std::string::npos)) data = &g;
   if (s.examples_per_sec <= 0) return "no verdict: no training steps were recorded";
   const std::string wait = Fmt("%.0f %%", 100 * w);
   if (w < 0.10) {
@@ -235,6 +235,8 @@ std::string Verdict(const RunSummary& s) {
     if (data != nullptr && data->data_queue_fill_percent >= 50)
       v += "; the data workers run ahead (queues " + Pct(data->data_queue_fill_percent) + " full, CPU " +
            Pct(data->cpu_mean) + "): fewer or smaller data hosts would cost less";
+    else if (data != nullptr && data->data_queue_fill_percent < 0)
+      v += "; the data hosts keep up (CPU " + Pct(data->cpu_mean) + ")";
     else if (data != nullptr)
       v += "; the data workers keep up (CPU " + Pct(data->cpu_mean) + ", queues " +
            Pct(data->data_queue_fill_percent) + " full)";
@@ -246,6 +248,9 @@ std::string Verdict(const RunSummary& s) {
     return "input-bound: the trainer waits " + wait +
            " on input on its own CPUs: move the input pipeline to data hosts (hyperparameter data_group) or raise "
            "--num-parallel-calls";
+  if (data->data_queue_fill_percent < 0)  // data hosts that record no queues (another data service)
+    return "input-bound: the trainer waits " + wait + " on input from its data hosts (CPU " + Pct(data->cpu_mean) +
+           "; their queues are not recorded): more or faster data hosts, or a faster input service";
   if (data->data_queue_fill_percent >= 50)
     return "input-bound: the trainer waits " + wait + " on input although the data workers' queues are " +
            Pct(data->data_queue_fill_percent) + " full: the limit is the transfer or the trainer, not the workers";
