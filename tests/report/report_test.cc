@@ -106,6 +106,20 @@ TEST(Report, DataHostsWithoutQueueMetricsAreStillTheDataGroup) {
   EXPECT_EQ(s.verdict, "compute-bound: the trainer waits only 3 % on input; the data hosts keep up (CPU 85 %)");
 }
 
+TEST(Report, AScriptsRanksAddUpAndCtrainsRankZeroCountsThemAll) {
+  // 2 ranks at 12800 examples/s each. A script's monitor (no loss) counts its own rank's batches; ctrain's
+  // trainer counts every rank's examples in each step, so its rank 0 alone is the job's rate.
+  RunData run;
+  run.name = "ranks";
+  RoleSeries r0 = Trainer(11, 3), r1 = Trainer(11, 3);
+  r1.rank = 1;
+  run.roles = {r0, r1};
+  EXPECT_DOUBLE_EQ(Summarize(run, TestPrices()).examples_per_sec, 2 * 12800.0);
+  for (RoleSeries& r : run.roles)
+    for (Sample& x : r.train) x.values["train/loss"] = 0.5;
+  EXPECT_DOUBLE_EQ(Summarize(run, TestPrices()).examples_per_sec, 12800.0);
+}
+
 TEST(Report, VerdictsComputeBoundAndFullQueues) {
   RunData run;
   run.name = "a";

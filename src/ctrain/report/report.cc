@@ -100,6 +100,34 @@ void HostCpu(const std::vector<const RoleSeries*>& roles, double* mean, double* 
   *mean = buckets.empty() ? 0 : sum / buckets.size();
 }
 
+// A trainer's step time (ms per step), examples/s and input wait (%) over its train lines, the first
+// dropped (warm-up); unchanged when there is no other line.
+void TrainRate(const RoleSeries& r, double* step_ms, double* examples_per_sec, double* input_wait_percent) {
+  double secs = 0, examples = 0, wait = 0;
+  int64_t n = 0;
+  for (size_t i = 1; i < r.train.size(); ++i) {
+    const auto& v = r.train[i].values;
+    auto get = [&](const char* k) {
+      auto it = v.find(k);
+      return it == v.end() ? 0.0 : it->second;
+    };
+    const double t = get("train/step_time_ms") / 1000.0;
+    secs += t, examples += get("train/examples_per_sec") * t, wait += get("train/input_wait_percent") * t, ++n;
+  }
+  if (n > 0 && secs > 0) {
+    *step_ms = 1000.0 * secs / n;
+    *examples_per_sec = examples / secs;
+    *input_wait_percent = wait / secs;
+  }
+}
+
+// Whether any of a trainer's lines has a loss (ctrain's trainer: every line; a script's: none).
+bool HasLoss(const RoleSeries& r) {
+  for (const Sample& x : r.train)
+    if (x.values.count("train/loss")) return true;
+  return false;
+}
+
 // Mean and peak of the gpu*/utilization_percent samples of `roles` (-1 if none).
 void HostGpu(const std::vector<const RoleSeries*>& roles, double* mean, double* peak) {
   double sum = 0;
@@ -175,33 +203,33 @@ RunSummary Summarize(const RunData& run, const Prices& prices) {
     row.gpu_mean = gpu_hosts ? gpu_sum / gpu_hosts : -1;
     double fill = 0;
     int64_t fills = 0;
+    std::vector<const RoleSeries*> other_ranks;  // trainer ranks other than 0
+    bool script = false;
     for (const RoleSeries* r : by_group[g]) {
       if (r->role == "data-worker") {
         ++s.data_workers;
         for (const Sample& x : r->system)
           if (auto it = x.values.find("data/queue_fill_percent"); it != x.values.end()) fill += it->second, ++fills;
       }
-      if (r->role != "trainer" || r->rank != 0 || r->train.empty()) continue;
+      if (r->role != "trainer" || r->train.empty()) continue;
+      if (r->rank != 0) {
+        other_ranks.push_back(r);
+        continue;
+      }
       row.trains = true;
-      double secs = 0, examples = 0, wait = 0;
-      int64_t n = 0;
-      for (size_t i = 1; i < r->train.size(); ++i) {  // the first step warms up
-        const auto& v = r->train[i].values;
-        auto get = [&](const char* k) {
-          auto it = v.find(k);
-          return it == v.end() ? 0.0 : it->second;
-        };
-        const double t = get("train/step_time_ms") / 1000.0;
-        secs += t, examples += get("train/examples_per_sec") * t, wait += get("train/input_wait_percent") * t, ++n;
-      }
-      if (n > 0 && secs > 0) {
-        row.step_ms = 1000.0 * secs / n;
-        row.examples_per_sec = examples / secs;
-        row.input_wait_percent = wait / secs;
-      }
+      script = !HasLoss(*r);
+      TrainRate(*r, &row.step_ms, &row.examples_per_sec, &row.input_wait_percent);
       if (!r->eval.empty())
         if (auto it = r->eval.back().values.find("eval/auc"); it != r->eval.back().values.end()) s.final_auc = it->second;
     }
+    // ctrain's trainer counts every rank's examples in each step; a user's script (steps without a loss:
+    // python/src/script_monitor.h) counts its own rank's, so its ranks' rates add up.
+    if (row.trains && script)
+      for (const RoleSeries* r : other_ranks) {
+        double step_ms = 0, rate = 0, wait = 0;
+        TrainRate(*r, &step_ms, &rate, &wait);
+        row.examples_per_sec += rate;
+      }
     if (fills > 0) row.data_queue_fill_percent = fill / fills;
     if (auto it = prices.per_hour.find(row.instance_type); it != prices.per_hour.end()) {
       row.price_per_hour = it->second;
