@@ -186,6 +186,10 @@ inline const std::map<std::string, Probe>& Probes() {
       {"ps_wait_seconds", {5.0, Expect::kSame}},
       // Read and checked (tests/ps/chunking_test.cc: chunks give the same parameters).
       {"ps_max_message_bytes", {1000, Expect::kFails, {}, {}, "--ps-max-message-bytes 1000 is not in [65536"}},
+      // One worker: the dense parameters on the servers train the same model as kept by the worker (auto).
+      {"ps_dense", {"servers", Expect::kSame}},
+      // Read and checked here (one worker has nothing to average); tests/ps/ps_training_test.cc runs two.
+      {"ps_dense_sync_steps", {0, Expect::kFails, {}, {}, "--ps-dense-sync-steps 0 must be >= 1"}},
       {"ps_export_dir", {"@/export", Expect::kOutput, {}, [](const std::string& d) { return CountCheckpoints(d + "/export") > 0; }}},
       {"intra_op_parallelism_threads", {2, Expect::kRuns}},  // GEMM sums may reassociate
       {"inter_op_parallelism_threads", {1, Expect::kSame}},

@@ -240,8 +240,8 @@ TEST(PsChunkingTest, AnExportThatWouldNotFitIsRefusedBeforeTraining) {
   auto servers = testing::StartServers(1, "fixed_size", "", "", kMinMessageBytes);
   auto c = testing::Connect(Addresses(servers), 0, "", kMinMessageBytes);
   ASSERT_TRUE(c->Init(testing::Spec(m, "adam")).ok());
-  EXPECT_TRUE(c->CheckExportFits(0).ok());
-  const Status s = c->CheckExportFits(2);
+  EXPECT_TRUE(c->CheckDenseFits(0, "--ps-export-dir").ok());
+  const Status s = c->CheckDenseFits(2, "--ps-export-dir");
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--ps-export-dir: parameter server shard 0 at"), std::string::npos) << s.ToString();
   EXPECT_NE(s.message().find("with their 2 optimizer slot(s)"), std::string::npos) << s.ToString();

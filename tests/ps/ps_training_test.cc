@@ -80,13 +80,16 @@ struct Case {
   bool batch_norm;
   const char* optimizer;
   int32_t shards;
+  bool dense_on_workers = false;  // --ps-dense workers: the worker runs the dense optimizer
+  bool sync = true;
 };
 
 class OneSyncWorkerTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(OneSyncWorkerTest, EqualsLocalTrainingBitForBit) {
   const Case c = GetParam();
-  const std::string tag = std::string(c.partitioner) + (c.batch_norm ? "_bn_" : "_") + c.optimizer;
+  const std::string tag = std::string(c.partitioner) + (c.batch_norm ? "_bn_" : "_") + c.optimizer +
+                          (c.dense_on_workers ? "_workers" : "") + (c.sync ? "" : "_async");
   const std::string local_dir = ctrain::testing::TestTempDir("ps_training", tag + "_local");
   const std::string ps_dir = ctrain::testing::TestTempDir("ps_training", tag + "_ps");
   const train::Dataset train = Data(420, 1), valid = Data(200, 2);  // 9 batches, the last one partial
@@ -102,7 +105,8 @@ TEST_P(OneSyncWorkerTest, EqualsLocalTrainingBitForBit) {
   ASSERT_EQ(servers.size(), static_cast<size_t>(c.shards));
   o.model_dir = ps_dir;
   PsTrainResult pr;
-  PsTrainOptions po = PsOptions(Addresses(servers), 0, 1, true);
+  PsTrainOptions po = PsOptions(Addresses(servers), 0, 1, c.sync);
+  po.dense_on_workers = c.dense_on_workers;
   const std::string export_dir = ctrain::testing::TestTempDir("ps_training", tag + "_export");
   po.export_dir = export_dir;
   EXPECT_FALSE(servers[0]->shard().AllWorkersDone());
@@ -114,8 +118,12 @@ TEST_P(OneSyncWorkerTest, EqualsLocalTrainingBitForBit) {
   ASSERT_TRUE(pr.train.evaluated);
   EXPECT_EQ(pr.train.eval.auc, lr.eval.auc);
   EXPECT_EQ(pr.train.eval.logloss, lr.eval.logloss);
-  EXPECT_EQ(pr.client.pulls, (18 + 2 /* evaluations */) * c.shards);
+  // (+1 keeping the dense parameters: their values and slots at the start.)
+  EXPECT_EQ(pr.client.pulls, (18 + 2 /* evaluations */ + (c.dense_on_workers ? 1 : 0)) * c.shards);
   EXPECT_EQ(pr.client.pushes, 18 * c.shards);
+  // Kept on the worker, the dense parameters travel only before the two checkpoints (epoch 1, the end; the
+  // export follows the last one at the same step), not with the steps.
+  EXPECT_EQ(pr.client.dense_syncs, c.dense_on_workers ? 2 : 0);
 
   // The worker said it is done: a server started with --exit-when-workers-done would stop now.
   for (const auto& s : servers) EXPECT_TRUE(s->shard().AllWorkersDone());
@@ -161,10 +169,16 @@ TEST_P(OneSyncWorkerTest, EqualsLocalTrainingBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Layouts, OneSyncWorkerTest,
                          ::testing::Values(Case{"fixed_size", false, "adam", 2}, Case{"mod", true, "adam", 2},
-                                           Case{"mod", false, "ftrl", 3}, Case{"fixed_size", true, "adagrad", 1}),
+                                           Case{"mod", false, "ftrl", 3}, Case{"fixed_size", true, "adagrad", 1},
+                                           Case{"fixed_size", false, "adam", 2, true},
+                                           Case{"mod", true, "adam", 3, true},
+                                           Case{"mod", false, "ftrl", 2, true, false},
+                                           Case{"fixed_size", true, "adagrad", 1, true}),
                          [](const auto& info) {
                            return std::string(info.param.partitioner) + (info.param.batch_norm ? "_bn_" : "_") +
-                                  info.param.optimizer + "_" + std::to_string(info.param.shards);
+                                  info.param.optimizer + "_" + std::to_string(info.param.shards) +
+                                  (info.param.dense_on_workers ? "_dense_on_workers" : "") +
+                                  (info.param.sync ? "" : "_async");
                          });
 
 // --lr-decay plateau: the worker's scheduler lowers the rate at its evaluations and pushes it with each step's
@@ -255,6 +269,111 @@ TEST(PsTrainingTest, TwoAsyncWorkersEachApplyTheirOwnSteps) {
   ASSERT_TRUE(r0.train.evaluated);
   EXPECT_FALSE(r1.train.evaluated);  // only the chief evaluates
   EXPECT_GT(r0.train.eval.auc, 0.75);  // label follows field 0's id (10 % noise)
+}
+
+// One worker, either placement of the dense parameters: a run stopped after epoch 1 and resumed on servers
+// restarted from their checkpoint ends with local training's model, bit for bit: the dense values and Adam
+// slots (kept by the worker or by the servers) and the chief's BN moving statistics went into the servers'
+// checkpoint and came back.
+class PsResumeTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(PsResumeTest, FromTheServersCheckpointBitForBit) {
+  const std::string tag = GetParam() ? "_workers" : "_servers";
+  const std::string local_dir = ctrain::testing::TestTempDir("ps_training", "resume_local" + tag);
+  const std::string ps_dir = ctrain::testing::TestTempDir("ps_training", "resume_ps" + tag);
+  const std::string export_dir = ctrain::testing::TestTempDir("ps_training", "resume_export" + tag);
+  const train::Dataset train = Data(420, 11);
+  train::TrainOptions o = Options(true, "adam");
+  o.model_dir = local_dir;
+  auto local = train::Trainer::Create(o);
+  ASSERT_TRUE(local.ok()) << local.status().ToString();
+  train::TrainResult lr;
+  ASSERT_TRUE((*local)->Train(train, nullptr, &lr).ok());
+
+  o.model_dir = ps_dir;
+  PsTrainOptions po = PsOptions({}, 0, 1, false);
+  po.dense_on_workers = GetParam();
+  {
+    auto servers = StartServers(2, "fixed_size", ps_dir);
+    po.client.addresses = Addresses(servers);
+    o.epochs = 1;
+    PsTrainResult r;
+    const Status st = RunPsTraining(o, po, train, nullptr, &r);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(r.global_step, 9);
+  }  // the servers stop
+  auto servers = StartServers(2, "fixed_size", ps_dir);
+  ASSERT_TRUE(servers[0]->shard().restored());
+  po.client.addresses = Addresses(servers);
+  po.export_dir = export_dir;
+  o.epochs = 2;
+  PsTrainResult r;
+  const Status st = RunPsTraining(o, po, train, nullptr, &r);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(r.train.steps_this_run, 9);
+  auto a = train::ReadTrainerCheckpoint(local_dir);
+  auto x = train::ReadTrainerCheckpoint(export_dir);
+  ASSERT_TRUE(a.ok() && a->has_value()) << a.status().ToString();
+  ASSERT_TRUE(x.ok() && x->has_value()) << x.status().ToString();
+  int dense_slots = 0;
+  for (const train::NamedTensor& t : (*a)->ckpt.tensors) {
+    const train::NamedTensor* u = (*x)->ckpt.Find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    ASSERT_EQ(u->f32.size(), t.f32.size()) << t.name;
+    EXPECT_EQ(std::memcmp(u->f32.data(), t.f32.data(), t.f32.size() * 4), 0) << t.name << " differs";
+    dense_slots += t.name.rfind("mlp", 0) == 0 && (t.name.ends_with("/m") || t.name.ends_with("/v"));
+  }
+  EXPECT_GT(dense_slots, 0);  // the comparison covered the dense Adam slots
+}
+
+INSTANTIATE_TEST_SUITE_P(DensePlacement, PsResumeTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "workers" : "servers"; });
+
+// --ps-dense workers, two workers: every --ps-dense-sync-steps k-th push carries each worker's dense delta
+// (counted by the servers), the models train, and sync replicas stay deterministic (the deltas of a round are
+// averaged in worker order).
+TEST(PsTrainingTest, TwoWorkersKeepingTheDenseParametersAverageThemEveryKSteps) {
+  const train::Dataset train = Data(420, 12), valid = Data(300, 13);
+  train::TrainOptions o = Options(false, "adam");
+  o.epochs = 4;
+  auto run = [&](bool sync, int64_t k, PsTrainResult* r0, std::vector<float>* dense) {
+    auto servers = StartServers(2, "mod");
+    PsTrainResult r1;
+    Status s1;
+    PsTrainOptions p0 = PsOptions(Addresses(servers), 0, 2, sync), p1 = PsOptions(Addresses(servers), 1, 2, sync);
+    for (PsTrainOptions* p : {&p0, &p1}) p->dense_on_workers = true, p->dense_sync_steps = k;
+    std::thread t([&] { s1 = RunPsTraining(o, p1, train, nullptr, &r1); });
+    const Status s0 = RunPsTraining(o, p0, train, &valid, r0);
+    t.join();
+    ASSERT_TRUE(s0.ok()) << s0.ToString();
+    ASSERT_TRUE(s1.ok()) << s1.ToString();
+    int64_t syncs = 0;
+    for (const auto& s : servers) syncs += s->shard().StatusJson()["dense_syncs"].get<int64_t>();
+    // Per server holding dense parameters: the pushes of every k-th step of each worker, plus each worker's
+    // flush at the end.
+    const int64_t steps0 = r0->train.steps, steps1 = r1.train.steps;
+    EXPECT_EQ(syncs, 2 * (steps0 / k + steps1 / k + 2)) << "sync " << sync << " k " << k;
+    dense->clear();
+    for (const auto& s : servers) {
+      proto::PullRequest req;
+      req.set_dense(true);
+      proto::PullResponse resp;
+      ASSERT_TRUE(s->shard().Pull(req, &resp).ok());
+      for (const std::string& b : resp.dense())
+        dense->insert(dense->end(), reinterpret_cast<const float*>(b.data()),
+                      reinterpret_cast<const float*>(b.data()) + b.size() / 4);
+    }
+  };
+  PsTrainResult a, b, c;
+  std::vector<float> da, db, dc;
+  run(true, 2, &a, &da);
+  run(true, 2, &b, &db);
+  EXPECT_EQ(a.train.steps, 20);  // 5 rounds an epoch
+  EXPECT_EQ(da, db);              // deterministic
+  EXPECT_EQ(a.train.eval.auc, b.train.eval.auc);
+  EXPECT_GT(a.train.eval.auc, 0.75);  // label follows field 0's id (10 % noise)
+  run(false, 3, &c, &dc);
+  EXPECT_GT(c.train.eval.auc, 0.75);
 }
 
 TEST(PsTrainingTest, RefusesBadWorkerSettings) {

@@ -420,6 +420,17 @@ std::vector<OptionSpec> Build() {
           .why("an option of parameter-server workers: give --ps")
           .needs(kPs)
           .bind(FIELD(ps.max_message_bytes)));
+  add(Entry("ps_dense", {}, "", "--ps: where the dense parameters and their optimizer live: servers (pulled and "
+                                "pushed every step), workers (kept by each worker; with several, averaged through "
+                                "the servers every --ps-dense-sync-steps steps) or auto (workers with one worker, "
+                                "servers with more)", ps_worker)
+          .needs(kPs)
+          .bind(FIELD(ps.dense)));
+  add(Entry("ps_dense_sync_steps", {}, "steps", "--ps-dense workers with several workers: steps between the "
+                                                "averagings of the dense parameters (a worker's are at most this "
+                                                "many of its steps from the servers' copy)", ps_worker)
+          .needs(kPs)
+          .bind(FIELD(ps.dense_sync_steps)));
   add(Entry("ps_export_dir", {}, "dir", "--ps, the chief: after training, write the whole model (every row, dense "
                                         "parameter and optimizer slot, from the servers) to DIR as one local "
                                         "checkpoint, for ctrain predict/eval/export", ps_worker)

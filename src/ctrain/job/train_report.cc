@@ -116,7 +116,7 @@ nlohmann::json ReportPs(const TrainRun& run) {
   ps::PsTrainResult pr;
   pr.train = run.r;
   ps::FinishPsResult(*run.ps_params, *run.trainer, &pr);
-  nlohmann::json j = ps::PsMetricsJson(pr, run.job.ps.worker_index, run.job.ps.num_workers, run.job.ps.sync_replicas);
+  nlohmann::json j = ps::PsMetricsJson(pr, run.ps_params->ps_options());
   Logf("%s\n", ps::PsMetricsLine(j).c_str());
   return j;
 }

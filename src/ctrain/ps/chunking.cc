@@ -59,8 +59,9 @@ StatusOr<PushAssembler::Result> PushAssembler::Add(proto::PushRequest&& chunk, p
   if (n != p.num_chunks() || chunk.learning_rate() != p.learning_rate() || chunk.examples() != p.examples() ||
       chunk.pulled_version() != p.pulled_version())
     why = "differs from chunk 0 in num_chunks, learning_rate, examples or pulled_version";
-  else if (chunk.dense_grad_size() != 0)
-    why = "carries dense gradients (they travel in chunk 0)";
+  else if (chunk.dense_grad_size() != 0 || chunk.dense_delta_size() != 0 || chunk.dense_value_size() != 0 ||
+           chunk.dense_slot_size() != 0 || chunk.dense_only())
+    why = "carries dense gradients or values (they travel in chunk 0)";
   else if (rows > 0 && p.ids_size() > 0 && chunk.ids(0) <= p.ids(p.ids_size() - 1))
     why = "has ids that do not follow the previous chunk's (id " + std::to_string(chunk.ids(0)) + " after " +
           std::to_string(p.ids(p.ids_size() - 1)) + ")";

@@ -13,6 +13,7 @@
 
 #include "ctrain/base/log.h"
 #include "ctrain/ps/dense_placement.h"
+#include "ctrain/ps/float_bytes.h"
 #include "ctrain/ps/parameter_server.grpc.pb.h"
 #include "ctrain/service/grpc_status.h"
 #include "ctrain/service/server.h"
@@ -35,10 +36,6 @@ double ProtobufSeconds(const Req& req, const Resp& resp) {
   return SecondsSince(t0);
 }
 constexpr int64_t kProtobufSampleEvery = 16;
-
-void PutGradFloats(const float* p, int64_t n, std::string* out) {
-  out->assign(reinterpret_cast<const char*>(p), static_cast<size_t>(n) * sizeof(float));
-}
 
 }  // namespace
 
@@ -303,12 +300,12 @@ std::vector<int32_t> PsClient::ShardsThatCannotSave() const {
     if (!impl_->saves[s]) out.push_back(static_cast<int32_t>(s));
   return out;
 }
-Status PsClient::CheckExportFits(int32_t slots) const {
+Status PsClient::CheckDenseFits(int32_t slots, const std::string& option) const {
   const Impl& m = *impl_;
   for (size_t s = 0; s < m.limits.size(); ++s) {
     const int64_t need = m.dense_bytes[s] * (1 + slots) + kChunkOverheadBytes + RowBytes((1 + m.K) * (1 + slots));
     if (need > m.limits[s])
-      return InvalidArgumentError("--ps-export-dir: " + m.Name(static_cast<int32_t>(s)) +
+      return InvalidArgumentError(option + ": " + m.Name(static_cast<int32_t>(s)) +
                                   " sends its dense parameters with their " + std::to_string(slots) +
                                   " optimizer slot(s) in one message of " + std::to_string(need) +
                                   " bytes (with 4096 bytes of framing), over the message size limit " +
@@ -473,17 +470,41 @@ Status PsClient::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows
   return Status::OK();
 }
 
+Status PsClient::PullState(std::vector<proto::DenseTensor>* state) {
+  Impl& m = *impl_;
+  if (!m.initialized) return FailedPreconditionError("PsClient::PullState before Init");
+  proto::PullRequest req;
+  req.set_state(true);
+  proto::PullResponse r;
+  CTRAIN_RETURN_IF_ERROR(m.Call(0, "Pull", [&](grpc::ClientContext* ctx) { return m.stubs[0]->Pull(ctx, req, &r); }));
+  state->assign(r.state().begin(), r.state().end());
+  return Status::OK();
+}
+
 Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const float* v_grad,
-                      const std::vector<const float*>* dense, float learning_rate, int64_t examples) {
+                      const std::vector<const float*>* dense, float learning_rate, int64_t examples,
+                      const DenseState* state) {
   Impl& m = *impl_;
   if (!m.initialized) return FailedPreconditionError("PsClient::Push before Init");
   const int32_t S = num_shards();
   const int32_t K = m.K;
   auto t0 = Clock::now();
   const bool with_dense = dense != nullptr && !dense->empty();
-  if (with_dense && dense->size() != m.dense_sizes.size())
+  const size_t D = m.dense_sizes.size();
+  if (with_dense && dense->size() != D)
     return InvalidArgumentError("Push: " + std::to_string(dense->size()) + " dense gradients for " +
-                                std::to_string(m.dense_sizes.size()) + " dense parameters");
+                                std::to_string(D) + " dense parameters");
+  const bool dense_only = state != nullptr && state->dense_only;
+  int64_t state_tensors = 0;  // dense-sized tensors of the state per parameter (message size)
+  if (state != nullptr) {
+    if ((!state->delta.empty() && state->delta.size() != D) || (!state->values.empty() && state->values.size() != D) ||
+        (!state->slots.empty() && state->slots.size() != D))
+      return InvalidArgumentError("Push: dense state for another number of dense parameters than " +
+                                  std::to_string(D));
+    state_tensors = (state->delta.empty() ? 0 : 1) + (state->values.empty() ? 0 : 1) +
+                    (state->slots.empty() ? 0 : static_cast<int64_t>(state->slots[0].size()));
+    if (dense_only && !ids.empty()) return InvalidArgumentError("Push: a dense-only push carries no ids");
+  }
   CTRAIN_RETURN_IF_ERROR(SplitByShard(m, ids));
   const uint64_t push_id = m.next_push_id++;
   m.stats.encode_seconds += SecondsSince(t0);
@@ -494,8 +515,11 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
     Impl::Traffic& tr = m.traffic[s];
     const std::vector<int64_t>& pos = m.pos[s];
     const bool shard_dense = with_dense && !m.dense_of[s].empty();
+    const bool shard_state = state_tensors > 0 && !m.dense_of[s].empty();
+    if (dense_only && !shard_state) return Status::OK();  // nothing for this server
     const std::vector<int64_t> bounds =
-        ChunkBounds(static_cast<int64_t>(pos.size()), m.limits[s], 1 + K, shard_dense ? m.dense_bytes[s] : 0);
+        ChunkBounds(static_cast<int64_t>(pos.size()), m.limits[s], 1 + K,
+                    (shard_dense ? m.dense_bytes[s] : 0) + (shard_state ? m.dense_bytes[s] * state_tensors : 0));
     const int32_t chunks = static_cast<int32_t>(bounds.size()) - 1;
     proto::PushRequest& req = m.push_req[s];
     proto::PushResponse& r = m.push_resp[s];
@@ -532,7 +556,16 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
           for (int64_t i = 0; i < n; ++i) std::memcpy(d + i * K, v_grad + p[i] * K, K * sizeof(float));
         }
         if (shard_dense && c == 0)
-          for (int32_t i : m.dense_of[s]) PutGradFloats((*dense)[i], m.dense_sizes[i], req.add_dense_grad());
+          for (int32_t i : m.dense_of[s]) PutFloats((*dense)[i], m.dense_sizes[i], req.add_dense_grad());
+        if (shard_state && c == 0) {
+          req.set_dense_only(dense_only);
+          for (int32_t i : m.dense_of[s]) {
+            if (!state->delta.empty()) PutFloats(state->delta[i], m.dense_sizes[i], req.add_dense_delta());
+            if (!state->values.empty()) PutFloats(state->values[i], m.dense_sizes[i], req.add_dense_value());
+            if (!state->slots.empty())
+              for (const float* slot : state->slots[i]) PutFloats(slot, m.dense_sizes[i], req.add_dense_slot());
+          }
+        }
         tr.sent += static_cast<int64_t>(req.ByteSizeLong());
         tr.encode_seconds += SecondsSince(te);
         CTRAIN_RETURN_IF_ERROR(m.Call(s, "Push", [&](grpc::ClientContext* ctx) {
@@ -548,13 +581,19 @@ Status PsClient::Push(std::span<const int64_t> ids, const float* w_grad, const f
                 std::to_string(chunks) + " (it restarted between them): sending the push again");
         }
         // The chunks before the last apply nothing; the last answers for the whole push.
-        m.NoteLife(s, r.life(), r.global_step(), /*pushed=*/!resend && c + 1 == chunks && !r.dropped_stale());
+        m.NoteLife(s, r.life(), r.global_step(),
+                   /*pushed=*/!dense_only && !resend && c + 1 == chunks && !r.dropped_stale());
       }
       if (!resend) break;
     }
     return Status::OK();
   }));
   const double wall = SecondsSince(t0);
+  if (dense_only) {  // not a training step
+    ++m.stats.dense_syncs;
+    AddTraffic(m, wall);
+    return Status::OK();
+  }
   if (m.stats.pushes / S % kProtobufSampleEvery == 0)
     for (int32_t s = 0; s < S; ++s)
       m.stats.protobuf_seconds += kProtobufSampleEvery * ProtobufSeconds(m.push_req[s], m.push_resp[s]);

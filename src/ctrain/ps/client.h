@@ -71,6 +71,8 @@ struct ClientStats {
   // Calls beyond one per shard: pulls and pushes split to the message size limit (ps/chunking.h).
   int64_t extra_chunks = 0;
   int64_t resent_pushes = 0;  // pushes sent again from chunk 0 (a shard restarted between chunks)
+  // Dense-only pushes (--ps-dense workers: values or deltas with slots, not a step; not in `pushes`).
+  int64_t dense_syncs = 0;
   // Protobuf cost of the messages, sampled every 16th Pull and Push: serializing
   // and parsing each request and response once (the work gRPC does on the two
   // ends), scaled to every call. Part of rpc_seconds (client and servers).
@@ -83,6 +85,18 @@ struct PulledSlots {
   std::vector<float*> w;  // per slot: the rows' values [n] (the caller's memory)
   std::vector<float*> v;  // per slot: [n, K]
   std::vector<std::vector<std::vector<float>>> dense;  // with dense: [parameter][slot] values (filled)
+};
+
+// The dense state of a worker that keeps the dense parameters and runs their
+// optimizer itself (--ps-dense workers; proto::PushRequest.dense_*), in spec
+// order; each vector is empty or has one entry per dense parameter.
+struct DenseState {
+  std::vector<const float*> delta;   // values minus those last pulled: the servers add them
+  std::vector<const float*> values;  // the servers take them (one worker)
+  std::vector<std::vector<const float*>> slots;  // [parameter][optimizer slot]: the servers take them
+  // No gradients: applied at once on every server holding dense parameters, not a training step. values
+  // and slots travel only so.
+  bool dense_only = false;
 };
 
 class PsClient {
@@ -111,19 +125,25 @@ class PsClient {
   // optimizer slots too (an export; slots->w.size() = the optimizer's slots).
   Status Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows, std::vector<std::vector<float>>* dense,
               PulledSlots* slots = nullptr);
+  // Shard 0's BN moving statistics of its newest checkpoint (PullRequest.state; none before a save).
+  Status PullState(std::vector<proto::DenseTensor>* state);
   // Tells every shard this worker finished training (proto::DoneRequest).
   Status Done();
   // ids strictly increasing; w_grad [n] / v_grad [n, K] may be null; dense
-  // (may be null or empty): one gradient per dense parameter.
+  // (may be null or empty): one gradient per dense parameter; state (may be
+  // null): the dense state of a worker that keeps the dense parameters,
+  // chunk 0 of each server holding some (a dense_only push skips the others).
   Status Push(std::span<const int64_t> ids, const float* w_grad, const float* v_grad,
-              const std::vector<const float*>* dense, float learning_rate, int64_t examples);
+              const std::vector<const float*>* dense, float learning_rate, int64_t examples,
+              const DenseState* state = nullptr);
   // Saves every shard; returns the file paths (shard order) and shard 0's global step.
   Status Save(const nlohmann::json& trainer_meta, const std::vector<proto::DenseTensor>& state,
               std::vector<std::string>* paths, int64_t* global_step);
 
-  // After Init: OK when an export (Pull with `slots` optimizer slots and the dense parameters) fits
-  // each shard's message limit; InvalidArgument naming both options and the size needed otherwise.
-  Status CheckExportFits(int32_t slots) const;
+  // After Init: OK when a shard's dense parameters with `slots` optimizer slots (and a row) fit in one
+  // message of each shard's limit: an export, and the dense state of --ps-dense workers. InvalidArgument
+  // naming `option`, the message size options and the size needed otherwise.
+  Status CheckDenseFits(int32_t slots, const std::string& option) const;
   // The version (global step) shard s reported at the last Pull.
   int64_t last_version(int32_t shard) const;
   // After Init: the shards started without --model-dir, which cannot Save.

@@ -1,5 +1,7 @@
 #include "ctrain/ps/ps_parameters.h"
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 
@@ -48,6 +50,7 @@ Status PsParameters::Init(const std::vector<model::DenseParam>& dense, std::stri
   spec.set_num_workers(ps_.num_workers);
   spec.set_sync_replicas(ps_.sync_replicas);
   spec.set_max_staleness(ps_.max_staleness);
+  spec.set_dense_placement(ps_.dense_on_workers ? "workers/" + std::to_string(ps_.dense_sync_steps) : "servers");
   for (const auto& d : dense) *spec.add_dense() = ToTensor(d, true);
   CTRAIN_RETURN_IF_ERROR(client_->Init(spec));
   // The chief checkpoints through the servers: one that cannot write would fail at the first save, an epoch
@@ -64,9 +67,12 @@ Status PsParameters::Init(const std::vector<model::DenseParam>& dense, std::stri
   }
   // The chief's export (after training) must fit the message limit and have a directory to go to: said now,
   // not after the training.
+  CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> opt, optim::MakeOptimizer(options_.optimizer));
+  // Keeping the dense parameters, a worker pulls them with their slots at the start and the chief sends its
+  // slots: in one message per server, as an export.
+  if (ps_.dense_on_workers) CTRAIN_RETURN_IF_ERROR(client_->CheckDenseFits(opt->num_slots(), "--ps-dense workers"));
   if (ps_.client.worker_index == 0 && !ps_.export_dir.empty()) {
-    CTRAIN_ASSIGN_OR_RETURN(std::unique_ptr<optim::Optimizer> opt, optim::MakeOptimizer(options_.optimizer));
-    CTRAIN_RETURN_IF_ERROR(client_->CheckExportFits(opt->num_slots()));
+    CTRAIN_RETURN_IF_ERROR(client_->CheckDenseFits(opt->num_slots(), "--ps-export-dir"));
     std::error_code ec;
     std::filesystem::create_directories(ps_.export_dir, ec);
     if (ec || !std::filesystem::is_directory(ps_.export_dir))
@@ -80,7 +86,12 @@ Status PsParameters::Init(const std::vector<model::DenseParam>& dense, std::stri
 
 Status PsParameters::Pull(std::span<const int64_t> ids, float* w_rows, float* v_rows,
                           std::vector<model::DenseParam>* dense) {
+  if (ps_.dense_on_workers && !pull_dense_) return client_->Pull(ids, w_rows, v_rows, nullptr);
   CTRAIN_RETURN_IF_ERROR(client_->Pull(ids, w_rows, v_rows, &dense_values_));
+  if (ps_.dense_on_workers) {  // the servers' copy after this worker's delta: the new base
+    pull_dense_ = false;
+    dense_base_ = dense_values_;
+  }
   if (dense_values_.size() != dense->size())
     return InternalError("the parameter servers sent " + std::to_string(dense_values_.size()) +
                          " dense parameters, the model has " + std::to_string(dense->size()));
@@ -89,16 +100,98 @@ Status PsParameters::Pull(std::span<const int64_t> ids, float* w_rows, float* v_
   return Status::OK();
 }
 
+DenseState PsParameters::TakeDelta(const std::vector<model::DenseParam>& dense) {
+  DenseState state;
+  dense_delta_.resize(dense.size());
+  for (size_t i = 0; i < dense.size(); ++i) {
+    const std::vector<float>& x = dense[i].value;
+    std::vector<float>& base = dense_base_[i];
+    std::vector<float>& d = dense_delta_[i];
+    d.resize(x.size());
+    for (size_t e = 0; e < x.size(); ++e) d[e] = x[e] - base[e];
+    base = x;  // a flush before the next pull sends only what follows
+    state.delta.push_back(d.data());
+  }
+  return state;
+}
+
 Status PsParameters::Push(const model::SparseGrad& w, const model::SparseGrad& v,
                           const std::vector<model::DenseParam>* dense, float learning_rate, int64_t examples) {
-  if (dense == nullptr) return client_->Push({}, nullptr, nullptr, nullptr, learning_rate, examples);
   const bool has_w = !w.ids.empty(), has_v = !v.ids.empty();
   if (has_w && has_v && w.ids != v.ids) return InternalError("the step's w and V gradients have different ids");
   const std::vector<int64_t>& ids = has_v ? v.ids : w.ids;
+  if (ps_.dense_on_workers) {  // the rows' gradients; every k-th push with W workers, the dense delta
+    if (dense == nullptr) return InternalError("--ps-dense workers: a push without the dense parameters");
+    const bool sync_now = ps_.num_workers > 1 && ++pushes_ % ps_.dense_sync_steps == 0;
+    if (!sync_now)
+      return client_->Push(ids, has_w ? w.grad.data() : nullptr, has_v ? v.grad.data() : nullptr, nullptr,
+                           learning_rate, examples);
+    const DenseState state = TakeDelta(*dense);
+    CTRAIN_RETURN_IF_ERROR(client_->Push(ids, has_w ? w.grad.data() : nullptr, has_v ? v.grad.data() : nullptr,
+                                         nullptr, learning_rate, examples, &state));
+    pull_dense_ = true;
+    return Status::OK();
+  }
+  if (dense == nullptr) return client_->Push({}, nullptr, nullptr, nullptr, learning_rate, examples);
   dense_grads_.clear();
   for (const auto& d : *dense) dense_grads_.push_back(d.grad.data());
   return client_->Push(ids, has_w ? w.grad.data() : nullptr, has_v ? v.grad.data() : nullptr, &dense_grads_,
                        learning_rate, examples);
+}
+
+Status PsParameters::PullState(std::vector<model::DenseParam>* state) {
+  std::vector<proto::DenseTensor> got;
+  CTRAIN_RETURN_IF_ERROR(client_->PullState(&got));
+  const std::string where = "the parameter servers' checkpoint (shard 0 at " + client_->address(0) + ")";
+  if (got.size() != state->size())
+    return DataLossError(where + " holds " + std::to_string(got.size()) + " BN moving statistics, the model has " +
+                         std::to_string(state->size()));
+  for (const proto::DenseTensor& t : got) {
+    auto it = std::find_if(state->begin(), state->end(), [&](const model::DenseParam& p) { return p.name == t.name(); });
+    if (it == state->end() || t.values().size() != it->value.size() * sizeof(float))
+      return DataLossError(where + ": BN statistics '" + t.name() + "' " +
+                           (it == state->end() ? "are not the model's" : "have another size than the model's"));
+    std::memcpy(it->value.data(), t.values().data(), t.values().size());
+  }
+  return Status::OK();
+}
+
+Status PsParameters::PullDenseState(std::vector<model::DenseParam>* dense,
+                                    std::vector<std::vector<std::vector<float>>>* slots) {
+  PulledSlots pulled;
+  const size_t nslots = slots->empty() ? 0 : (*slots)[0].size();
+  pulled.w.assign(nslots, nullptr);  // no rows
+  pulled.v.assign(nslots, nullptr);
+  CTRAIN_RETURN_IF_ERROR(client_->Pull({}, nullptr, nullptr, &dense_values_, &pulled));
+  if (dense_values_.size() != dense->size() || slots->size() != dense->size())
+    return InternalError("the parameter servers sent " + std::to_string(dense_values_.size()) +
+                         " dense parameters, the model has " + std::to_string(dense->size()));
+  for (size_t i = 0; i < dense->size(); ++i) {
+    if (dense_values_[i].size() != (*dense)[i].value.size())
+      return InternalError("dense parameter '" + (*dense)[i].name + "' has another size on the parameter servers");
+    (*dense)[i].value = dense_values_[i];
+    for (size_t k = 0; k < nslots; ++k) (*slots)[i][k] = pulled.dense[i][k];
+  }
+  dense_base_ = dense_values_;
+  pull_dense_ = false;
+  return Status::OK();
+}
+
+Status PsParameters::FlushDense(const std::vector<model::DenseParam>& dense,
+                                const std::vector<std::vector<std::vector<float>>>* slots) {
+  DenseState state;
+  if (ps_.num_workers > 1) {
+    state = TakeDelta(dense);
+  } else {  // the one worker's values are the model's
+    for (const auto& d : dense) state.values.push_back(d.value.data());
+  }
+  if (slots != nullptr)
+    for (const auto& per_param : *slots) {
+      state.slots.emplace_back();
+      for (const auto& s : per_param) state.slots.back().push_back(s.data());
+    }
+  state.dense_only = true;
+  return client_->Push({}, nullptr, nullptr, nullptr, 0.0f, 0, &state);
 }
 
 Status PsParameters::Save(const std::string& model_dir, const nlohmann::json& trainer_meta,

@@ -19,8 +19,16 @@ StatusOr<PsTrainOptions> PsWorkerSettings::Options(const service::ChannelConfig&
   if (!export_dir.empty() && worker_index != 0)
     return InvalidArgumentError("--ps-export-dir: the chief (worker 0) writes the model; leave it out on worker " +
                                 std::to_string(worker_index));
+  if (dense != "auto" && dense != "servers" && dense != "workers")
+    return InvalidArgumentError("--ps-dense " + dense + ": auto, servers or workers");
+  if (dense_sync_steps < 1)
+    return InvalidArgumentError("--ps-dense-sync-steps " + std::to_string(dense_sync_steps) + " must be >= 1");
   PsTrainOptions o;
   o.export_dir = export_dir;
+  // auto: one worker keeps them (nothing to average: local training's dense step, no dense traffic); several
+  // workers leave them on the servers (one optimizer over every worker's gradients, as before).
+  o.dense_on_workers = dense == "workers" || (dense == "auto" && num_workers == 1);
+  o.dense_sync_steps = dense_sync_steps;
   o.client.addresses = addresses;
   o.client.channel = channel;
   o.client.worker_index = worker_index;
@@ -77,12 +85,13 @@ void FinishPsResult(PsParameters& params, const train::Trainer& trainer, PsTrain
   }
 }
 
-nlohmann::json PsMetricsJson(const PsTrainResult& r, int32_t worker_index, int32_t num_workers, bool sync) {
+nlohmann::json PsMetricsJson(const PsTrainResult& r, const PsTrainOptions& options) {
   const double steps = r.train.steps_this_run > 0 ? static_cast<double>(r.train.steps_this_run) : 1.0;
   const ClientStats& c = r.client;
-  nlohmann::json j{{"worker_index", worker_index},
-                   {"num_workers", num_workers},
-                   {"sync_replicas", sync},
+  nlohmann::json j{{"worker_index", options.client.worker_index},
+                   {"num_workers", options.num_workers},
+                   {"sync_replicas", options.sync_replicas},
+                   {"dense", options.dense_on_workers ? "workers" : "servers"},
                    {"steps", r.train.steps_this_run},
                    {"pulls_per_step", c.pulls / steps},
                    {"pushes_per_step", c.pushes / steps},
@@ -95,7 +104,9 @@ nlohmann::json PsMetricsJson(const PsTrainResult& r, int32_t worker_index, int32
                    {"extra_chunks_per_step", c.extra_chunks / steps},
                    {"resent_pushes", c.resent_pushes},
                    {"dropped_stale", c.dropped_stale},
-                   {"lost_updates", c.lost_updates}};
+                   {"lost_updates", c.lost_updates},
+                   {"dense_syncs", c.dense_syncs}};
+  if (options.dense_on_workers) j["dense_sync_steps"] = options.dense_sync_steps;
   if (!r.servers.is_null()) j["servers"] = r.servers;
   return j;
 }

@@ -42,6 +42,9 @@ struct PsWorkerSettings {
   double wait_seconds = 120;           // --ps-wait-seconds: how long an unavailable server is waited for
   int64_t max_message_bytes = kDefaultMaxMessageBytes;  // --ps-max-message-bytes (ps/chunking.h)
   std::string export_dir;              // --ps-export-dir (the chief only)
+  // --ps-dense: auto (workers with one worker, servers with more) | servers | workers (ps_parameters.h).
+  std::string dense = "auto";
+  int64_t dense_sync_steps = 1;        // --ps-dense-sync-steps: workers with W > 1, steps between averagings
 
   bool enabled() const { return !addresses.empty(); }
   // The worker's options. Errors: InvalidArgument naming the flag.
@@ -73,8 +76,10 @@ void FinishPsResult(PsParameters& params, const train::Trainer& trainer, PsTrain
 // The "ps" object of `ctrain train --metrics-json` (docs/parameter-servers.md#metrics):
 // per step of this worker: pulls, pushes, bytes sent and received, seconds
 // encoding (splitting ids, packing and scattering rows), in the calls
-// (network + server) and in total; dropped stale pushes; the servers' status.
-nlohmann::json PsMetricsJson(const PsTrainResult& result, int32_t worker_index, int32_t num_workers, bool sync);
+// (network + server) and in total; dropped stale pushes; where the dense
+// parameters live (dense, dense_sync_steps) and the dense-only pushes
+// (dense_syncs, in all); the servers' status.
+nlohmann::json PsMetricsJson(const PsTrainResult& result, const PsTrainOptions& options);
 // One line for stderr: the same figures per step.
 std::string PsMetricsLine(const nlohmann::json& metrics);
 

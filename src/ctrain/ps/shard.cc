@@ -14,6 +14,7 @@
 #include "ctrain/model/deepfm.h"
 #include "ctrain/ps/checkpoint_remap.h"
 #include "ctrain/ps/dense_placement.h"
+#include "ctrain/ps/float_bytes.h"
 #include "ctrain/train/checkpoint.h"
 #include "ctrain/train/sharded_checkpoint.h"
 #include "ctrain/train/train_config.h"
@@ -25,15 +26,6 @@ using Clock = ::ctrain::Clock;  // base/clock.h
 
 int64_t Nanos(Clock::time_point a) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - a).count();
-}
-
-// Bytes of `n` floats in a bytes field.
-bool HasFloats(const std::string& b, int64_t n) { return static_cast<int64_t>(b.size()) == n * 4; }
-
-const float* Floats(const std::string& b) { return reinterpret_cast<const float*>(b.data()); }
-
-void PutFloats(const float* p, int64_t n, std::string* out) {
-  out->assign(reinterpret_cast<const char*>(p), static_cast<size_t>(n) * sizeof(float));
 }
 
 int64_t Product(const std::vector<int64_t>& shape) {
@@ -65,6 +57,7 @@ struct ParameterShard::Pending {
   std::vector<int64_t> ids;
   std::string w, v;
   std::vector<std::string> dense;
+  proto::PushRequest dense_state;  // its dense_delta only (--ps-dense workers)
 };
 
 namespace {
@@ -267,6 +260,13 @@ Status ParameterShard::Init(const proto::InitRequest& req, proto::InitResponse* 
     } else {
       CTRAIN_RETURN_IF_ERROR(CheckSpec(req.spec()));
     }
+    const std::string placement = req.spec().dense_placement().empty() ? "servers" : req.spec().dense_placement();
+    if (live_dense_placement_.empty()) live_dense_placement_ = placement;
+    if (placement != live_dense_placement_)
+      return FailedPreconditionError(
+          "Init: worker " + std::to_string(req.worker_index()) + " places the dense parameters as '" + placement +
+          "', an earlier worker of this job as '" + live_dense_placement_ +
+          "' (--ps-dense and --ps-dense-sync-steps must be the same on every worker)");
     resp->set_global_step(global_step_);
   }
   resp->set_shard(options_.shard);
@@ -294,6 +294,13 @@ Status ParameterShard::Pull(const proto::PullRequest& req, proto::PullResponse* 
                                   std::to_string(part_.ShardOf(id)) + ", not " + std::to_string(options_.shard));
     local[i] = part_.LocalRow(id);
   }
+  if (req.state() && options_.shard == 0)
+    for (const Dense& s : state_) {
+      proto::DenseTensor* t = resp->add_state();
+      t->set_name(s.name);
+      for (int64_t d : s.shape) t->add_shape(d);
+      PutFloats(s.value.data(), static_cast<int64_t>(s.value.size()), t->mutable_values());
+    }
   std::string* w = resp->mutable_w();
   std::string* v = resp->mutable_v();
   w->resize(n * sizeof(float));
@@ -377,7 +384,7 @@ Status ParameterShard::ValidatePush(const proto::PushRequest& req) const {
       if (!HasFloats(req.dense_grad(static_cast<int>(i)), static_cast<int64_t>(dense_[i].value.size())))
         return InvalidArgumentError("Push: dense gradient of '" + dense_[i].name + "' has the wrong size");
   }
-  return Status::OK();
+  return ValidateDenseState(req);
 }
 
 void ParameterShard::ApplyLocked(const std::vector<int64_t>& ids, const float* w, const float* v,
@@ -406,7 +413,8 @@ void ParameterShard::ApplyLocked(const std::vector<int64_t>& ids, const float* w
 
 Status ParameterShard::Push(const proto::PushRequest& req, proto::PushResponse* resp) {
   bytes_in_ += static_cast<int64_t>(req.ids_size() * 8 + req.w_grad().size() + req.v_grad().size());
-  for (const std::string& d : req.dense_grad()) bytes_in_ += static_cast<int64_t>(d.size());
+  for (const auto* f : {&req.dense_grad(), &req.dense_delta(), &req.dense_value(), &req.dense_slot()})
+    for (const std::string& d : *f) bytes_in_ += static_cast<int64_t>(d.size());
   if (req.num_chunks() <= 1) return PushWhole(req, resp);
   {
     ReaderLock l(table_mu_);
@@ -431,9 +439,18 @@ Status ParameterShard::PushWhole(const proto::PushRequest& req, proto::PushRespo
     CTRAIN_RETURN_IF_ERROR(ValidatePush(req));
     sync = spec_.sync_replicas();
   }
+  if (req.dense_only()) {  // dense state alone: applied now, no global step, no sync round
+    WriterLock l(table_mu_);
+    ApplyDenseStateLocked(req, sync ? 1.0f / static_cast<float>(spec_.num_workers()) : 1.0f);
+    resp->set_global_step(global_step_);
+    return Status::OK();
+  }
   std::vector<int64_t> ids(req.ids().begin(), req.ids().end());
   if (!sync) {
     WriterLock l(table_mu_);
+    // A worker's dense delta is its own parameters' progress, not a gradient on stale values: it is added even
+    // when --max-staleness drops the push's gradients.
+    ApplyDenseStateLocked(req, 1.0f);
     if (spec_.max_staleness() > 0 && global_step_ - req.pulled_version() > spec_.max_staleness()) {
       dropped_stale_ += 1;
       resp->set_dropped_stale(true);
@@ -461,6 +478,7 @@ Status ParameterShard::PushWhole(const proto::PushRequest& req, proto::PushRespo
   p->w = req.w_grad();
   p->v = req.v_grad();
   p->dense.assign(req.dense_grad().begin(), req.dense_grad().end());
+  *p->dense_state.mutable_dense_delta() = req.dense_delta();
   round_.push_back(std::move(p));
   const int64_t my_round = rounds_done_;
   if (static_cast<int32_t>(round_.size()) < spec_.num_workers()) {
@@ -500,6 +518,8 @@ Status ParameterShard::PushWhole(const proto::PushRequest& req, proto::PushRespo
     }
   {
     WriterLock tl(table_mu_);
+    // The workers' dense deltas: their mean, added in worker order (deterministic sums).
+    for (const auto& q : round_) ApplyDenseStateLocked(q->dense_state, 1.0f / static_cast<float>(spec_.num_workers()));
     if (in.size() == 1) {  // one contributor: its gradient as is (bit-identical to local training)
       const Pending& q = *in[0];
       std::vector<const float*> dense;
@@ -742,6 +762,7 @@ nlohmann::json ParameterShard::StatusJson() const {
   j["bytes_received"] = bytes_in_.load();
   j["bytes_sent"] = bytes_out_.load();
   j["dropped_stale"] = dropped_stale_.load();
+  j["dense_syncs"] = dense_syncs_.load();
   j["pull_seconds"] = pull_ns_.load() / 1e9;
   j["apply_seconds"] = apply_ns_.load() / 1e9;
   j["pulls_per_s"] = up > 0 ? pulls_.load() / up : 0.0;

@@ -4,6 +4,12 @@
 // the dense parameters ps/dense_placement.h gives it, with theirs. The optimizer is the one local
 // training uses (optim/), built from the trainers' ModelSpec.
 //
+// Dense parameters kept on the workers (`--ps-dense workers`,
+// PushRequest.dense_*): the workers run the dense optimizer; a shard adds
+// their deltas (async: as sent; sync replicas: / num_workers, in worker order
+// within a round) or takes the one worker's values and the chief's slots,
+// which it checkpoints and exports as before (ps/shard_dense.cc).
+//
 // Updates:
 //   async (default)  every Push is applied when it arrives (one global step
 //                    per push); with max_staleness > 0 a push computed on
@@ -122,7 +128,14 @@ class ParameterShard {
   Status CheckSpec(const proto::ModelSpec& spec) const CTRAIN_REQUIRES_SHARED(table_mu_);
   // FailedPrecondition before Init; InvalidArgument naming `what` for a worker index outside the job (-1: none).
   Status CheckCaller(const char* what, int32_t worker) const CTRAIN_REQUIRES_SHARED(table_mu_);
-    Status ValidatePush(const proto::PushRequest& req) const CTRAIN_REQUIRES_SHARED(table_mu_);
+  Status ValidatePush(const proto::PushRequest& req) const CTRAIN_REQUIRES_SHARED(table_mu_);
+  // The dense state a worker that keeps the dense parameters sends (PushRequest.dense_delta, dense_value,
+  // dense_slot, dense_only; ps/shard_dense.cc): InvalidArgument for counts or sizes that do not match this
+  // server's dense parameters and optimizer, or fields that do not go together.
+  Status ValidateDenseState(const proto::PushRequest& req) const CTRAIN_REQUIRES_SHARED(table_mu_);
+  // Adds scale * dense_delta to the values, or replaces them with dense_value; replaces the slots with
+  // dense_slot. REQUIRES: ValidateDenseState(req).
+  void ApplyDenseStateLocked(const proto::PushRequest& req, float scale) CTRAIN_REQUIRES(table_mu_);
   // Applies one (merged) update, table_mu_ held exclusively.
   void ApplyLocked(const std::vector<int64_t>& ids, const float* w, const float* v,
                    const std::vector<const float*>& dense, float lr) CTRAIN_REQUIRES(table_mu_);
@@ -143,6 +156,9 @@ class ParameterShard {
   std::vector<Dense> dense_ CTRAIN_GUARDED_BY(table_mu_);
   std::vector<Dense> state_ CTRAIN_GUARDED_BY(table_mu_);  // shard 0: the chief's BN state at the last Save
   int64_t global_step_ CTRAIN_GUARDED_BY(table_mu_) = 0;   // updates applied
+  // The live job's ModelSpec.dense_placement, from its first Init ("" = none yet; not checkpointed: a
+  // checkpoint of either placement serves the other).
+  std::string live_dense_placement_ CTRAIN_GUARDED_BY(table_mu_);
   bool restored_ = false;
   std::string restored_meta_, restored_from_;
   // This life of the shard (proto::ShardLife): drawn at start; the restored and the newest checkpoint's steps.
@@ -165,7 +181,7 @@ class ParameterShard {
   // Traffic.
   Clock::time_point start_;
   std::atomic<int64_t> pulls_{0}, pushes_{0}, pulled_rows_{0}, pushed_rows_{0}, bytes_in_{0}, bytes_out_{0},
-      dropped_stale_{0};
+      dropped_stale_{0}, dense_syncs_{0};
   std::atomic<int64_t> pull_ns_{0}, apply_ns_{0};  // time in Pull's copy and in the optimizer
 };
 

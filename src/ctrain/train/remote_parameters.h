@@ -10,6 +10,13 @@
 // (the step's sparse and dense gradients, the step's scheduled learning rate
 // and its example count). Evaluation pulls the same way and pushes nothing.
 //
+// Dense parameters kept on the worker (keeps_dense(), `--ps-dense workers`):
+// the trainer runs the dense optimizer itself, with its own slots, before each
+// Push, as local training does; Pull overwrites the dense values only when the
+// servers' copy moved under them (other workers' progress, averaged in every
+// --ps-dense-sync-steps steps). The trainer starts from PullDenseState and
+// calls FlushDense before each checkpoint, before an export and at the end.
+//
 // Batches among workers (Trainer::Train, memory mode): worker k of W takes
 // batch i * W + k of each epoch's batches (the epoch order is local
 // training's). Async: only the batches that exist, ceil((S - k) / W) of an
@@ -65,6 +72,20 @@ class RemoteParameters {
   virtual Status Export(const std::string& dir, const nlohmann::json& meta,
                         const std::vector<model::DenseParam>& dense,
                         const std::vector<model::DenseParam>& state) = 0;
+
+  // After Init restored a checkpoint: the BN moving statistics the chief saved with it into (*state)[i].value.
+  // DataLoss when the checkpoint holds none, or others than the model's (named).
+  virtual Status PullState(std::vector<model::DenseParam>* state) = 0;
+  // The dense parameters and their optimizer live in this worker (above).
+  virtual bool keeps_dense() const = 0;
+  // keeps_dense: the servers' dense values (a restored checkpoint's, or Init's) into (*dense)[i].value and
+  // their optimizer slots into (*slots)[i][k] (sized by the caller).
+  virtual Status PullDenseState(std::vector<model::DenseParam>* dense,
+                                std::vector<std::vector<std::vector<float>>>* slots) = 0;
+  // keeps_dense: this worker's dense progress to the servers now, not a training step; with `slots` (the
+  // chief: the values of its dense optimizer slots) the servers keep those too.
+  virtual Status FlushDense(const std::vector<model::DenseParam>& dense,
+                            const std::vector<std::vector<std::vector<float>>>* slots) = 0;
 
   virtual int32_t num_workers() const = 0;
   virtual int32_t worker_index() const = 0;

@@ -87,15 +87,16 @@ Status Trainer::Impl::Init() {
                                     std::to_string(t.bloom_counters >> 20) + " MiB, more than half of what this "
                                     "process may use (" + avail.Describe() + "): lower --bloom-counters");
   }
-  if (remote == nullptr) {  // else the servers hold the tables and every optimizer slot
+  // The dense optimizer's slots: here, unless the servers run the dense optimizer (--ps-dense servers).
+  if (remote == nullptr || remote->keeps_dense()) {
     dense_slots.resize(dense.size());
     for (size_t i = 0; i < dense.size(); ++i) {
       dense_slots[i].resize(optimizer->num_slots());
       for (int k = 0; k < optimizer->num_slots(); ++k)
         dense_slots[i][k].assign(dense[i].value.size(), optimizer->SlotInit(k));
     }
-    CTRAIN_RETURN_IF_ERROR(InitTables());
   }
+  if (remote == nullptr) CTRAIN_RETURN_IF_ERROR(InitTables());  // else the servers hold the tables and their slots
   if (par.hogwild > 0) {
     hog_master.resize(dense.size());
     for (size_t i = 0; i < dense.size(); ++i) hog_master[i] = dense[i].value;
@@ -202,6 +203,7 @@ Status Trainer::SaveCheckpoint() { return impl_->Save(); }
 Status Trainer::ExportRemoteModel(const std::string& dir) {
   Impl& m = *impl_;
   if (m.remote == nullptr) return FailedPreconditionError("exporting from parameter servers: this trainer has none");
+  CTRAIN_RETURN_IF_ERROR(m.FlushRemoteDense());  // the servers' copy is the one exported
   return m.remote->Export(dir, m.Meta(), m.replicas[0].model->dense_params(), m.replicas[0].model->state());
 }
 int64_t Trainer::global_step() const { return impl_->pos.global_step; }

@@ -119,6 +119,7 @@ Status Trainer::Impl::Save() {
   // max_steps in between saves without evicting, so a resumed run evicts at the same steps.)
   if (options.model_dir.empty()) return Status::OK();
   if (remote != nullptr) {  // the servers save their shards, the chief the manifest
+    CTRAIN_RETURN_IF_ERROR(FlushRemoteDense());  // the dense parameters this worker keeps, into the servers' copy
     CTRAIN_RETURN_IF_ERROR(remote->Save(options.model_dir, Meta(), replicas[0].model->state()));
     saved_this_run = true;
     saved_pos = pos;
@@ -153,6 +154,15 @@ Status Trainer::Impl::Save() {
   }
   saved_this_run = true;
   saved_pos = pos;
+  return Status::OK();
+}
+
+Status Trainer::Impl::FlushRemoteDense() {
+  if (remote == nullptr || !remote->keeps_dense() || dense_flushed_step == pos.global_step) return Status::OK();
+  // The chief's dense optimizer slots are the ones the servers checkpoint and export.
+  CTRAIN_RETURN_IF_ERROR(
+      remote->FlushDense(replicas[0].model->dense_params(), remote->worker_index() == 0 ? &dense_slots : nullptr));
+  dense_flushed_step = pos.global_step;
   return Status::OK();
 }
 
@@ -453,6 +463,8 @@ Status Trainer::Impl::RestoreRemote(bool* restored) {
   int64_t step = 0;
   CTRAIN_RETURN_IF_ERROR(remote->Init(replicas[0].model->dense_params(), &text, &step));
   remote_ready = true;
+  // Keeping the dense parameters: start from the servers' copy (a restored checkpoint's values and slots).
+  if (remote->keeps_dense()) CTRAIN_RETURN_IF_ERROR(remote->PullDenseState(&replicas[0].model->dense_params(), &dense_slots));
   if (remote->sync_replicas()) pos.global_step = step;
   if (text.empty()) return Status::OK();
   const nlohmann::json meta = nlohmann::json::parse(text, nullptr, false);
@@ -460,6 +472,8 @@ Status Trainer::Impl::RestoreRemote(bool* restored) {
                            (options.model_dir.empty() ? std::string() : " in " + options.model_dir);
   if (!meta.is_object()) return DataLossError(path + ": its trainer meta is not a JSON object");
   CTRAIN_RETURN_IF_ERROR(RestoreMeta(meta, path));
+  // The chief's BN moving statistics, saved with the checkpoint on shard 0.
+  if (!replicas[0].model->state().empty()) CTRAIN_RETURN_IF_ERROR(remote->PullState(&replicas[0].model->state()));
   if (remote->sync_replicas()) pos.global_step = step;
   restored_path = path;
   char buf[320];

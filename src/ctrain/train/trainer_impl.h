@@ -229,6 +229,10 @@ struct Trainer::Impl {
   TrainPosition saved_pos;
   // The end-of-training checkpoint, unless the last one already holds this position.
   Status SaveFinal();
+  // --ps-dense workers: this worker's dense parameters (and the chief's dense slots) into the servers' copy,
+  // once per step (RemoteParameters::FlushDense).
+  Status FlushRemoteDense();
+  int64_t dense_flushed_step = -1;
 
   // ---- epoch order ----
   void EpochOrder(int64_t n, int64_t epoch, std::vector<int64_t>* order) const;

@@ -218,6 +218,7 @@ Status Trainer::Impl::RunEpochs(EpochFeed& feed, const Dataset* valid, TrainResu
   if (!finished) saved_this_run = false;  // the final checkpoint records that the run finished
   finished = true;
   CTRAIN_RETURN_IF_ERROR(SaveFinal());
+  CTRAIN_RETURN_IF_ERROR(FlushRemoteDense());  // every worker's last steps reach the servers' dense copy
   if (keys != nullptr) {
     result->keyed = true;
     result->keyed_table = keys->counters();

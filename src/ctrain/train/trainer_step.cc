@@ -47,7 +47,7 @@ Status Trainer::Impl::PullRows(Replica& rep) {
   const size_t U = rep.unique_ids.size();
   rep.w_rows.resize(U);
   rep.v_rows.resize(U * options.model.embedding_size);
-  if (remote != nullptr)  // the rows and the current dense values, from the servers
+  if (remote != nullptr)  // the rows and the current dense values, from the servers (keeps_dense: when they moved)
     return remote->Pull(rep.unique_ids, rep.w_rows.data(), rep.v_rows.data(), &rep.model->dense_params());
   CTRAIN_RETURN_IF_ERROR(w_table->Pull(rep.unique_ids, rep.w_rows.data()));
   return v_table->Pull(rep.unique_ids, rep.v_rows.data());
@@ -173,7 +173,9 @@ Status Trainer::Impl::SyncStep(int64_t B, const FillFn& fill, double* loss_out) 
                                           : step;
   int64_t examples = B;
   if (remote != nullptr && B == 0) {  // a sync round without a batch for this worker: weight 0
-    CTRAIN_RETURN_IF_ERROR(remote->Push({}, {}, nullptr, current_lr, 0));
+    // (keeping the dense parameters, the worker's dense values go along: a round may average them.)
+    CTRAIN_RETURN_IF_ERROR(remote->Push(
+        {}, {}, remote->keeps_dense() ? &replicas[0].model->dense_params() : nullptr, current_lr, 0));
     examples = 0;
     *loss_out = 0;
   } else if (T == 1) {
@@ -190,7 +192,8 @@ Status Trainer::Impl::SyncStep(int64_t B, const FillFn& fill, double* loss_out) 
     if (exch != nullptr)
       CTRAIN_RETURN_IF_ERROR(ExchangeStep(step, B, &rep.w_grad, &rep.v_grad, rep.model->dense_params(),
                                           rep.model->state(), &loss, &examples));
-    if (remote != nullptr) {  // the servers run the optimizer
+    if (remote != nullptr) {  // the servers run the optimizer (keeps_dense: for the rows; the dense one is here)
+      if (remote->keeps_dense()) ApplyDense(ostep, rep.model->dense_params());
       CTRAIN_RETURN_IF_ERROR(remote->Push(rep.w_grad, rep.v_grad, &rep.model->dense_params(), current_lr, B));
     } else {
       CTRAIN_RETURN_IF_ERROR(PushRows(rep.w_grad, rep.v_grad, ostep));
