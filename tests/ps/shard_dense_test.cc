@@ -1,6 +1,6 @@
 // ParameterShard's dense state (ps/shard_dense.cc, --ps-dense workers), without
-// RPC: asynchronous deltas are added as sent; sync replicas add their mean, in
-// worker order; a dense_only push's values and slots replace the servers' and
+// RPC: asynchronous deltas are added / num_workers as they come; sync replicas
+// add their mean, in worker order; a dense_only push's values and slots replace the servers' and
 // is not a training step; malformed dense state is refused and leaves the
 // shard as it was; workers of one job that place the dense parameters
 // differently are refused by name.
@@ -72,7 +72,7 @@ proto::PushRequest DeltaPush(int32_t worker, const Tensors& like, float delta, b
   return p;
 }
 
-TEST(PsShardDenseTest, AsyncDeltasAreAddedAsSent) {
+TEST(PsShardDenseTest, AsyncDeltasAreAddedAsTheyComeEachOverTheWorkers) {
   auto s = OneShard(2, false);
   const Tensors v0 = Dense(*s);
   ASSERT_FALSE(v0.empty());
@@ -85,8 +85,8 @@ TEST(PsShardDenseTest, AsyncDeltasAreAddedAsSent) {
   for (size_t i = 0; i < v.size(); ++i)
     for (size_t e = 0; e < v[i].size(); ++e) {
       float want = v0[i][e];
-      want += 0.5f;
-      want += 0.25f;
+      want += 0.5f * 0.5f;
+      want += 0.5f * 0.25f;
       ASSERT_EQ(v[i][e], want) << i << " " << e;
     }
   EXPECT_EQ(s->StatusJson()["dense_syncs"], 2);

@@ -13,8 +13,9 @@
 //            training is local training's, bit for bit). W workers: every
 //            --ps-dense-sync-steps k steps a push carries the worker's
 //            delta (values - those last pulled) and the next pull the
-//            servers' values: async, the servers add each delta (Downpour
-//            SGD); sync replicas, their mean (model averaging). A worker's
+//            servers' values, to which the servers add each delta / W
+//            (model averaging; sync replicas: a round's in worker order;
+//            Downpour SGD's push/fetch cycle otherwise). A worker's
 //            dense values are at most k of its own steps away from the
 //            servers' copy. 2 x the dense bytes per k steps.
 //

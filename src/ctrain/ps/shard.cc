@@ -441,16 +441,16 @@ Status ParameterShard::PushWhole(const proto::PushRequest& req, proto::PushRespo
   }
   if (req.dense_only()) {  // dense state alone: applied now, no global step, no sync round
     WriterLock l(table_mu_);
-    ApplyDenseStateLocked(req, sync ? 1.0f / static_cast<float>(spec_.num_workers()) : 1.0f);
+    ApplyDenseStateLocked(req, 1.0f / static_cast<float>(spec_.num_workers()));
     resp->set_global_step(global_step_);
     return Status::OK();
   }
   std::vector<int64_t> ids(req.ids().begin(), req.ids().end());
   if (!sync) {
     WriterLock l(table_mu_);
-    // A worker's dense delta is its own parameters' progress, not a gradient on stale values: it is added even
-    // when --max-staleness drops the push's gradients.
-    ApplyDenseStateLocked(req, 1.0f);
+    // A worker's dense delta (its share: / num_workers) is its own parameters' progress, not a gradient on stale
+    // values: it is added even when --max-staleness drops the push's gradients.
+    ApplyDenseStateLocked(req, 1.0f / static_cast<float>(spec_.num_workers()));
     if (spec_.max_staleness() > 0 && global_step_ - req.pulled_version() > spec_.max_staleness()) {
       dropped_stale_ += 1;
       resp->set_dropped_stale(true);

@@ -6,8 +6,8 @@
 //
 // Dense parameters kept on the workers (`--ps-dense workers`,
 // PushRequest.dense_*): the workers run the dense optimizer; a shard adds
-// their deltas (async: as sent; sync replicas: / num_workers, in worker order
-// within a round) or takes the one worker's values and the chief's slots,
+// their deltas / num_workers (async: as each arrives; sync replicas: in worker
+// order within a round) or takes the one worker's values and the chief's slots,
 // which it checkpoints and exports as before (ps/shard_dense.cc).
 //
 // Updates:

@@ -2,10 +2,14 @@
 // (`--ps-dense workers`, ps/parameter_server.proto PushRequest.dense_*).
 //
 // The workers run the dense optimizer themselves and the servers keep the
-// shared copy: Downpour SGD's scheme (Dean et al. 2012, "Large Scale
-// Distributed Deep Networks": workers push accumulated updates, fetch fresh
-// parameters every n steps) for the dense part, as TensorFlow Recommenders-
-// Addons and Persia keep dense parameters off the sparse servers' hot path.
+// shared copy: Downpour SGD's cycle (Dean et al. 2012, "Large Scale
+// Distributed Deep Networks": workers push accumulated updates and fetch
+// fresh parameters every n steps) with the updates averaged over the workers
+// (local SGD / model averaging: a delta counts 1 / num_workers), for the
+// dense part only, as TensorFlow Recommenders-Addons and Persia keep dense
+// parameters off the sparse servers' hot path. Summing the deltas instead
+// (Downpour's own rule) lost 0.04 validation AUC at 8 steps between
+// averagings in bench/ps_bench.sh (docs/performance.md section 9).
 #include <cstring>
 #include <string>
 
