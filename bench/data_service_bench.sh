@@ -77,6 +77,9 @@ if python3 -c "import tensorflow" >/dev/null 2>&1; then
   SVC=$(wait_line "$DIR/tfs.out" "^dispatcher")
   python3 "$SRC/bench/peers/tf_data_service_peer.py" client --service "$SVC" --file "$FILE" --repeat "$REPEAT" \
     2> "$DIR/tfc.err" | tee -a "$OUT"
+  # The same worker serving tensors built before the job: no read, no parse (the transport's ceiling).
+  python3 "$SRC/bench/peers/tf_data_service_peer.py" client --service "$SVC" --file "$FILE" --repeat "$REPEAT" \
+    --prebuilt 2> "$DIR/tfp.err" | tee -a "$OUT"
 else
   echo "tensorflow not installed: no tf.data.service peer" >&2
 fi
@@ -86,12 +89,12 @@ import json, statistics as st, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 by = {}
 for r in rows:
-    if r["peer"] == "tf.data.service":
+    if r["peer"].startswith("tf.data.service"):
         for s in r["seconds"]:
             by.setdefault(r["peer"], []).append(dict(r, seconds=s, worker_cpu_s=None, client_cpu_s=None))
         nb = r["batches"]
         for s in r.get("steady_seconds", []):  # minus a job's set-up latency (take(1) passes)
-            by.setdefault("tf.data.service, set-up subtracted", []).append(
+            by.setdefault(r["peer"] + ", set-up subtracted", []).append(
                 dict(r, seconds=s, bytes=r["bytes"] * (nb - 1) / nb, batches=nb - 1, worker_cpu_s=None,
                      client_cpu_s=None))
     else:
@@ -108,10 +111,13 @@ for peer, rs in by.items():
     f = lambda v: f"{st.median(v):.2f}" if v else "n/a"
     print(f"| {peer} | {max(gbs):.3f} / {st.median(gbs):.3f} | {max(bps):,.0f} / {st.median(bps):,.0f} | {f(wc)} | {f(cc)} |")
 tf, tfs = best.get("tf.data.service"), best.get("tf.data.service, set-up subtracted")
+pre = best.get("tf.data.service prebuilt")
 for peer, (b, m) in best.items():
     if tf and not peer.startswith("tf.data.service"):
-        line = f"{peer} / tf.data.service: best {b / tf[0]:.2f}x, median {m / tf[1]:.2f}x"
+        line = f"{peer} / tf.data.service (read + parse): best {b / tf[0]:.2f}x, median {m / tf[1]:.2f}x"
         if tfs:
             line += f"; / tf set-up subtracted: best {b / tfs[0]:.2f}x, median {m / tfs[1]:.2f}x"
+        if pre:
+            line += f"; / tf.data.service prebuilt tensors: best {b / pre[0]:.2f}x, median {m / pre[1]:.2f}x"
         print(line)
 PY
