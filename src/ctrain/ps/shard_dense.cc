@@ -20,20 +20,22 @@ namespace ctrain::ps {
 
 Status ParameterShard::ValidateDenseState(const proto::PushRequest& req) const {
   const int nd = static_cast<int>(dense_.size());
-  auto sized = [&](const google::protobuf::RepeatedPtrField<std::string>& f, const char* what) -> Status {
+  // The lambda gets the tables as an argument, read here under the caller's
+  // table_mu_ (clang's thread-safety analysis does not follow captures).
+  auto sized = [&](const auto& dense, const google::protobuf::RepeatedPtrField<std::string>& f, const char* what) -> Status {
     if (f.empty()) return Status::OK();
     if (f.size() != nd)
       return InvalidArgumentError("Push: " + std::to_string(f.size()) + " dense " + what + " for " +
                                   std::to_string(nd) + " dense parameters of shard " + std::to_string(options_.shard));
     for (int i = 0; i < nd; ++i)
-      if (!HasFloats(f.Get(i), static_cast<int64_t>(dense_[i].value.size())))
-        return InvalidArgumentError("Push: dense " + std::string(what) + " of '" + dense_[i].name + "' has " +
+      if (!HasFloats(f.Get(i), static_cast<int64_t>(dense[i].value.size())))
+        return InvalidArgumentError("Push: dense " + std::string(what) + " of '" + dense[i].name + "' has " +
                                     std::to_string(f.Get(i).size()) + " bytes, want " +
-                                    std::to_string(dense_[i].value.size() * 4));
+                                    std::to_string(dense[i].value.size() * 4));
     return Status::OK();
   };
-  CTRAIN_RETURN_IF_ERROR(sized(req.dense_delta(), "deltas"));
-  CTRAIN_RETURN_IF_ERROR(sized(req.dense_value(), "values"));
+  CTRAIN_RETURN_IF_ERROR(sized(dense_, req.dense_delta(), "deltas"));
+  CTRAIN_RETURN_IF_ERROR(sized(dense_, req.dense_value(), "values"));
   if (!req.dense_slot().empty()) {
     const int ns = dense_opt_->num_slots();
     if (req.dense_slot_size() != nd * ns)
