@@ -21,8 +21,8 @@ CrossNet::CrossNet(CrossNetSpec spec, std::vector<DenseParam>* dense) : spec_(st
     const std::string s = spec_.scope + std::to_string(l);
     switch (spec_.kind) {
       case CrossKind::kVector:
+        // No GEMM: x_l w is a dot product per row, run in fp32 whatever gemm_dtype (ForwardLayer).
         w_.push_back(AddDenseParam(dense_, s + "/weights", {D, 1}, true));
-        fc_w_.emplace_back(D, 1, t);
         break;
       case CrossKind::kMatrix:
         w_.push_back(AddDenseParam(dense_, s + "/weights", {D, D}, true));
@@ -133,11 +133,22 @@ void CrossNet::ForwardLayer(int32_t l, int64_t B, const float* x0, const float* 
   const float* bias = value(b_[l]);
   switch (spec_.kind) {
     case CrossKind::kVector: {
+      // s = x_l w [B] and the layer in one pass per row: a [B, D] x [D, 1] product is a dot product per row,
+      // which a GEMM library runs far below memory speed (N = 1).
       float* s = z_[l].data();
-      fc_w_[l].Forward(B, xl, value(w_[l]), nullptr, s);
+      const float* w = value(w_[l]);
 #pragma omp parallel for schedule(static)
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t d = 0; d < D; ++d) next[b * D + d] = x0[b * D + d] * s[b] + bias[d] + xl[b * D + d];
+      for (int64_t b = 0; b < B; ++b) {
+        const float* x = xl + b * D;
+        const float* z0 = x0 + b * D;
+        float* out = next + b * D;
+        float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+        for (int64_t d = 0; d < D; ++d) acc += x[d] * w[d];
+        s[b] = acc;
+#pragma omp simd
+        for (int64_t d = 0; d < D; ++d) out[d] = z0[d] * acc + bias[d] + x[d];
+      }
       return;
     }
     case CrossKind::kMatrix:
@@ -164,19 +175,30 @@ void CrossNet::BackwardLayer(int32_t l, int64_t B, const float* x0, const float*
   float* tmp = tmp_.data();
   switch (spec_.kind) {
     case CrossKind::kVector: {
+      // ds = dL/ds [B]; d_xl's product term ds w^T (an outer product) and dL/dw = x_l^T ds (a column sum
+      // weighted by ds) are memory-bound loops, not GEMMs (K = 1 and N = 1).
       const float* s = z_[l].data();
+      const float* w = value(w_[l]);
       float* ds = dr0_.data();
 #pragma omp parallel for schedule(static)
       for (int64_t b = 0; b < B; ++b) {
+        const float* gb = g + b * D;
+        const float* z0 = x0 + b * D;
+        float* dz0 = d_x0 + b * D;
+        float* t = tmp + b * D;
+        const float sb = s[b];
         float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
         for (int64_t d = 0; d < D; ++d) {
-          acc += g[b * D + d] * x0[b * D + d];
-          d_x0[b * D + d] += g[b * D + d] * s[b];
+          acc += gb[d] * z0[d];
+          dz0[d] += gb[d] * sb;
         }
         ds[b] = acc;
+#pragma omp simd
+        for (int64_t d = 0; d < D; ++d) t[d] = acc * w[d];
       }
       ColumnSums(B, D, g, grad(b_[l]));
-      fc_w_[l].Backward(B, xl, value(w_[l]), ds, tmp, grad(w_[l]), nullptr);
+      WeightedColumnSums(B, D, xl, ds, grad(w_[l]));
       break;
     }
     case CrossKind::kMatrix:

@@ -30,7 +30,8 @@
 // [E, D, r] / [E, r, r] tensors: fan_in = D*r or r*r, fan_out = E*r) and its
 // gate as E separate Linear(D, 1) (fans D, 1): InitMixture, after InitDenseParams.
 //
-// Every product is a FullyConnected GEMM (bf16 with gemm_dtype kBF16);
+// Every product but kVector's is a FullyConnected GEMM (bf16 with gemm_dtype kBF16;
+// kVector's x_l w is a fused fp32 dot product per row, memory-bound either way);
 // elementwise work is OpenMP over rows. Determinism: fixed reduction order.
 // Memory: buffers allocated when B changes. Thread safety: one per thread.
 #pragma once

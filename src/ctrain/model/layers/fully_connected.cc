@@ -211,7 +211,10 @@ void FullyConnected::Backward(int64_t B, const float* src, const float* wei, con
   if (diff_bia != nullptr) ColumnSums(B, out_, diff_dst, diff_bia);
 }
 
-void ColumnSums(int64_t B, int64_t out, const float* diff_dst, float* bias_grad) {
+namespace {
+
+// result[j] = sum over b, in order, of (weights ? weights[b] : 1) * m[b, j]; blocks of columns in parallel.
+void SumColumns(int64_t B, int64_t out, const float* m, const float* weights, float* result) {
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (out + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static)
@@ -219,12 +222,28 @@ void ColumnSums(int64_t B, int64_t out, const float* diff_dst, float* bias_grad)
     const int64_t j0 = blk * kBlock, j1 = std::min(out, j0 + kBlock);
     float acc[kBlock] = {};
     for (int64_t b = 0; b < B; ++b) {
-      const float* row = diff_dst + b * out;
+      const float* row = m + b * out;
+      const float w = weights != nullptr ? weights[b] : 1.0f;
+      if (weights == nullptr) {
 #pragma omp simd
-      for (int64_t j = j0; j < j1; ++j) acc[j - j0] += row[j];
+        for (int64_t j = j0; j < j1; ++j) acc[j - j0] += row[j];
+      } else {
+#pragma omp simd
+        for (int64_t j = j0; j < j1; ++j) acc[j - j0] += w * row[j];
+      }
     }
-    for (int64_t j = j0; j < j1; ++j) bias_grad[j] = acc[j - j0];
+    for (int64_t j = j0; j < j1; ++j) result[j] = acc[j - j0];
   }
+}
+
+}  // namespace
+
+void ColumnSums(int64_t B, int64_t out, const float* diff_dst, float* bias_grad) {
+  SumColumns(B, out, diff_dst, nullptr, bias_grad);
+}
+
+void WeightedColumnSums(int64_t B, int64_t cols, const float* m, const float* weights, float* result) {
+  SumColumns(B, cols, m, weights, result);
 }
 
 void FullyConnectedReferenceForward(int64_t B, int64_t in, int64_t out, const float* src, const float* wei,

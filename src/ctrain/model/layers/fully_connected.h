@@ -94,6 +94,10 @@ class FullyConnected {
 
 // Column sums: bias_grad[j] = sum_b diff_dst[b, j], b ascending.  diff_dst [B, out].
 void ColumnSums(int64_t B, int64_t out, const float* diff_dst, float* bias_grad);
+// result [cols] = m^T weights: result[j] = sum over b of weights[b] * m[b, j] (m [B, cols], weights [B]),
+// overwritten, summed in row order (deterministic for any thread count). A [B, cols] x [B, 1] product as a
+// memory-bound loop: the weight gradient of a layer with one output (DCN's cross vectors).
+void WeightedColumnSums(int64_t B, int64_t cols, const float* m, const float* weights, float* result);
 
 // Naive reference (double accumulation, loops), for tests.
 void FullyConnectedReferenceForward(int64_t B, int64_t in, int64_t out, const float* src, const float* wei,
