@@ -8,6 +8,8 @@
 #            (spin) on idle ones, PASSIVE (sleep) when another process uses them (train/openmp_wait.h)
 #   passive  default threads, OMP_WAIT_POLICY=passive (ctrain's fixed default before)
 #   active   default threads, OMP_WAIT_POLICY=active (libgomp spins)
+#   autotune --autotune, no OpenMP variable: the layouts measured under the sampled policy, then the winner
+#            under the other one (a re-exec, train/autotune.h); the faster policy trains
 #   spin     default threads, GOMP_SPINCOUNT=300000 (libgomp's own default; add it to MODES to see the
 #            collapse with a busy core)
 # The job is the built-in synthetic DeepFM job at batch 1024 ($STEPS steps; the issue's throughput config),
@@ -23,14 +25,15 @@
 #   RUNS=5 STEPS=300 bash bench/contention_bench.sh
 #   PHASES=busy MODES="one default spin" bash bench/contention_bench.sh
 #   bash bench/contention_bench.sh --train f.libsvm --id-base 1 --feature-size 921 --deep-layers 32,16
-# Environment: BUILD_DIR (build), RUNS (3), STEPS (250), PHASES ("idle busy"), MODES ("one default passive active").
+# Environment: BUILD_DIR (build), RUNS (3), STEPS (250), PHASES ("idle busy"),
+# MODES ("one default passive active autotune").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 RUNS=${RUNS:-3}
 STEPS=${STEPS:-250}
 PHASES=${PHASES:-idle busy}
-MODES=${MODES:-one default passive active}
+MODES=${MODES:-one default passive active autotune}
 CTRAIN="$BUILD_DIR/ctrain"
 [ -x "$CTRAIN" ] || { echo "missing $CTRAIN (build first: scripts/build.sh)" >&2; exit 1; }
 OUT=$(mktemp -d /tmp/contention_bench.XXXXXX)
@@ -62,11 +65,12 @@ run_mode() {  # phase mode round -> prints examples/s
     default) env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY -u CTRAIN_OMP_WAIT "$CTRAIN" train "${JOB[@]}" --metrics-json "$json" ;;
     passive) env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=passive "$CTRAIN" train "${JOB[@]}" --metrics-json "$json" ;;
     active) env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active "$CTRAIN" train "${JOB[@]}" --metrics-json "$json" ;;
+    autotune) env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY -u CTRAIN_OMP_WAIT "$CTRAIN" train "${JOB[@]}" --autotune --metrics-json "$json" ;;
     spin) env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=300000 "$CTRAIN" train "${JOB[@]}" --metrics-json "$json" ;;
     *) echo "unknown mode $mode" >&2; exit 2 ;;
   esac >/dev/null 2>"$log" || { cat "$log" >&2; exit 1; }
-  if [ "$mode" = default ]; then
-    grep -o ' wait=[A-Za-z]*' "$log" | head -1 | sed 's/ wait=//' >>"$OUT/$phase.default.policy"
+  if [ "$mode" = default ] || [ "$mode" = autotune ]; then
+    grep -o ' wait=[A-Za-z]*' "$log" | head -1 | sed 's/ wait=//' >>"$OUT/$phase.$mode.policy"
   fi
   python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["examples_per_sec"])' "$json"
 }
@@ -107,14 +111,15 @@ for ph in phases:
         res[m] = {"min": min(v), "median": statistics.median(v), "runs": v}
         print(f"{ph:6s} {m:8s} {res[m]['min']:10.0f} {res[m]['median']:12.0f}  " + " ".join(f"{x:.0f}" for x in v),
               file=sys.stderr)
-    p = f"{out}/{ph}.default.policy"
-    if os.path.exists(p):
-        res["default_chose"] = open(p).read().split()
-        print(f"{ph:6s} default chose: {' '.join(res['default_chose'])}", file=sys.stderr)
+    for m in ("default", "autotune"):
+        p = f"{out}/{ph}.{m}.policy"
+        if os.path.exists(p):
+            res[f"{m}_chose"] = open(p).read().split()
+            print(f"{ph:6s} {m} chose: {' '.join(res[f'{m}_chose'])}", file=sys.stderr)
     summary["phases"][ph] = res
 idle, busy = summary["phases"].get("idle"), summary["phases"].get("busy")
 if idle and "default" in idle:
-    explicit = [m for m in modes if m != "default"]
+    explicit = [m for m in modes if m not in ("default", "autotune")]
     if explicit:
         best = max(explicit, key=lambda m: idle[m]["median"])
         r = idle["default"]["median"] / idle[best]["median"]
@@ -129,6 +134,17 @@ if idle and "default" in idle:
         summary["roofline_examples_per_sec"] = rl
         summary["idle_default_over_roofline"] = f
         print(f"idle: default / f32 GEMM roofline ({rl:.0f} ex/s) = {f:.2f} (goal >= 0.8)", file=sys.stderr)
+if idle and busy and "autotune" in idle and "autotune" in busy:
+    explicit = [m for m in modes if m not in ("default", "autotune")]
+    if explicit:
+        best = max(explicit, key=lambda m: idle[m]["median"])
+        ri = idle["autotune"]["median"] / idle[best]["median"]
+        summary["idle_autotune_over_best"] = ri
+    if "one" in busy:
+        rb = busy["autotune"]["median"] / busy["one"]["median"]
+        summary["busy_autotune_over_one"] = rb
+        print(f"autotune: idle / best explicit = {ri:.3f}, busy / one = {rb:.3f} (medians; its layout may differ)",
+              file=sys.stderr)
 if busy and "default" in busy and "one" in busy:
     r = busy["default"]["median"] / busy["one"]["median"]
     summary["busy_default_over_one"] = r

@@ -291,4 +291,68 @@ TEST_F(CliArgsTest, TrainingChoosesItsOpenMPWait) {
   EXPECT_NE(r.out.find(" wait=passive (OMP_WAIT_POLICY)"), std::string::npos) << r.out;
 }
 
+// --autotune measures the other OpenMP wait policy through a re-exec carrying CTRAIN_AUTOTUNE_WAIT
+// (train/autotune.h). The sample that allows the trial depends on the machine, so these runs start from the
+// record the first process would leave: the later processes' paths are deterministic.
+TEST_F(CliArgsTest, AutotuneCarriesTheWaitPolicyTrialAcrossItsReexec) {
+  const std::string base = "env -u GOMP_SPINCOUNT -u CTRAIN_OMP_WAIT OMP_DISPLAY_ENV=verbose ";
+  const std::string flags = " @ train --input-mode memory --autotune --autotune-steps 1 --max-steps 1 --train " +
+                            data_ + " --feature-size 1000 --deep-layers 8 --batch-size 32 --progress none";
+  {  // decided: no measuring, the carried layout and policy train
+    RunResult r = RunWithEnv(base + "OMP_WAIT_POLICY=PASSIVE CTRAIN_AUTOTUNE_WAIT='decided PASSIVE 900 800 1 2 0 f32'" +
+                             flags);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.out.find("measuring thread layouts"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("autotune: wait policy PASSIVE; the same without autotune: OMP_WAIT_POLICY=PASSIVE with "
+                         "--intra-op-threads 1 --towers 2 --mixed-precision f32"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("threads: intra_op=1 towers=2 hogwild=0"), std::string::npos) << r.out;
+  }
+  {  // a trial this process loses (the carried ACTIVE figure is out of reach): it re-executes with ACTIVE
+    RunResult r = RunWithEnv(base + "OMP_WAIT_POLICY=PASSIVE CTRAIN_AUTOTUNE_WAIT='trial ACTIVE 1e15 0 1 1 0 f32'" +
+                             flags);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("autotune: the winning layout with OMP_WAIT_POLICY=ACTIVE 1000000000000000 examples/s, "
+                         "with PASSIVE "),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("autotune: re-executing with OMP_WAIT_POLICY=ACTIVE"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("OMP_WAIT_POLICY = 'ACTIVE'"), std::string::npos) << r.out;  // libgomp's, after the exec
+    EXPECT_NE(r.out.find(" wait=ACTIVE (auto: autotune: 1000000000000000 examples/s against "), std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("threads: intra_op=1 towers=1 hogwild=0"), std::string::npos) << r.out;
+  }
+  {  // a trial this process wins: it trains with its own policy, no exec
+    RunResult r = RunWithEnv(base + "OMP_WAIT_POLICY=PASSIVE CTRAIN_AUTOTUNE_WAIT='trial ACTIVE 0.5 0 2 1 0 f32'" +
+                             flags);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.out.find("re-executing"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("OMP_WAIT_POLICY = 'ACTIVE'"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("autotune: wait policy PASSIVE; the same without autotune: OMP_WAIT_POLICY=PASSIVE with "
+                         "--intra-op-threads 2 --towers 1"),
+              std::string::npos)
+        << r.out;
+  }
+  {  // a record that does not parse, or one without --autotune, is an error naming the variable
+    RunResult r = RunWithEnv(base + "OMP_WAIT_POLICY=PASSIVE CTRAIN_AUTOTUNE_WAIT='trial SPIN 1 0 1 1 0 f32'" + flags);
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("CTRAIN_AUTOTUNE_WAIT='trial SPIN 1 0 1 1 0 f32': policy 'SPIN' is not ACTIVE or PASSIVE"),
+              std::string::npos)
+        << r.out;
+    r = RunWithEnv(base + "OMP_WAIT_POLICY=PASSIVE CTRAIN_AUTOTUNE_WAIT='decided PASSIVE 9 8 1 1 0 f32' @ train "
+                   "--max-steps 1 --train " + data_ + " --feature-size 1000 --deep-layers 8 --batch-size 32");
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("CTRAIN_AUTOTUNE_WAIT is set without --autotune"), std::string::npos) << r.out;
+  }
+  {  // the user's own policy: nothing to measure, and the run says why
+    RunResult r = RunWithEnv(base + "OMP_WAIT_POLICY=passive" + flags);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("autotune: the OpenMP wait policy is not measured: the policy was not chosen from an "
+                         "idle/busy sample (OMP_WAIT_POLICY or GOMP_SPINCOUNT set"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
 }  // namespace

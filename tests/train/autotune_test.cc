@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "ctrain/model/layers/bf16.h"
 #include "ctrain/train/threads.h"
@@ -232,6 +233,64 @@ TEST(Autotune, RefusesZeroSteps) {
   ASSERT_TRUE(data.ok());
   StatusOr<AutotuneResult> r = Autotune(TinyModel(), *data, AutotuneOptions{0, false, false});
   EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(AutotuneWaitRecord, RoundTripsThroughTheEnvironmentText) {
+  AutotuneWaitRecord r;
+  r.decided = true;
+  r.policy = "PASSIVE";
+  r.other_examples_per_sec = 12345.678;
+  r.row.examples_per_sec = 27182.818284590452;
+  r.row.parallel.intra_op_threads = 2;
+  r.row.parallel.towers = 1;
+  r.row.parallel.hogwild = 4;
+  r.row.gemm_dtype = model::DataType::kBF16;
+  const std::string text = EncodeAutotuneWait(r);
+  EXPECT_EQ(text.substr(0, 16), "decided PASSIVE ");
+  StatusOr<AutotuneWaitRecord> back = DecodeAutotuneWait(text);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_TRUE(back->decided);
+  EXPECT_EQ(back->policy, "PASSIVE");
+  EXPECT_EQ(back->row.examples_per_sec, r.row.examples_per_sec);  // %.17g: exact
+  EXPECT_EQ(back->other_examples_per_sec, r.other_examples_per_sec);
+  EXPECT_EQ(back->row.parallel.intra_op_threads, 2);
+  EXPECT_EQ(back->row.parallel.towers, 1);
+  EXPECT_EQ(back->row.parallel.hogwild, 4);
+  EXPECT_EQ(back->row.gemm_dtype, model::DataType::kBF16);
+  r.decided = false;
+  r.policy = "ACTIVE";
+  back = DecodeAutotuneWait(EncodeAutotuneWait(r));
+  ASSERT_TRUE(back.ok());
+  EXPECT_FALSE(back->decided);
+  EXPECT_EQ(back->policy, "ACTIVE");
+  EXPECT_EQ(OtherWaitPolicy("ACTIVE"), "PASSIVE");
+  EXPECT_EQ(OtherWaitPolicy("PASSIVE"), "ACTIVE");
+}
+
+TEST(AutotuneWaitRecord, MalformedTextIsNamedField) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"", "0 words, want 8"},
+      {"trial ACTIVE 1 0 1 1 0", "7 words, want 8"},
+      {"maybe ACTIVE 1 0 1 1 0 f32", "stage 'maybe' is not trial or decided"},
+      {"trial active 1 0 1 1 0 f32", "policy 'active' is not ACTIVE or PASSIVE"},
+      {"trial ACTIVE fast 0 1 1 0 f32", "examples/s 'fast' is not a number >= 0"},
+      {"trial ACTIVE -1 0 1 1 0 f32", "examples/s '-1' is not a number >= 0"},
+      {"trial ACTIVE nan 0 1 1 0 f32", "examples/s 'nan' is not a number >= 0"},
+      {"trial ACTIVE 1 x 1 1 0 f32", "other examples/s 'x' is not a number >= 0"},
+      {"trial ACTIVE 1 0 0 1 0 f32", "intra_op '0' is not in [1, 4096]"},
+      {"trial ACTIVE 1 0 1 0 0 f32", "towers '0' is not in [1, 4096]"},
+      {"trial ACTIVE 1 0 1 1 -2 f32", "hogwild '-2' is not in [0, 4096]"},
+      {"trial ACTIVE 1 0 1 1 0 f16", "GEMM type 'f16' is not f32 or bf16"},
+      {"trial ACTIVE 1 0 1 1 0x2 f32", "hogwild '0x2' is not in [0, 4096]"},
+  };
+  for (const auto& [text, why] : bad) {
+    StatusOr<AutotuneWaitRecord> r = DecodeAutotuneWait(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(r.status().message().find(std::string("CTRAIN_AUTOTUNE_WAIT='") + text + "': " + why),
+              std::string::npos)
+        << r.status().ToString();
+  }
 }
 
 }  // namespace

@@ -95,6 +95,17 @@ TEST(ChooseOpenMPWaitTest, SpinsOnlyOnIdleUnlimitedCpus) {
   EXPECT_EQ(c.reason, "CPU use unknown (/proc/stat unreadable)");
 }
 
+// Only a choice the sample made may be revised by measuring (--autotune): not the CPU count's, a quota's or
+// an unreadable /proc/stat's.
+TEST(ChooseOpenMPWaitTest, MarksTheChoicesTheSampleMade) {
+  EXPECT_TRUE(ChooseOpenMPWait(2, std::nullopt, 0.1).sampled);
+  EXPECT_TRUE(ChooseOpenMPWait(2, std::nullopt, 1.5).sampled);
+  EXPECT_TRUE(ChooseOpenMPWait(2, 2.0, 0.0).sampled);
+  EXPECT_FALSE(ChooseOpenMPWait(1, std::nullopt, 0.0).sampled);
+  EXPECT_FALSE(ChooseOpenMPWait(8, 1.5, 0.0).sampled);
+  EXPECT_FALSE(ChooseOpenMPWait(4, std::nullopt, std::nullopt).sampled);
+}
+
 // Sets (or, with nullptr, unsets) one variable for the scope, restoring the old value after.
 class ScopedEnv {
  public:

@@ -1,8 +1,12 @@
 // The training job: RunTrainJob runs the steps of job/train_steps.h in order.
 #include "ctrain/job/train_job.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,18 +22,83 @@
 #include "ctrain/monitor/monitor.h"
 #include "ctrain/monitor/train_monitor.h"
 #include "ctrain/train/autotune.h"
+#include "ctrain/train/openmp_wait.h"
 #include "ctrain/train/threads.h"
 #include "ctrain/train/trainer_state.h"
 
 namespace ctrain::job {
 namespace {
 
+// Why --autotune cannot measure the other OpenMP wait policy in this run ("" when it can): the re-exec
+// (train/autotune.h kAutotuneWaitVar) repeats the run's start, which must have nothing another process
+// saw or consumed (mpirun ranks, parameter-server workers, the data service's splits, a stream cache file).
+std::string WaitTrialRefusal(const TrainRun& run) {
+  if (!train::OpenMPWaitFromSample())
+    return "the policy was not chosen from an idle/busy sample (OMP_WAIT_POLICY or GOMP_SPINCOUNT set, one CPU, "
+           "a CPU quota, or another ctrain process running)";
+  if (run.dist.active()) return "mpirun ranks choose together (each looks before it starts)";
+  if (run.job.ps.enabled()) return "a parameter-server worker does not restart";
+  if (run.remote) return "the data service's splits are not read twice";
+  if (run.stream && !run.job.pipeline.cache.empty() && run.job.pipeline.cache != "memory")
+    return "a --cache file is being written";
+  return "";
+}
+
+// The wait-policy trial's second and third processes (kAutotuneWaitVar set): measure the carried layout
+// under this process's policy and keep the faster policy, re-executing once more when the first was.
+Status AutotuneWaitCarried(TrainRun& run, const train::AutotuneWaitRecord& carried) {
+  train::AutotuneResult one;
+  one.rows.push_back(carried.row);
+  train::AutotuneWaitRecord rec = carried;
+  if (!carried.decided) {
+    const char* now = std::getenv("OMP_WAIT_POLICY");
+    const std::string policy = now != nullptr ? now : "";
+    Status error;
+    const train::AutotuneRow mine = train::MeasureLayout(run.o, run.tr, carried.row.parallel,
+                                                         carried.row.gemm_dtype, run.job.autotune_steps, &error);
+    CTRAIN_RETURN_IF_ERROR(error);
+    Logf("autotune: the winning layout with OMP_WAIT_POLICY=%s %.0f examples/s, with %s %.0f\n",
+         carried.policy.c_str(), carried.row.examples_per_sec, policy.c_str(), mine.examples_per_sec);
+    if (mine.examples_per_sec < carried.row.examples_per_sec) {
+      rec.decided = true;
+      rec.other_examples_per_sec = mine.examples_per_sec;
+      ::setenv(train::kAutotuneWaitVar, train::EncodeAutotuneWait(rec).c_str(), 1);
+      char why[160];
+      std::snprintf(why, sizeof why, "autotune: %.0f examples/s against %.0f with %s", carried.row.examples_per_sec,
+                    mine.examples_per_sec, policy.c_str());
+      Logf("autotune: re-executing with OMP_WAIT_POLICY=%s (the data loads again)\n", carried.policy.c_str());
+      const Status s = train::ReexecWithOpenMPWait({carried.policy, why, true});
+      ::unsetenv(train::kAutotuneWaitVar);
+      Logf("autotune: %s; training with OMP_WAIT_POLICY=%s\n", s.ToString().c_str(), policy.c_str());
+    }
+    one.rows[0] = mine;
+    char why[160];
+    std::snprintf(why, sizeof why, "autotune: %.0f examples/s against %.0f with %s", mine.examples_per_sec,
+                  carried.row.examples_per_sec, carried.policy.c_str());
+    train::SetOpenMPWaitReason(why);
+  }
+  Logf("autotune: wait policy %s; the same without autotune: OMP_WAIT_POLICY=%s with %s\n",
+       std::getenv("OMP_WAIT_POLICY"), std::getenv("OMP_WAIT_POLICY"), train::WinnerFlags(one).c_str());
+  train::ApplyAutotune(one, &run.o);
+  return Status::OK();
+}
+
 // --autotune (train/autotune.h) on the in-memory rows (or the stream's sample),
 // then the intra_op threads each replica runs.
 Status Autotune(TrainRun& run) {
   const TrainJobOptions& job = run.job;
   train::TrainOptions& o = run.o;
-  if (job.autotune) {
+  std::optional<train::AutotuneWaitRecord> carried;
+  if (const char* env = std::getenv(train::kAutotuneWaitVar)) {
+    StatusOr<train::AutotuneWaitRecord> r = train::DecodeAutotuneWait(env);
+    ::unsetenv(train::kAutotuneWaitVar);  // not for the processes this one starts
+    if (!r.ok()) return r.status();
+    if (!job.autotune) return InvalidArgumentError(std::string(train::kAutotuneWaitVar) + " is set without --autotune; unset it");
+    carried = *r;
+  }
+  if (carried) {
+    CTRAIN_RETURN_IF_ERROR(AutotuneWaitCarried(run, *carried));
+  } else if (job.autotune) {
     Logf("autotune: measuring thread layouts on %d cores (%lld steps each)...\n",
                  train::AvailableCpus(), static_cast<long long>(job.autotune_steps));
     train::AutotuneOptions ao;
@@ -41,6 +110,21 @@ Status Autotune(TrainRun& run) {
     CTRAIN_ASSIGN_OR_RETURN(train::AutotuneResult at, train::Autotune(o, run.tr, ao));
     std::fprintf(stderr, "%s", train::FormatAutotuneTable(at).c_str());
     train::ApplyAutotune(at, &o);
+    if (const std::string refusal = WaitTrialRefusal(run); !refusal.empty()) {
+      Logf("autotune: the OpenMP wait policy is not measured: %s\n", refusal.c_str());
+    } else {
+      const std::string policy = std::getenv("OMP_WAIT_POLICY");
+      const std::string other = train::OtherWaitPolicy(policy);
+      train::AutotuneWaitRecord rec;
+      rec.policy = policy;
+      rec.row = at.rows[at.best];
+      ::setenv(train::kAutotuneWaitVar, train::EncodeAutotuneWait(rec).c_str(), 1);
+      Logf("autotune: re-executing with OMP_WAIT_POLICY=%s to measure the winning layout with it (the data loads "
+           "again)\n", other.c_str());
+      const Status s = train::ReexecWithOpenMPWait({other, "autotune: measuring it against " + policy, true});
+      ::unsetenv(train::kAutotuneWaitVar);
+      Logf("autotune: the OpenMP wait policy is not measured: %s\n", s.ToString().c_str());
+    }
   }
   const int32_t replicas = o.parallel.replicas();
   run.intra = o.parallel.intra_op_threads > 0 ? o.parallel.intra_op_threads

@@ -1,6 +1,8 @@
 #include "ctrain/train/autotune.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 
 #include "ctrain/model/layers/bf16.h"
@@ -58,6 +60,25 @@ std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity, bo
   return out;
 }
 
+AutotuneRow MeasureLayout(const TrainOptions& base, const Dataset& train, const ParallelOptions& p,
+                          model::DataType dtype, int64_t steps, Status* error) {
+  TrainOptions o = base;
+  o.parallel = p;
+  o.parallel.inter_op_threads = base.parallel.inter_op_threads;
+  o.model.gemm_dtype = dtype;
+  o.model_dir.clear();
+  o.progress = ProgressMode::kNone;
+  AutotuneRow row;
+  row.parallel = o.parallel;
+  row.gemm_dtype = dtype;
+  StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(o);
+  StatusOr<double> eps = t.ok() ? (*t)->MeasureThroughput(train, steps) : StatusOr<double>(t.status());
+  if (eps.ok()) row.examples_per_sec = *eps;
+  else row.error = eps.status().ToString();
+  if (error != nullptr) *error = eps.status();
+  return row;
+}
+
 StatusOr<AutotuneResult> Autotune(const TrainOptions& base, const Dataset& train, const AutotuneOptions& opts) {
   if (opts.steps < 1) return InvalidArgumentError("autotune steps must be >= 1, got " + std::to_string(opts.steps));
   const bool deterministic = opts.deterministic || base.parallel.deterministic;
@@ -85,33 +106,67 @@ StatusOr<AutotuneResult> Autotune(const TrainOptions& base, const Dataset& train
   double best_eps = -1;
   for (model::DataType dtype : dtypes)
     for (const ParallelOptions& p : AutotuneCandidates(AvailableCpus(), base.parallel.affinity, deterministic, opts)) {
-      TrainOptions o = base;
-      o.parallel = p;
-      o.parallel.inter_op_threads = base.parallel.inter_op_threads;
-      o.model.gemm_dtype = dtype;
-      o.model_dir.clear();
-      o.progress = ProgressMode::kNone;
-      AutotuneRow row;
-      row.parallel = o.parallel;
-      row.gemm_dtype = dtype;
-      StatusOr<std::unique_ptr<Trainer>> t = Trainer::Create(o);
-      StatusOr<double> eps = t.ok() ? (*t)->MeasureThroughput(train, opts.steps) : StatusOr<double>(t.status());
-      if (eps.ok()) {
-        row.examples_per_sec = *eps;
-        if (*eps > best_eps) {
-          best_eps = *eps;
-          res.best = res.rows.size();
-        }
-      } else {
-        row.error = eps.status().ToString();
-        first_error.Update(eps.status());
+      Status error;
+      AutotuneRow row = MeasureLayout(base, train, p, dtype, opts.steps, &error);
+      if (error.ok() && row.examples_per_sec > best_eps) {
+        best_eps = row.examples_per_sec;
+        res.best = res.rows.size();
       }
+      first_error.Update(error);
       res.rows.push_back(row);
     }
   if (best_eps < 0) return first_error;
   for (std::string& n : WinnerNotes(res, opts.try_bf16)) res.notes.push_back(std::move(n));
   res.flags = WinnerFlags(res);
   return res;
+}
+
+std::string OtherWaitPolicy(const std::string& policy) { return policy == "ACTIVE" ? "PASSIVE" : "ACTIVE"; }
+
+std::string EncodeAutotuneWait(const AutotuneWaitRecord& r) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s %s %.17g %.17g %d %d %d %s", r.decided ? "decided" : "trial", r.policy.c_str(),
+                r.row.examples_per_sec, r.other_examples_per_sec, r.row.parallel.intra_op_threads,
+                r.row.parallel.towers, r.row.parallel.hogwild, model::DataTypeName(r.row.gemm_dtype));
+  return buf;
+}
+
+StatusOr<AutotuneWaitRecord> DecodeAutotuneWait(std::string_view text) {
+  std::vector<std::string> w;
+  for (size_t i = 0; i < text.size();) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    const size_t b = i;
+    while (i < text.size() && text[i] != ' ') ++i;
+    if (i > b) w.emplace_back(text.substr(b, i - b));
+  }
+  const auto bad = [&](const std::string& why) {
+    return InvalidArgumentError(std::string(kAutotuneWaitVar) + "='" + std::string(text) + "': " + why +
+                                " (want 'trial|decided ACTIVE|PASSIVE EPS OTHER_EPS INTRA_OP TOWERS HOGWILD f32|bf16';"
+                                " it is set by ctrain for its own re-exec, unset it)");
+  };
+  if (w.size() != 8) return bad(std::to_string(w.size()) + " words, want 8");
+  AutotuneWaitRecord r;
+  if (w[0] != "trial" && w[0] != "decided") return bad("stage '" + w[0] + "' is not trial or decided");
+  r.decided = w[0] == "decided";
+  if (w[1] != "ACTIVE" && w[1] != "PASSIVE") return bad("policy '" + w[1] + "' is not ACTIVE or PASSIVE");
+  r.policy = w[1];
+  auto number = [](const std::string& s, double* v) {
+    auto res = std::from_chars(s.data(), s.data() + s.size(), *v);
+    return res.ec == std::errc() && res.ptr == s.data() + s.size() && std::isfinite(*v) && *v >= 0;
+  };
+  auto count = [](const std::string& s, int32_t lo, int32_t* v) {
+    auto res = std::from_chars(s.data(), s.data() + s.size(), *v);
+    return res.ec == std::errc() && res.ptr == s.data() + s.size() && *v >= lo && *v <= 4096;
+  };
+  if (!number(w[2], &r.row.examples_per_sec)) return bad("examples/s '" + w[2] + "' is not a number >= 0");
+  if (!number(w[3], &r.other_examples_per_sec)) return bad("other examples/s '" + w[3] + "' is not a number >= 0");
+  if (!count(w[4], 1, &r.row.parallel.intra_op_threads)) return bad("intra_op '" + w[4] + "' is not in [1, 4096]");
+  if (!count(w[5], 1, &r.row.parallel.towers)) return bad("towers '" + w[5] + "' is not in [1, 4096]");
+  if (!count(w[6], 0, &r.row.parallel.hogwild)) return bad("hogwild '" + w[6] + "' is not in [0, 4096]");
+  if (w[7] == "f32") r.row.gemm_dtype = model::DataType::kF32;
+  else if (w[7] == "bf16") r.row.gemm_dtype = model::DataType::kBF16;
+  else return bad("GEMM type '" + w[7] + "' is not f32 or bf16");
+  return r;
 }
 
 std::vector<std::string> WinnerNotes(const AutotuneResult& res, bool try_bf16) {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ctrain/base/status.h"
@@ -63,6 +64,12 @@ struct AutotuneResult {
 std::vector<ParallelOptions> AutotuneCandidates(int32_t cores, bool affinity, bool deterministic = false,
                                                 const AutotuneOptions& opts = {});
 
+// One candidate: a scratch Trainer of `base` with layout `p` (base's inter_op_threads kept) and GEMM type
+// `dtype`, no model dir, timed for `steps` steps after one warm-up step. A failure is in the row's error,
+// and its status in *error when given (OK otherwise).
+AutotuneRow MeasureLayout(const TrainOptions& base, const Dataset& train, const ParallelOptions& p,
+                          model::DataType dtype, int64_t steps, Status* error = nullptr);
+
 // Measures every candidate for AvailableCpus() on `train` (the fixed thread
 // settings of `opts` kept; a note names them) (which must hold at
 // least one batch). Errors: InvalidArgument for steps < 1; the first
@@ -78,6 +85,29 @@ std::string WinnerFlags(const AutotuneResult& r);
 // Sets o->parallel (keeping its inter_op_threads and affinity) and
 // o->model.gemm_dtype to the winner's.
 void ApplyAutotune(const AutotuneResult& r, TrainOptions* o);
+
+// --autotune's wait-policy trial (docs/performance.md#4). libgomp reads OMP_WAIT_POLICY once, when it is
+// loaded, so measuring the other policy takes a re-exec (train/openmp_wait.h ReexecWithOpenMPWait): the
+// first process measures every layout under the policy it was started with, then re-executes itself with
+// the other policy and this record in the environment variable kAutotuneWaitVar; the second measures the
+// winning layout alone and trains when it is at least as fast, or re-executes once more with the first
+// policy and the record marked decided, and that third process trains without measuring.
+inline constexpr const char* kAutotuneWaitVar = "CTRAIN_AUTOTUNE_WAIT";
+
+struct AutotuneWaitRecord {
+  bool decided = false;  // false: a trial (the second process measures); true: train with `policy`
+  std::string policy;    // "ACTIVE" or "PASSIVE": the policy `row` was measured under (decided: the winner)
+  double other_examples_per_sec = 0;  // decided: the other policy's figure on the same layout
+  AutotuneRow row;                    // the winning layout, its GEMM type and examples/s
+};
+
+// The other libgomp policy: "ACTIVE" <-> "PASSIVE".
+std::string OtherWaitPolicy(const std::string& policy);
+// "trial|decided POLICY EPS OTHER_EPS INTRA_OP TOWERS HOGWILD f32|bf16", one line.
+std::string EncodeAutotuneWait(const AutotuneWaitRecord& r);
+// The inverse. InvalidArgument naming kAutotuneWaitVar and the bad field for anything else (another word
+// count, an unknown stage, policy or GEMM type, a number that does not parse or is out of range).
+StatusOr<AutotuneWaitRecord> DecodeAutotuneWait(std::string_view text);
 
 // A fixed-width table of the rows (one line per candidate, the best marked
 // '*', hogwild rows marked "(not deterministic)"), then the notes and the

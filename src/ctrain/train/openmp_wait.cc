@@ -22,6 +22,13 @@ namespace {
 
 constexpr const char* kMarker = "CTRAIN_OMP_WAIT";
 constexpr const char* kLockFdVar = "CTRAIN_OMP_WAIT_LOCK_FD";
+// Set (to "1") beside kMarker when the policy came from the CPU sample, not from the lock or the CPU count.
+constexpr const char* kSampledVar = "CTRAIN_OMP_WAIT_SAMPLED";
+
+// What ReexecWithOpenMPWait needs after ChooseOpenMPWaitAndReexec returned: main's argv and the lock's
+// descriptor (-1: none held).
+char** g_argv = nullptr;
+int g_lock_fd = -1;
 
 // The whitespace-separated words of one line.
 std::vector<std::string_view> Words(std::string_view line) {
@@ -60,6 +67,31 @@ std::optional<timespec> ModificationTime(int fd) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return std::nullopt;
   return st.st_mtim;
+}
+
+// Re-executes /proc/self/exe with g_argv, OMP_WAIT_POLICY = c.policy and the marker; `lock` (held shared,
+// or -1) survives the exec. Returns only when the exec failed (Unavailable), with the environment and the
+// lock's close-on-exec flag as they were.
+Status ExecWithWait(int lock, const OpenMPWaitChoice& c) {
+  if (lock >= 0) {
+    ::fcntl(lock, F_SETFD, 0);
+    ::setenv(kLockFdVar, std::to_string(lock).c_str(), 1);
+  }
+  ::setenv("OMP_WAIT_POLICY", c.policy.c_str(), 1);
+  ::setenv(kMarker, (c.policy + ": " + c.reason).c_str(), 1);
+  if (c.sampled) ::setenv(kSampledVar, "1", 1);
+  else ::unsetenv(kSampledVar);
+  ::execv("/proc/self/exe", g_argv);
+  const int err = errno;
+  ::unsetenv("OMP_WAIT_POLICY");
+  ::unsetenv(kMarker);
+  ::unsetenv(kLockFdVar);
+  ::unsetenv(kSampledVar);
+  if (lock >= 0) ::fcntl(lock, F_SETFD, FD_CLOEXEC);  // still held: this process goes on
+  return ErrnoError("/proc/self/exe",
+                    "could not re-execute with OMP_WAIT_POLICY=" + c.policy +
+                        "; OpenMP threads wait with libgomp's default spin (set OMP_WAIT_POLICY yourself)",
+                    err);
 }
 
 }  // namespace
@@ -123,17 +155,19 @@ OpenMPWaitChoice ChooseOpenMPWait(int32_t affinity_cpus, std::optional<double> c
   if (!busy_cpus) return {"PASSIVE", "CPU use unknown (/proc/stat unreadable)"};
   if (*busy_cpus >= kBusyCpusForPassive) {
     std::snprintf(buf, sizeof buf, "other processes used %.2f of our %d CPUs at start", *busy_cpus, affinity_cpus);
-    return {"PASSIVE", buf};
+    return {"PASSIVE", buf, true};
   }
   std::snprintf(buf, sizeof buf, "%d CPUs idle at start (others %.2f)", affinity_cpus, *busy_cpus);
-  return {"ACTIVE", buf};
+  return {"ACTIVE", buf, true};
 }
 
 Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms, const std::string& lock_path) {
+  g_argv = argv;
   if (const char* fd = ::getenv(kLockFdVar)) {  // the re-executed process: keep the lock, not its children
     int v = -1;
     std::from_chars(fd, fd + std::strlen(fd), v);
     if (v >= 0) ::fcntl(v, F_SETFD, FD_CLOEXEC);
+    g_lock_fd = v;
     ::unsetenv(kLockFdVar);
     return Status::OK();
   }
@@ -172,22 +206,28 @@ Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms, const std::stri
                                       : "could not open " + lock_path + " to see other ctrain processes"};
   else if (n > 1 && joined)
     c = {"PASSIVE", "another ctrain process started at the same time (" + lock_path + ")"};
-  if (lock >= 0) {
-    HoldShared(lock);
-    ::setenv(kLockFdVar, std::to_string(lock).c_str(), 1);
-  }
-  ::setenv("OMP_WAIT_POLICY", c.policy.c_str(), 1);
-  ::setenv(kMarker, (c.policy + ": " + c.reason).c_str(), 1);
-  ::execv("/proc/self/exe", argv);
-  const int err = errno;
-  ::unsetenv("OMP_WAIT_POLICY");
-  ::unsetenv(kMarker);
-  ::unsetenv(kLockFdVar);
-  if (lock >= 0) ::fcntl(lock, F_SETFD, FD_CLOEXEC);  // still held: this process goes on
-  return ErrnoError("/proc/self/exe",
-                    "could not re-execute with OMP_WAIT_POLICY=" + c.policy +
-                        "; OpenMP threads wait with libgomp's default spin (set OMP_WAIT_POLICY yourself)",
-                    err);
+  if (lock >= 0) HoldShared(lock);
+  return ExecWithWait(lock, c);
+}
+
+bool OpenMPWaitFromSample() {
+  const char* policy = ::getenv("OMP_WAIT_POLICY");
+  const char* marker = ::getenv(kMarker);
+  const char* sampled = ::getenv(kSampledVar);
+  return g_argv != nullptr && policy != nullptr && marker != nullptr && sampled != nullptr &&
+         std::string_view(sampled) == "1" && std::string_view(marker).starts_with(std::string(policy) + ": ");
+}
+
+Status ReexecWithOpenMPWait(const OpenMPWaitChoice& choice) {
+  if (g_argv == nullptr)
+    return FailedPreconditionError("cannot re-execute with OMP_WAIT_POLICY=" + choice.policy +
+                                   ": ChooseOpenMPWaitAndReexec did not run in this process");
+  return ExecWithWait(g_lock_fd, choice);
+}
+
+void SetOpenMPWaitReason(const std::string& reason) {
+  if (const char* policy = ::getenv("OMP_WAIT_POLICY"); policy != nullptr && ::getenv(kMarker) != nullptr)
+    ::setenv(kMarker, (std::string(policy) + ": " + reason).c_str(), 1);
 }
 
 std::string OpenMPWaitSummary() {

@@ -49,6 +49,9 @@ double BusyCpus(const std::vector<CpuTicks>& before, const std::vector<CpuTicks>
 struct OpenMPWaitChoice {
   std::string policy;
   std::string reason;  // e.g. "2 CPUs idle at start", "other processes used 1.00 of our 2 CPUs at start"
+  // From the CPU sample (idle or busy), not forced by the CPU count, a quota, an unreadable /proc/stat or
+  // another ctrain process: only such a choice may be revised by measuring (--autotune, OpenMPWaitFromSample).
+  bool sampled = false;
 };
 
 // Others' use at or above this many CPUs makes the run sleep instead of spin.
@@ -81,6 +84,20 @@ inline constexpr const char* kOpenMPWaitLockPath = "/tmp/ctrain-openmp-wait.lock
 // /proc/self/exe; the process goes on with libgomp's default spin).
 Status ChooseOpenMPWaitAndReexec(char** argv, int32_t sample_ms = 100,
                                  const std::string& lock_path = kOpenMPWaitLockPath);
+
+// True in a process that ChooseOpenMPWaitAndReexec re-executed with a policy it chose from the CPU sample
+// (OpenMPWaitChoice::sampled): the user set no policy, no other ctrain process was alive, the CPUs have no
+// quota below their count. Only then may `train --autotune` measure the other policy (job/train_job.cc).
+bool OpenMPWaitFromSample();
+
+// Re-executes this process (main's argv, as given to ChooseOpenMPWaitAndReexec) with OMP_WAIT_POLICY =
+// choice.policy and the run line's reason, keeping the lock on kOpenMPWaitLockPath. Returns only on failure:
+// FailedPrecondition when ChooseOpenMPWaitAndReexec never ran (a library caller: nothing to re-execute),
+// Unavailable when the exec failed (the process goes on as it was).
+Status ReexecWithOpenMPWait(const OpenMPWaitChoice& choice);
+
+// Replaces the reason OpenMPWaitSummary gives for an automatic choice (no-op for the user's own setting).
+void SetOpenMPWaitReason(const std::string& reason);
 
 // How this process's OpenMP threads wait, for the run line: "wait=ACTIVE (auto: 2 CPUs idle at start)",
 // "wait=passive (OMP_WAIT_POLICY)", "wait=spin 10000 (GOMP_SPINCOUNT)" or "wait=libgomp default".
