@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "model/grad_check.h"
 
@@ -67,15 +68,54 @@ TEST(FullyConnected, RefOutputLayer) { CompareWithReference(33, 400, 1, 3); }
 TEST(FullyConnected, RefDeepFmFirstLayer) { CompareWithReference(64, 1248, 400, 4); }
 TEST(FullyConnected, Ref251x511x1023) { CompareWithReference(251, 511, 1023, 5); }
 
-TEST(FullyConnected, SeveralBatchSizesShareOneLayer) {
-  FullyConnected fc(6, 4);
-  for (int64_t B : {3, 8, 3, 1}) {
+TEST(FullyConnected, RefDcnOutputLayer) { CompareWithReference(256, 624, 1, 6); }
+
+// One output runs its own loops (RowDotPath): the same bits for any thread count, and a Prepare'd batch
+// size is still enforced.
+TEST(FullyConnected, OneOutputIsTheSameForAnyThreadCount) {
+  const int64_t B = 97, in = 300;
+  const auto src = RandomVector(B * in, 31), wei = RandomVector(in, 32), bia = RandomVector(1, 33),
+             dy = RandomVector(B, 34);
+  std::vector<float> first_dst, first_ds, first_dw, first_db;
+  const int saved = omp_get_max_threads();
+  for (int threads : {1, 2, 3}) {
+    SCOPED_TRACE("threads=" + std::to_string(threads));
+    omp_set_num_threads(threads);
+    FullyConnected fc(in, 1);
     ASSERT_TRUE(fc.Prepare(B).ok());
-    const auto src = RandomVector(B * 6, B), wei = RandomVector(24, 9), bia = RandomVector(4, 10);
-    std::vector<float> dst(B * 4), ref(B * 4);
+    std::vector<float> dst(B), ds(B * in), dw(in), db(1);
     fc.Forward(B, src.data(), wei.data(), bia.data(), dst.data());
-    FullyConnectedReferenceForward(B, 6, 4, src.data(), wei.data(), bia.data(), ref.data());
-    EXPECT_LE(MaxScaledErr(dst, ref), 1e-6) << "B=" << B;
+    fc.Backward(B, src.data(), wei.data(), dy.data(), ds.data(), dw.data(), db.data());
+    if (first_dst.empty()) {
+      first_dst = dst, first_ds = ds, first_dw = dw, first_db = db;
+      continue;
+    }
+    EXPECT_EQ(dst, first_dst);
+    EXPECT_EQ(ds, first_ds);
+    EXPECT_EQ(dw, first_dw);
+    EXPECT_EQ(db, first_db);
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST(FullyConnectedDeathTest, OneOutputRefusesAnUnpreparedBatchSize) {
+  FullyConnected fc(5, 1);
+  ASSERT_TRUE(fc.Prepare(4).ok());
+  std::vector<float> src(3 * 5, 1.0f), wei(5, 1.0f), dst(3);
+  EXPECT_DEATH(fc.Forward(3, src.data(), wei.data(), nullptr, dst.data()), "last Prepare was B=4");
+}
+
+TEST(FullyConnected, SeveralBatchSizesShareOneLayer) {
+  for (int64_t out : {4, 1}) {  // oneDNN primitives per B, and the one-output loops
+    FullyConnected fc(6, out);
+    for (int64_t B : {3, 8, 3, 1}) {
+      ASSERT_TRUE(fc.Prepare(B).ok());
+      const auto src = RandomVector(B * 6, B), wei = RandomVector(6 * out, 9), bia = RandomVector(out, 10);
+      std::vector<float> dst(B * out), ref(B * out);
+      fc.Forward(B, src.data(), wei.data(), bia.data(), dst.data());
+      FullyConnectedReferenceForward(B, 6, out, src.data(), wei.data(), bia.data(), ref.data());
+      EXPECT_LE(MaxScaledErr(dst, ref), 1e-6) << "B=" << B << " out=" << out;
+    }
   }
 }
 
@@ -114,6 +154,7 @@ void GradCheck(int64_t B, int64_t in, int64_t out, uint32_t seed) {
 TEST(FullyConnected, GradCheck1x1x1) { GradCheck(1, 1, 1, 21); }
 TEST(FullyConnected, GradCheck7x13x5) { GradCheck(7, 13, 5, 22); }
 TEST(FullyConnected, GradCheck16x40x9) { GradCheck(16, 40, 9, 23); }
+TEST(FullyConnected, GradCheck16x40x1) { GradCheck(16, 40, 1, 24); }
 
 }  // namespace
 }  // namespace ctrain::model

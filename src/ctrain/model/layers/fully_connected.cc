@@ -95,6 +95,12 @@ Status FullyConnected::Prepare(int64_t B) {
     Status s = Bf16GemmSupported();
     if (!s.ok()) return Status(s.code(), shape + ": " + std::string(s.message()));
   }
+  if (RowDotPath()) {  // no primitives: Forward/Backward run their own loops
+    last_ = nullptr;
+    last_b_ = B;
+    last_threads_ = threads;
+    return Status::OK();
+  }
   const dt op = bf16 ? dt::bf16 : dt::f32;  // GEMM operand type; outputs are always f32
   auto p = std::make_unique<Prims>();
   try {
@@ -152,7 +158,7 @@ Status FullyConnected::Prepare(int64_t B) {
 }
 
 FullyConnected::Prims* FullyConnected::Get(int64_t B) {
-  if (B != last_b_ || last_ == nullptr) {  // a REQUIRES violation: fail loudly, never run a wrong shape
+  if (B != last_b_ || (last_ == nullptr && !RowDotPath())) {  // a REQUIRES violation: fail loudly, never run a wrong shape
     std::fprintf(stderr, "FullyConnected(%lld->%lld): Forward/Backward with B=%lld but last Prepare was B=%lld\n",
                  static_cast<long long>(in_), static_cast<long long>(out_), static_cast<long long>(B),
                  static_cast<long long>(last_b_));
@@ -163,6 +169,19 @@ FullyConnected::Prims* FullyConnected::Get(int64_t B) {
 
 void FullyConnected::Forward(int64_t B, const float* src, const float* wei, const float* bia, float* dst) {
   Prims* p = Get(B);
+  if (p == nullptr) {  // RowDotPath: dst[b] = src[b, :] . wei + bia, one dot product per row
+    const int64_t in = in_;
+    const float b0 = bia != nullptr ? bia[0] : 0.0f;
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < B; ++b) {
+      const float* x = src + b * in;
+      float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+      for (int64_t i = 0; i < in; ++i) acc += x[i] * wei[i];
+      dst[b] = acc + b0;
+    }
+    return;
+  }
   if (type_ == DataType::kBF16) {
     ConvertF32ToBf16(src, p->src_b.get(), B * in_);
     ConvertF32ToBf16(wei, p->wei_b.get(), in_ * out_);
@@ -185,6 +204,21 @@ void FullyConnected::Forward(int64_t B, const float* src, const float* wei, cons
 void FullyConnected::Backward(int64_t B, const float* src, const float* wei, const float* diff_dst, float* diff_src,
                               float* diff_wei, float* diff_bia) {
   Prims* p = Get(B);
+  if (p == nullptr) {  // RowDotPath: an outer product and a weighted column sum
+    if (diff_src != nullptr) {
+      const int64_t in = in_;
+#pragma omp parallel for schedule(static)
+      for (int64_t b = 0; b < B; ++b) {
+        const float g = diff_dst[b];
+        float* d = diff_src + b * in;
+#pragma omp simd
+        for (int64_t i = 0; i < in; ++i) d[i] = g * wei[i];
+      }
+    }
+    WeightedColumnSums(B, in_, src, diff_dst, diff_wei);
+    if (diff_bia != nullptr) ColumnSums(B, 1, diff_dst, diff_bia);
+    return;
+  }
   if (type_ == DataType::kBF16) {
     if (src != p->converted_src) {
       ConvertF32ToBf16(src, p->src_b.get(), B * in_);

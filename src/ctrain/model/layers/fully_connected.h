@@ -31,6 +31,9 @@
 //     DeepFM step). Error per output element, relative to the exact f32
 //     product: |err| <= (2·2^-8 + 2^-16)·Σ|a||b| + f32 accumulation error.
 //     Needs AVX512_BF16 (Bf16GemmSupported()); there is no silent f32 fallback.
+// One output (out == 1) in f32: no oneDNN. Forward is a dot product per row, backward data an outer
+// product, backward weights WeightedColumnSums (a GEMM library runs these N = 1 / K = 1 products far below
+// memory speed; every model's output layer is one). Each sum has a fixed order whatever the thread count.
 // Determinism: for a fixed OpenMP thread count oneDNN's f32 and bf16 GEMMs are run-to-run
 // reproducible; diff_bia uses a fixed order.
 // Thread safety: one FullyConnected per thread (it owns a stream and caches).
@@ -89,7 +92,10 @@ class FullyConnected {
   Prims* last_ = nullptr;
   int64_t last_b_ = -1;
   int last_threads_ = -1;
-  Prims* Get(int64_t B);
+  Prims* Get(int64_t B);  // null on RowDotPath
+  // f32 with one output: a [B, in] x [in, 1] product (and its K = 1 / N = 1 backward) is memory-bound, and
+  // oneDNN's matmul runs it far below memory speed, so the layer runs it as loops over rows (no primitives).
+  bool RowDotPath() const { return out_ == 1 && type_ == DataType::kF32; }
 };
 
 // Column sums: bias_grad[j] = sum_b diff_dst[b, j], b ascending.  diff_dst [B, out].
