@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The default OpenMP wait policy on both kinds of machine, in one run (issue #7 item 14, issue #24 item 1):
 # an idle phase (dedicated cores) and a busy phase (a busy loop pinned to the last CPU of this process's
-# affinity set for the whole phase). Each round trains the same short job once per mode, modes alternated,
-# $RUNS rounds per phase:
+# affinity set for the whole phase). Each round trains the same short job once per mode, modes alternated and
+# rotated (round r starts at the r-th mode), $RUNS rounds per phase:
 #   one      --intra-op-threads 1
 #   default  no thread flag, no OpenMP variable: ctrain samples its CPUs for 100 ms and picks ACTIVE
 #            (spin) on idle ones, PASSIVE (sleep) when another process uses them (train/openmp_wait.h)
@@ -85,8 +85,11 @@ for phase in $PHASES; do
       echo "== busy phase: a busy loop (pid $BUSY_PID) pinned to CPU $LAST_CPU" >&2 ;;
     *) echo "unknown phase $phase (idle, busy)" >&2; exit 2 ;;
   esac
+  read -r -a MODE_LIST <<<"$MODES"
   for r in $(seq "$RUNS"); do
-    for m in $MODES; do
+    # Round r starts at mode r - 1 (rotating), so no mode always runs right after the same other one.
+    for k in $(seq 0 $((${#MODE_LIST[@]} - 1))); do
+      m=${MODE_LIST[$(((k + r - 1) % ${#MODE_LIST[@]}))]}
       v=$(run_mode "$phase" "$m" "$r")
       echo "$v" >>"$OUT/$phase.$m.txt"
       printf '   %s round %d  %-8s %10.0f examples/s\n' "$phase" "$r" "$m" "$v" >&2
