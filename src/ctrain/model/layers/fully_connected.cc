@@ -158,7 +158,8 @@ Status FullyConnected::Prepare(int64_t B) {
 }
 
 FullyConnected::Prims* FullyConnected::Get(int64_t B) {
-  if (B != last_b_ || (last_ == nullptr && !RowDotPath())) {  // a REQUIRES violation: fail loudly, never run a wrong shape
+  // A REQUIRES violation: fail loudly, never run a wrong shape.
+  if (B != last_b_ || (last_ == nullptr && !RowDotPath())) {
     std::fprintf(stderr, "FullyConnected(%lld->%lld): Forward/Backward with B=%lld but last Prepare was B=%lld\n",
                  static_cast<long long>(in_), static_cast<long long>(out_), static_cast<long long>(B),
                  static_cast<long long>(last_b_));
